@@ -1,0 +1,3 @@
+from forktool.cli import main
+
+main()

@@ -1,0 +1,174 @@
+"""Click wiring: parse, call one function, render, exit. Nothing else lives here.
+
+Exit codes (the public contract): 0 success, 1 the checks ran and found
+problems, 2 the command could not run as asked (one ``error:`` line and an
+optional ``hint:`` line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from forktool import __version__
+from forktool.config import Config, find_config, load_config
+from forktool.errors import FatalError
+from forktool.fork import Fork, load_fork
+from forktool.git import Git
+from forktool.output import Output
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# One module per subcommand under forktool/commands/, each exposing ``command``.
+COMMAND_MODULES = (
+    "init",
+    "status",
+    "demo",
+    "verify",
+    "apply",
+)
+
+
+@dataclass
+class App:
+    """What every command needs: where the fork is, and how to talk to the user."""
+
+    cwd: Path
+    config_file: Path | None
+    output: Output
+    _config: Config | None = field(default=None, repr=False)
+
+    def config(self) -> Config:
+        if self._config is None:
+            path = self.config_file or find_config(self.cwd, stop=lambda d: (d / ".git").exists())
+            self._config = load_config(path)
+        return self._config
+
+    def fork(self, *, strict: bool = True) -> Fork:
+        return load_fork(self.config(), strict=strict)
+
+    def git(self) -> Git:
+        git = Git(self.config().root)
+        git.toplevel()  # refuses early, with a hint, outside a repository
+        return git
+
+
+pass_app = click.make_pass_decorator(App)
+
+
+def format_option(*choices: str) -> Callable[[F], F]:
+    names = choices or ("text", "json")
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(names),
+        default="text",
+        show_default=True,
+        help="Output format: " + ", ".join(names) + ".",
+    )
+
+
+class ForktoolGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(super().list_commands(ctx))
+
+
+@click.group(
+    cls=ForktoolGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.option(
+    "-C",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Run as if forktool was started in DIR.",
+    metavar="DIR",
+)
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Use this forktool.yaml instead of searching for one.",
+    metavar="FILE",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print only verdicts and errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Explain each step on stderr.")
+@click.version_option(__version__, prog_name="forktool")
+@click.pass_context
+def cli(
+    ctx: click.Context, directory: Path | None, config_file: Path | None, quiet: bool, verbose: bool
+) -> None:
+    """Keep a patch-series fork of an upstream project honest.
+
+    A fork pins an upstream release tag, carries a few patches on top, and drops
+    each patch once the pinned release contains its upstream commit (decided by
+    ancestry, never by a passing probe).
+
+    \b
+    Examples:
+      forktool demo                 walk the whole release cycle on a throwaway fork
+      forktool status               pin, series, and each patch's state
+      forktool -C ../myfork check   the CI gate, for the fork in ../myfork
+    """
+    cwd = Path.cwd()
+    if directory is not None:
+        if not directory.is_dir():
+            raise FatalError(f"-C {directory}: no such directory")
+        cwd = directory.resolve()
+    if config_file is not None and not config_file.is_absolute():
+        config_file = (cwd / config_file).resolve()
+    ctx.obj = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
+
+
+for _name in COMMAND_MODULES:
+    cli.add_command(importlib.import_module(f"forktool.commands.{_name}").command)
+
+
+def _fail(message: str, hint: str | None, code: int = 2) -> int:
+    click.echo(f"error: {message}", err=True)
+    if hint:
+        click.echo(f"hint: {hint}", err=True)
+    return code
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code (also used by the tests)."""
+    try:
+        result = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="forktool",
+            standalone_mode=False,
+        )
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "forktool"
+        return _fail(exc.format_message(), f"run '{command} --help' for usage")
+    except click.ClickException as exc:
+        return _fail(exc.format_message(), None)
+    except FatalError as exc:
+        return _fail(exc.message, exc.hint)
+    except (KeyboardInterrupt, click.Abort):
+        return _fail("interrupted; nothing was left half-written", None, 130)
+    if isinstance(result, int):
+        return result
+    return 0
+
+
+def main() -> None:
+    try:
+        code = run()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`); do not print a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = 1
+    sys.exit(code)

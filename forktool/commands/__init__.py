@@ -1,0 +1,1 @@
+"""One module per subcommand, each exposing a click ``command``; cli.py only wires them."""

@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.apply import apply_to_directory
+from forktool.errors import InputError
+from forktool.report import text
+
+
+@click.command("apply")
+@click.option(
+    "--target",
+    "target",
+    required=True,
+    type=click.Path(path_type=Path),
+    metavar="DIR",
+    help="Plain directory to patch (e.g. site-packages in an image); not a git checkout.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["git", "patch"]),
+    default="git",
+    show_default=True,
+    help="git: 'git apply' outside a repository. patch: GNU patch with strict flags.",
+)
+@click.option(
+    "--verify",
+    "verify",
+    is_flag=True,
+    help="Prove DIR already carries exactly the series; change nothing.",
+)
+@click.option(
+    "--except",
+    "exclude",
+    multiple=True,
+    metavar="PATCH",
+    help="Bring DIR to 'every patch applied except PATCH' from whatever state it is in (repeatable).",
+)
+@click.option("--dry-run", is_flag=True, help="Decide everything, write nothing.")
+@format_option()
+@pass_app
+def command(
+    app: App,
+    target: Path,
+    engine: str,
+    verify: bool,
+    exclude: tuple[str, ...],
+    dry_run: bool,
+    fmt: str,
+) -> int:
+    """Apply the series to a plain directory, strictly and fail-closed.
+
+    Every hunk must apply exactly (no offset, no fuzz); a patch that is already
+    applied is refused, never reversed. Decisions are made in a scratch copy; DIR
+    is written only once the whole series is proven, and put back on failure. No
+    .orig or .rej file is ever left.
+
+    \b
+    Examples:
+      forktool apply --target /usr/lib/python3/site-packages
+      forktool apply --target ./site --engine patch --dry-run
+      forktool apply --target ./site --verify
+      forktool apply --target ./site --except 0002-retry.patch     # a minus-one arm
+    """
+    if verify and exclude:
+        raise click.UsageError("--verify and --except cannot be combined")
+    fork = app.fork(strict=False)
+    problems = [f for f in fork.findings if f.severity == "error"]
+    if problems:
+        raise InputError(problems)
+    mode: Literal["apply", "verify", "except"] = (
+        "verify" if verify else "except" if exclude else "apply"
+    )
+    with app.output.progress(len(fork.patches), f"{mode} {target}") as tick:
+        result = apply_to_directory(
+            fork,
+            target.resolve(),
+            engine=engine,
+            mode=mode,
+            exclude=exclude,
+            dry_run=dry_run,
+            progress=tick,
+        )
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        text.render_apply(app.output, result)
+    return 0 if result.ok else 1

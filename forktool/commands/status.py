@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.status import fork_status
+from forktool.report import text
+
+
+@click.command("status")
+@format_option()
+@pass_app
+def command(app: App, fmt: str) -> int:
+    """One screen: the pin, the series, and each patch's state.
+
+    \b
+    Example:
+      forktool status
+      forktool status --format json | jq '.patches[].patch'
+    """
+    fork = app.fork()
+    result = fork_status(fork, app.git())
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        text.render_status(app.output, result)
+    return 0

@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.apply import resolve_base, verify_series
+from forktool.report import text
+
+
+@click.command("verify")
+@click.option(
+    "--base", metavar="REF", default=None, help="Verify onto REF instead of the pinned tag."
+)
+@click.option("--allow-offset", is_flag=True, help="Accept hunks that apply only at shifted lines.")
+@format_option()
+@pass_app
+def command(app: App, base: str | None, allow_offset: bool, fmt: str) -> int:
+    """Apply the series exactly onto the pin (or REF), revert it, prove the round trip.
+
+    Works in a temporary index: the checkout, the index and the work tree are never
+    touched. Exit 0 when every patch is exact and the revert restores the exact base
+    tree, 1 when not, 2 when the series or base cannot be read.
+
+    \b
+    Examples:
+      forktool verify
+      forktool verify --base v1.2.0 --format json
+    """
+    fork = app.fork(strict=False)
+    file_problems = [f for f in fork.findings if f.severity == "error"]
+    if file_problems:
+        from forktool.errors import InputError
+
+        raise InputError(file_problems)
+    git = app.git()
+    name, commit = resolve_base(fork, git, base)
+    with app.output.progress(len(fork.patches), f"verifying on {name}") as tick:
+        result = verify_series(
+            fork, git, base=name, base_commit=commit, allow_offset=allow_offset, progress=tick
+        )
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        text.render_verify(app.output, result)
+    return 0 if result.ok else 1

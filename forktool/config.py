@@ -1,0 +1,337 @@
+"""``forktool.yaml`` -> typed, validated settings.
+
+PyYAML is used to read only. Unknown keys, missing required keys, wrong types and
+bad ``pin_sites`` patterns are errors that name the file and line. Aliases and
+anchors are refused outright: a config needs none, and they are how a YAML bomb
+expands.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from forktool.errors import FatalError
+from forktool.git import is_hex40
+
+CONFIG_NAME = "forktool.yaml"
+Layout = Literal["merged", "overlay"]
+MAX_CONFIG_BYTES = 1 << 20
+_NOT_TEXT = {"tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"}
+
+
+@dataclass(frozen=True)
+class PinSite:
+    file: str
+    pattern: str
+    line: int  # where the site is declared in forktool.yaml
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        return re.compile(self.pattern, re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ImageSettings:
+    repository: str
+    dockerfile: str
+    build_arg: str = "BASE_TAG"
+    context: str = "."
+    gate: tuple[tuple[str, ...], ...] = ()
+    site: str | None = None  # directory in the image that carries the series
+    records: str = ".forktool/gate-records"
+    waivers: str | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    root: Path  # the directory holding forktool.yaml
+    path: Path
+    pin_tag: str
+    pin_commit: str
+    upstream_remote: str = "upstream"
+    upstream_url: str | None = None
+    layout: Layout = "merged"
+    release_tags: str = "v*"
+    prereleases: bool = True
+    series: str = "series"
+    patches: str = "patches"
+    upstream_map: str = "upstream.map"
+    ledger: str = "alignment.ledger"
+    record: str = "FORK.md"
+    pin_sites: tuple[PinSite, ...] = ()
+    image: ImageSettings | None = None
+    lines: dict[str, int] = field(default_factory=dict, compare=False)
+
+    def file(self, relative: str) -> Path:
+        return self.root / relative
+
+    @property
+    def series_path(self) -> Path:
+        return self.file(self.series)
+
+    @property
+    def patches_dir(self) -> Path:
+        return self.file(self.patches)
+
+    @property
+    def map_path(self) -> Path:
+        return self.file(self.upstream_map)
+
+    @property
+    def ledger_path(self) -> Path:
+        return self.file(self.ledger)
+
+    @property
+    def record_path(self) -> Path:
+        return self.file(self.record)
+
+    def rel(self, path: Path) -> str:
+        """``path`` as the user sees it: relative to the fork root."""
+        try:
+            return str(path.relative_to(self.root))
+        except ValueError:
+            return str(path)
+
+
+class _Node:
+    """A YAML node with the file name, so every error can say where it is."""
+
+    def __init__(self, node: yaml.Node, path: str) -> None:
+        self.node = node
+        self.path = path
+
+    @property
+    def line(self) -> int:
+        return int(self.node.start_mark.line) + 1
+
+    def fail(self, message: str, hint: str | None = None) -> FatalError:
+        return FatalError(f"{self.path}:{self.line}: {message}", hint)
+
+    def mapping(self, what: str) -> dict[str, _Node]:
+        if not isinstance(self.node, yaml.MappingNode):
+            raise self.fail(f"{what} must be a mapping")
+        out: dict[str, _Node] = {}
+        for key, value in self.node.value:
+            if not isinstance(key, yaml.ScalarNode):
+                raise _Node(key, self.path).fail(f"{what}: keys must be plain names")
+            if key.value in out:
+                raise _Node(key, self.path).fail(f"{what}: key '{key.value}' appears twice")
+            out[key.value] = _Node(value, self.path)
+        return out
+
+    def string(self, what: str) -> str:
+        # Raw scalar text: an unquoted 1.10 stays "1.10", never the float 1.1.
+        plain = isinstance(self.node, yaml.ScalarNode) and self.node.tag not in _NOT_TEXT
+        if not plain:
+            raise self.fail(f"{what} must be a string")
+        value = str(self.node.value)
+        if not value:
+            raise self.fail(f"{what} must not be empty")
+        return value
+
+    def boolean(self, what: str) -> bool:
+        if not isinstance(self.node, yaml.ScalarNode) or self.node.tag != "tag:yaml.org,2002:bool":
+            raise self.fail(f"{what} must be true or false")
+        return str(self.node.value).lower() in ("true", "yes", "on")
+
+    def sequence(self, what: str) -> list[_Node]:
+        if not isinstance(self.node, yaml.SequenceNode):
+            raise self.fail(f"{what} must be a list")
+        return [_Node(item, self.path) for item in self.node.value]
+
+
+def _check_keys(
+    node: _Node, items: dict[str, _Node], what: str, allowed: set[str], required: set[str]
+) -> None:
+    for key, value in items.items():
+        if key not in allowed:
+            known = ", ".join(sorted(allowed))
+            raise FatalError(
+                f"{node.path}:{_key_line(node, key)}: unknown key '{key}' in {what}",
+                f"known keys: {known}",
+            )
+        del value
+    for key in sorted(required - items.keys()):
+        raise node.fail(f"{what} is missing required key '{key}'")
+
+
+def _key_line(node: _Node, key: str) -> int:
+    assert isinstance(node.node, yaml.MappingNode)
+    for k, _ in node.node.value:
+        if k.value == key:
+            return int(k.start_mark.line) + 1
+    return node.line
+
+
+def _compose(text: str, path: str) -> yaml.Node:
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise FatalError(
+                    f"{path}:{line}: YAML anchors and aliases are not allowed in forktool.yaml",
+                    "write each value out in full",
+                )
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FatalError(f"{path}{where}: not valid YAML: {problem}") from exc
+    if node is None:
+        raise FatalError(
+            f"{path}: the file is empty", "run 'forktool init --pin TAG' to create one"
+        )
+    return node
+
+
+def _pin_site(node: _Node) -> PinSite:
+    items = node.mapping("a pin_sites entry")
+    _check_keys(node, items, "a pin_sites entry", {"file", "pattern"}, {"file", "pattern"})
+    file = items["file"].string("pin_sites.file")
+    pattern = items["pattern"].string("pin_sites.pattern")
+    try:
+        regex = re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        raise items["pattern"].fail(f"pin_sites pattern does not compile: {exc}") from exc
+    if "tag" not in regex.groupindex:
+        raise items["pattern"].fail(
+            "pin_sites pattern has no (?P<tag>...) group",
+            "the group marks the text a pin bump rewrites",
+        )
+    if file.startswith("/") or ".." in Path(file).parts:
+        raise items["file"].fail(f"pin_sites file '{file}' must be a path inside the fork")
+    return PinSite(file, pattern, node.line)
+
+
+def _command(node: _Node) -> tuple[str, ...]:
+    return tuple(
+        part.string("an image.gate command word") for part in node.sequence("an image.gate command")
+    )
+
+
+def _gate(node: _Node) -> tuple[tuple[str, ...], ...]:
+    items = node.sequence("image.gate")
+    if items and isinstance(items[0].node, yaml.ScalarNode):
+        return (_command(node),)
+    return tuple(_command(item) for item in items)
+
+
+def _image(node: _Node) -> ImageSettings:
+    items = node.mapping("image")
+    allowed = {
+        "repository",
+        "dockerfile",
+        "build_arg",
+        "context",
+        "gate",
+        "site",
+        "records",
+        "waivers",
+    }
+    _check_keys(node, items, "image", allowed, {"repository", "dockerfile"})
+    strings = {k: items[k].string(f"image.{k}") for k in allowed - {"gate"} if k in items}
+    gate = _gate(items["gate"]) if "gate" in items else ()
+    return ImageSettings(gate=gate, **strings)
+
+
+_TOP_KEYS = {
+    "upstream",
+    "pin",
+    "layout",
+    "release_tags",
+    "prereleases",
+    "series",
+    "patches",
+    "upstream_map",
+    "ledger",
+    "record",
+    "pin_sites",
+    "image",
+}
+_PATH_KEYS = ("series", "patches", "upstream_map", "ledger", "record")
+
+
+def parse_config(text: str, path: Path) -> Config:
+    shown = str(path)
+    root_node = _Node(_compose(text, shown), shown)
+    top = root_node.mapping("forktool.yaml")
+    _check_keys(root_node, top, "forktool.yaml", _TOP_KEYS, {"pin"})
+    values: dict[str, Any] = {}
+    lines: dict[str, int] = {key: node.line for key, node in top.items()}
+
+    pin = top["pin"].mapping("pin")
+    _check_keys(top["pin"], pin, "pin", {"tag", "commit"}, {"tag", "commit"})
+    values["pin_tag"] = pin["tag"].string("pin.tag")
+    commit = pin["commit"].string("pin.commit")
+    if not is_hex40(commit):
+        raise pin["commit"].fail(f"pin.commit '{commit}' must be a full 40-hex lowercase commit id")
+    values["pin_commit"] = commit
+    lines["pin.tag"], lines["pin.commit"] = pin["tag"].line, pin["commit"].line
+
+    if "upstream" in top:
+        upstream = top["upstream"].mapping("upstream")
+        _check_keys(top["upstream"], upstream, "upstream", {"remote", "url"}, set())
+        if "remote" in upstream:
+            values["upstream_remote"] = upstream["remote"].string("upstream.remote")
+        if "url" in upstream:
+            values["upstream_url"] = upstream["url"].string("upstream.url")
+    if "layout" in top:
+        layout = top["layout"].string("layout")
+        if layout not in ("merged", "overlay"):
+            raise top["layout"].fail(f"layout '{layout}' must be 'merged' or 'overlay'")
+        values["layout"] = layout
+    if "release_tags" in top:
+        values["release_tags"] = top["release_tags"].string("release_tags")
+    if "prereleases" in top:
+        values["prereleases"] = top["prereleases"].boolean("prereleases")
+    for key in _PATH_KEYS:
+        if key in top:
+            value = top[key].string(key)
+            if value.startswith("/") or ".." in Path(value).parts:
+                raise top[key].fail(f"{key} '{value}' must be a path inside the fork")
+            values[key] = value
+    if "pin_sites" in top:
+        values["pin_sites"] = tuple(
+            _pin_site(item) for item in top["pin_sites"].sequence("pin_sites")
+        )
+    if "image" in top:
+        values["image"] = _image(top["image"])
+    return Config(root=path.parent, path=path, lines=lines, **values)
+
+
+def load_config(path: Path) -> Config:
+    if not path.is_file():
+        raise FatalError(
+            f"{path}: no such file",
+            "run 'forktool init --pin TAG' in the fork, or pass -C DIR / --config FILE",
+        )
+    data = path.read_bytes()
+    if len(data) > MAX_CONFIG_BYTES:
+        raise FatalError(f"{path}: {len(data)} bytes is too large for a config file")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FatalError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
+    return parse_config(text, path.resolve())
+
+
+def find_config(start: Path, stop: Callable[[Path], bool] | None = None) -> Path:
+    """The nearest forktool.yaml at or above ``start`` (not above ``stop``'s directory)."""
+    here = start.resolve()
+    for directory in (here, *here.parents):
+        candidate = directory / CONFIG_NAME
+        if candidate.is_file():
+            return candidate
+        if stop is not None and stop(directory):
+            break
+    raise FatalError(
+        f"no {CONFIG_NAME} found in {here} or above",
+        "run 'forktool init --pin TAG' to start a fork here, or pass -C DIR / --config FILE",
+    )

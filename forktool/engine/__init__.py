@@ -1,0 +1,1 @@
+"""One module per capability. Engines return result objects; they never print or exit."""

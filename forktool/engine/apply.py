@@ -1,0 +1,893 @@
+"""Exact application: does every patch apply at its own lines, and revert cleanly?
+
+Two places a series is applied:
+
+* ``verify``: onto a commit, in a temporary index (``git apply --cached``), never
+  touching the user's checkout. The whole series goes through in ONE git call
+  forward and one back; only when that fails or reports an offset do we re-run
+  patch by patch to name the culprit.
+* ``apply --target DIR``: onto a plain directory (an installed package). Every
+  decision is made in a scratch copy of the touched files first; the target is
+  changed only once the result is proven, and restored if anything goes wrong.
+
+A verdict rule lives in exactly one place: :func:`classify`.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from forktool.errors import FatalError
+from forktool.fork import Fork, Patch
+from forktool.git import Git, TempIndex, hardened_env
+from forktool.git import run as run_git
+from forktool.model.patchfile import FileDiff, Hunk, PatchFile
+
+Status = Literal["exact", "offset", "fuzz", "fails", "malformed", "unsafe", "unsupported"]
+Progress = Callable[[int], None]
+
+_HUNK_OFFSET = re.compile(
+    r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?(?: with fuzz (\d+))?"
+)
+_GIT_PATCH_FAILED = re.compile(r"^error: patch failed: (.+):(\d+)$")
+_GIT_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
+_GIT_ERROR = re.compile(r"^error: (.+)$")
+_PATCH_FILE = re.compile(r"^(?:patching|checking) (?:file|symbolic link) '?(.+?)'?$")
+_PATCH_FAILED = re.compile(r"^Hunk #(\d+) FAILED at (\d+)")
+STRAY_SUFFIXES = (".orig", ".rej")
+
+
+@dataclass(frozen=True)
+class HunkPlacement:
+    file: str
+    line: int  # where the hunk applied (or was expected) in the file before the patch
+    offset: int
+
+    def to_json(self) -> dict[str, object]:
+        return {"file": self.file, "line": self.line, "offset": self.offset}
+
+
+@dataclass(frozen=True)
+class PatchVerdict:
+    patch: str
+    status: Status
+    message: str = ""
+    hunks: tuple[HunkPlacement, ...] = ()
+    file: str | None = None  # the culprit file, hunk and patch line when not exact
+    hunk: int | None = None
+    line: int | None = None  # line in the patch file
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "patch": self.patch,
+            "status": self.status,
+            "message": self.message,
+            "hunks": [h.to_json() for h in self.hunks],
+        }
+        if self.file is not None:
+            data.update(file=self.file, hunk=self.hunk, line=self.line)
+        return data
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    base: str
+    base_commit: str
+    ok: bool
+    round_trip: bool
+    patches: tuple[PatchVerdict, ...]
+    allow_offset: bool = False
+    message: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "base": self.base,
+            "base_commit": self.base_commit,
+            "ok": self.ok,
+            "round_trip": self.round_trip,
+            "patches": [p.to_json() for p in self.patches],
+        }
+        if self.message:
+            data["message"] = self.message
+        return data
+
+
+def acceptable(status: Status, allow_offset: bool) -> bool:
+    """The one rule for what counts as applying: exact, or offset when allowed."""
+    return status == "exact" or (allow_offset and status == "offset")
+
+
+# -- reading what the appliers say ----------------------------------------------
+
+
+@dataclass
+class Attempt:
+    """One patch pushed through an applier, forward or back."""
+
+    ok: bool
+    placements: list[HunkPlacement] = field(default_factory=list)
+    failed_file: str | None = None
+    failed_hunk: int | None = None
+    failed_at: int | None = None
+    fuzz: int = 0
+    detail: str = ""
+
+
+def _hunk_by_number(diff: FileDiff | None, number: int) -> Hunk | None:
+    if diff is None or not 1 <= number <= len(diff.hunks):
+        return None
+    return diff.hunks[number - 1]
+
+
+def _diff_for(parsed: PatchFile, path: str) -> FileDiff | None:
+    for diff in parsed.files:
+        if path in (diff.new_path, diff.old_path):
+            return diff
+    return None
+
+
+def _expected_line(hunk: Hunk, reverse: bool) -> int:
+    return hunk.new_start if reverse else hunk.old_start
+
+
+def _placements(
+    parsed: PatchFile, offsets: dict[tuple[str, int], tuple[int, int]], reverse: bool
+) -> list[HunkPlacement]:
+    """Every hunk's placement: reported offsets where the applier gave one, else exact."""
+    out = []
+    for diff in parsed.files:
+        for number, hunk in enumerate(diff.hunks, start=1):
+            at, offset = offsets.get((diff.path, number), (_expected_line(hunk, reverse), 0))
+            out.append(HunkPlacement(diff.path, at, offset))
+    return out
+
+
+def read_git_apply(parsed: PatchFile, stderr: str, ok: bool, reverse: bool) -> Attempt:
+    """Interpret ``git apply -v`` output for one patch."""
+    current: str | None = None
+    offsets: dict[tuple[str, int], tuple[int, int]] = {}
+    attempt = Attempt(ok=ok)
+    errors: list[str] = []
+    for line in stderr.splitlines():
+        if match := _GIT_CHECKING.match(line):
+            current = match.group(1)
+        elif (match := _HUNK_OFFSET.match(line)) and current is not None:
+            number, at = int(match.group(1)), int(match.group(2))
+            offsets[(current, number)] = (at, int(match.group(3) or 0))
+        elif match := _GIT_PATCH_FAILED.match(line):
+            attempt.failed_file, attempt.failed_at = match.group(1), int(match.group(2))
+        elif match := _GIT_ERROR.match(line):
+            errors.append(match.group(1))
+    attempt.placements = _placements(parsed, offsets, reverse)
+    if attempt.failed_file is not None and attempt.failed_at is not None:
+        diff = _diff_for(parsed, attempt.failed_file)
+        for number, hunk in enumerate(diff.hunks if diff else (), start=1):
+            if _expected_line(hunk, reverse) == attempt.failed_at:
+                attempt.failed_hunk = number
+                break
+    if not ok:
+        attempt.detail = next(
+            (e for e in errors if "patch failed" not in e and "while searching" not in e), ""
+        )
+        if not attempt.detail and errors:
+            attempt.detail = errors[-1]
+    return attempt
+
+
+def read_gnu_patch(parsed: PatchFile, stdout: str, ok: bool, reverse: bool) -> Attempt:
+    """Interpret GNU patch output for one patch (strict flags: any offset is reported)."""
+    current: str | None = None
+    offsets: dict[tuple[str, int], tuple[int, int]] = {}
+    attempt = Attempt(ok=ok)
+    for line in stdout.splitlines():
+        if match := _PATCH_FILE.match(line):
+            current = match.group(1)
+        elif (match := _HUNK_OFFSET.match(line)) and current is not None:
+            number, at = int(match.group(1)), int(match.group(2))
+            offsets[(current, number)] = (at, int(match.group(3) or 0))
+            attempt.fuzz = max(attempt.fuzz, int(match.group(4) or 0))
+        elif (
+            (match := _PATCH_FAILED.match(line))
+            and current is not None
+            and attempt.failed_file is None
+        ):
+            attempt.failed_file, attempt.failed_hunk = current, int(match.group(1))
+            attempt.failed_at = int(match.group(2))
+        elif "Reversed (or previously applied) patch detected" in line:
+            attempt.detail = (
+                "already applied (GNU patch detected a reversed or previously applied patch)"
+            )
+        elif "already exists" in line or "No file to patch" in line or "can't find file" in line:
+            attempt.detail = attempt.detail or line.strip()
+    attempt.placements = _placements(parsed, offsets, reverse)
+    return attempt
+
+
+# -- what makes a patch unfit before anything runs -------------------------------
+
+
+def _zero_context(diff: FileDiff, hunk: Hunk) -> bool:
+    if diff.is_new or diff.is_deleted or hunk.old_count == 0:
+        return False
+    return not any(line.startswith(" ") or line == "" for line in hunk.lines)
+
+
+def precheck(patch: Patch, engine: str) -> PatchVerdict | None:
+    """A verdict reached from the patch text alone, or None if it must be tried."""
+    parsed = patch.parsed
+    for kind in ("unsafe", "malformed"):
+        problems = [p for p in parsed.problems if p.kind == kind]
+        if problems:
+            return PatchVerdict(patch.name, kind, problems[0].message, line=problems[0].line)
+    for diff in parsed.files:
+        for number, hunk in enumerate(diff.hunks, start=1):
+            if _zero_context(diff, hunk):
+                return PatchVerdict(
+                    patch.name,
+                    "fails",
+                    f"{diff.path}: hunk {number} has no context lines, so where it lands cannot be proven; "
+                    "regenerate the patch with context (git diff -U3)",
+                    file=diff.path,
+                    hunk=number,
+                    line=hunk.line,
+                )
+    if engine == "patch":
+        reason = gnu_patch_unsupported(parsed)
+        if reason:
+            return PatchVerdict(patch.name, "unsupported", reason)
+    return None
+
+
+def gnu_patch_unsupported(parsed: PatchFile) -> str | None:
+    for diff in parsed.files:
+        what = (
+            "a rename"
+            if diff.is_rename
+            else "a copy"
+            if diff.is_copy
+            else "a binary diff"
+            if diff.is_binary
+            else "a symlink"
+            if diff.is_symlink
+            else "a mode change"
+            if diff.old_mode and diff.new_mode and diff.old_mode != diff.new_mode
+            else None
+        )
+        if what:
+            return f"{diff.path}: {what} cannot be applied by GNU patch; use --engine git"
+    return None
+
+
+def classify(
+    patch: Patch, attempt: Attempt, fuzzy: Attempt | None, reverse_ok: bool, base: str
+) -> PatchVerdict:
+    """The one place a tried patch gets its status."""
+    if attempt.ok:
+        moved = [p for p in attempt.placements if p.offset]
+        if not moved and attempt.fuzz == 0:
+            return PatchVerdict(patch.name, "exact", "", tuple(attempt.placements))
+        first = moved[0] if moved else attempt.placements[0]
+        hunk_no, hunk_line = _locate(patch.parsed, first)
+        sign = "+" if first.offset > 0 else ""
+        return PatchVerdict(
+            patch.name,
+            "offset",
+            f"{first.file}: hunk {hunk_no} applies only at offset {sign}{first.offset} on {base}; "
+            "run 'forktool refresh'",
+            tuple(attempt.placements),
+            first.file,
+            hunk_no,
+            hunk_line,
+        )
+    hunk = _hunk_by_number(
+        _diff_for(patch.parsed, attempt.failed_file or ""), attempt.failed_hunk or 0
+    )
+    where = (
+        f"{attempt.failed_file}: hunk {attempt.failed_hunk}"
+        if attempt.failed_hunk
+        else attempt.failed_file
+    )
+    if fuzzy is not None and fuzzy.ok:
+        return PatchVerdict(
+            patch.name,
+            "fuzz",
+            f"{where} applies only with reduced context (fuzz) on {base}: the context no longer matches; "
+            "rebase the patch by hand",
+            tuple(attempt.placements),
+            attempt.failed_file,
+            attempt.failed_hunk,
+            hunk.line if hunk else None,
+        )
+    if reverse_ok:
+        reason = f"already applied: the change is present on {base} (it reverse-applies)"
+    elif where:
+        expected = f" at line {attempt.failed_at}" if attempt.failed_at else ""
+        reason = f"{where} does not apply{expected} on {base}"
+        if attempt.detail and "patch does not apply" not in attempt.detail:
+            reason += f" ({attempt.detail})"
+    else:
+        reason = attempt.detail or f"does not apply on {base}"
+    return PatchVerdict(
+        patch.name,
+        "fails",
+        reason,
+        (),
+        attempt.failed_file,
+        attempt.failed_hunk,
+        hunk.line if hunk else None,
+    )
+
+
+def _locate(parsed: PatchFile, placement: HunkPlacement) -> tuple[int | None, int | None]:
+    diff = _diff_for(parsed, placement.file)
+    if diff is None:
+        return None, None
+    for number, hunk in enumerate(diff.hunks, start=1):
+        if (
+            hunk.old_start + placement.offset == placement.line
+            or hunk.new_start + placement.offset == placement.line
+        ):
+            return number, hunk.line
+    return None, None
+
+
+# -- verify: a series onto a commit, in a temporary index ------------------------
+
+
+def _git_apply_args(
+    files: Sequence[Path], *, reverse: bool = False, check: bool = False, context: int | None = None
+) -> list[str]:
+    args = ["apply", "--cached", "-v", "--whitespace=nowarn", "-p1"]
+    if reverse:
+        args.append("-R")
+    if check:
+        args.append("--check")
+    if context is not None:
+        args.append(f"-C{context}")
+    return [*args, *(str(f) for f in files)]
+
+
+def _try_index(
+    index: TempIndex,
+    patch: Patch,
+    *,
+    reverse: bool = False,
+    check: bool = False,
+    context: int | None = None,
+) -> Attempt:
+    res = index.run(
+        _git_apply_args([patch.path], reverse=reverse, check=check, context=context),
+        purpose=f"apply {patch.name}",
+        check=False,
+    )
+    return read_git_apply(patch.parsed, res.err, res.ok, reverse)
+
+
+def _series_in_one_call(
+    index: TempIndex, patches: Sequence[Patch], reverse: bool
+) -> tuple[bool, str]:
+    ordered = list(reversed(patches)) if reverse else list(patches)
+    res = index.run(
+        _git_apply_args([p.path for p in ordered], reverse=reverse),
+        purpose="apply the series",
+        check=False,
+    )
+    return res.ok, res.err
+
+
+def verify_series(
+    fork: Fork,
+    git: Git,
+    *,
+    base: str,
+    base_commit: str,
+    allow_offset: bool = False,
+    progress: Progress | None = None,
+) -> VerifyResult:
+    """Apply the series onto ``base_commit`` and back, proving the round trip."""
+    patches = fork.patches
+    if not patches:
+        return VerifyResult(
+            base,
+            base_commit,
+            False,
+            False,
+            (),
+            allow_offset,
+            "the series lists no patches: there is nothing to verify",
+        )
+    base_tree = git.out(
+        ["rev-parse", f"{base_commit}^{{tree}}"], purpose=f"read the tree of {base}"
+    )
+    prechecked = [precheck(p, "git") for p in patches]
+    with git.temp_index(base_tree) as index:
+        if not any(prechecked):
+            ok, err = _series_in_one_call(index, patches, reverse=False)
+            if ok and "offset" not in err:
+                round_trip = _round_trip(index, patches, base_tree)
+                if progress:
+                    progress(len(patches))
+                verdicts = tuple(
+                    PatchVerdict(p.name, "exact", "", tuple(_placements(p.parsed, {}, False)))
+                    for p in patches
+                )
+                return VerifyResult(
+                    base, base_commit, round_trip, round_trip, verdicts, allow_offset
+                )
+            index.read_tree(base_tree)
+        verdicts_list = _one_by_one(index, patches, prechecked, base, progress)
+        applied_all = all(v.status in ("exact", "offset") for v in verdicts_list)
+        round_trip = applied_all and _round_trip(index, patches, base_tree)
+    ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts_list)
+    return VerifyResult(base, base_commit, ok, round_trip, tuple(verdicts_list), allow_offset)
+
+
+def _round_trip(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> bool:
+    ok, _ = _series_in_one_call(index, patches, reverse=True)
+    return ok and index.write_tree() == base_tree
+
+
+def _one_by_one(
+    index: TempIndex,
+    patches: Sequence[Patch],
+    prechecked: Sequence[PatchVerdict | None],
+    base: str,
+    progress: Progress | None,
+) -> list[PatchVerdict]:
+    """Name the culprit: apply patch by patch, each onto the result of the ones before."""
+    verdicts: list[PatchVerdict] = []
+    for patch, early in zip(patches, prechecked, strict=True):
+        if early is not None:
+            verdicts.append(early)
+        else:
+            attempt = _try_index(index, patch)
+            fuzzy = reverse_ok = None
+            if not attempt.ok:
+                fuzzy = _try_index(index, patch, context=1)
+                if fuzzy.ok:
+                    pass  # keep the series going so later patches are judged fairly
+                else:
+                    fuzzy = None
+                    reverse_ok = _try_index(index, patch, reverse=True, check=True).ok
+            verdicts.append(classify(patch, attempt, fuzzy, bool(reverse_ok), base))
+        if progress:
+            progress(1)
+    return verdicts
+
+
+def resolve_base(fork: Fork, git: Git, base: str | None) -> tuple[str, str]:
+    """(name, commit) of what to verify against: ``base`` or the pin."""
+    from forktool.engine.pin import require_pin
+
+    if base is None:
+        return fork.config.pin_tag, require_pin(fork.config, git)
+    return base, git.resolve_commit(base, what="base revision")
+
+
+# -- apply --target: a series onto a plain directory -----------------------------
+
+
+class Applier(Protocol):
+    name: str
+
+    def attempt(
+        self, directory: Path, patch: Patch, *, reverse: bool, fuzz: bool = False
+    ) -> Attempt: ...
+
+
+class GitDirApplier:
+    """``git apply`` outside any repository (the target is never a checkout)."""
+
+    name = "git"
+
+    def attempt(
+        self, directory: Path, patch: Patch, *, reverse: bool, fuzz: bool = False
+    ) -> Attempt:
+        args = ["apply", "-v", "--whitespace=nowarn", "-p1"]
+        if reverse:
+            args.append("-R")
+        if fuzz:
+            args += ["-C1", "--check"]
+        args.append(str(patch.path))
+        res = run_git(
+            args,
+            cwd=directory,
+            purpose=f"apply {patch.name}",
+            env={
+                "GIT_CEILING_DIRECTORIES": str(directory.parent),
+                "GIT_DIR": str(directory / ".no-git"),
+            },
+            check=False,
+        )
+        return read_git_apply(patch.parsed, res.err, res.ok, reverse)
+
+
+class GnuPatchApplier:
+    """GNU patch with the strict flags: no fuzz, no backups, no rejects, never auto-reverse."""
+
+    name = "patch"
+    STRICT = (
+        "-p1",
+        "--fuzz=0",
+        "--no-backup-if-mismatch",
+        "--reject-file=-",
+        "--batch",
+        "--forward",
+    )
+
+    def attempt(
+        self, directory: Path, patch: Patch, *, reverse: bool, fuzz: bool = False
+    ) -> Attempt:
+        flags = list(self.STRICT)
+        if reverse:
+            flags.append("-R")
+        if fuzz:
+            flags = [f for f in flags if not f.startswith("--fuzz")] + ["--fuzz=2", "--dry-run"]
+        argv = ["patch", *flags, "-d", str(directory), "-i", str(patch.path)]
+        try:
+            proc = subprocess.run(  # noqa: S603 - fixed argv, no shell
+                argv, capture_output=True, env=hardened_env(), check=False
+            )
+        except FileNotFoundError as exc:
+            raise FatalError(
+                "GNU patch is not installed",
+                "install it (apt-get install patch) or use --engine git",
+            ) from exc
+        out = proc.stdout.decode("utf-8", "surrogateescape") + proc.stderr.decode(
+            "utf-8", "surrogateescape"
+        )
+        return read_gnu_patch(patch.parsed, out, proc.returncode == 0, reverse)
+
+
+APPLIERS: dict[str, type[GitDirApplier] | type[GnuPatchApplier]] = {
+    "git": GitDirApplier,
+    "patch": GnuPatchApplier,
+}
+
+
+@dataclass(frozen=True)
+class DirResult:
+    target: str
+    engine: str
+    mode: Literal["apply", "verify", "except"]
+    ok: bool
+    dry_run: bool
+    patches: tuple[PatchVerdict, ...]
+    state: dict[str, str] = field(default_factory=dict)  # patch -> applied | absent, as found
+    changed: tuple[str, ...] = ()
+    message: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "target": self.target,
+            "engine": self.engine,
+            "mode": self.mode,
+            "ok": self.ok,
+            "dry_run": self.dry_run,
+            "message": self.message,
+            "state": self.state,
+            "changed": list(self.changed),
+            "patches": [p.to_json() for p in self.patches],
+        }
+
+
+def touched(patches: Sequence[Patch]) -> list[str]:
+    paths: list[str] = []
+    for patch in patches:
+        for diff in patch.parsed.files:
+            for path in (diff.old_path, diff.new_path):
+                if path is not None and path not in paths:
+                    paths.append(path)
+    return paths
+
+
+def _symlink_escape(target: Path, rel: str) -> str | None:
+    """Why writing ``rel`` under ``target`` could land outside it, or None."""
+    root = target.resolve()
+    current = target
+    parts = Path(rel).parts
+    for depth, part in enumerate(parts, start=1):
+        current = current / part
+        if current.is_symlink():
+            resolved = current.resolve()
+            leaf = depth == len(parts)
+            if not leaf or (resolved != root and root not in resolved.parents):
+                return f"{rel}: '{'/'.join(parts[:depth])}' is a symlink to {resolved}, outside or through the target"
+    return None
+
+
+@contextmanager
+def _scratch_copy(target: Path, paths: Sequence[str]) -> Iterator[Path]:
+    """A private copy of ``paths`` from ``target``; the target is never written here."""
+    scratch = Path(tempfile.mkdtemp(prefix="forktool-scratch-")) / "tree"
+    scratch.mkdir()
+    try:
+        _copy_paths(target, scratch, paths)
+        yield scratch
+    finally:
+        shutil.rmtree(scratch.parent, ignore_errors=True)
+
+
+def _copy_paths(src_root: Path, dest_root: Path, paths: Sequence[str]) -> None:
+    for rel in paths:
+        src = src_root / rel
+        if not (src.exists() or src.is_symlink()):
+            continue
+        dest = dest_root / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest, follow_symlinks=False)
+
+
+def _sync_back(scratch: Path, target: Path, paths: Sequence[str]) -> list[str]:
+    """Make ``target`` match ``scratch`` on ``paths``; returns the paths changed."""
+    changed = []
+    for rel in paths:
+        src, dest = scratch / rel, target / rel
+        src_there = src.exists() or src.is_symlink()
+        dest_there = dest.exists() or dest.is_symlink()
+        if src_there and dest_there and not src.is_symlink() and not dest.is_symlink():
+            if src.read_bytes() == dest.read_bytes() and src.stat().st_mode == dest.stat().st_mode:
+                continue
+        if not src_there and not dest_there:
+            continue
+        if dest_there:
+            dest.unlink()
+        if src_there:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest, follow_symlinks=False)
+        else:
+            _prune_empty_dirs(dest.parent, target)
+        changed.append(rel)
+    return changed
+
+
+def _prune_empty_dirs(directory: Path, stop: Path) -> None:
+    while directory != stop and directory.is_dir() and not any(directory.iterdir()):
+        directory.rmdir()
+        directory = directory.parent
+
+
+def stray_files(target: Path) -> list[str]:
+    return sorted(
+        str(p.relative_to(target))
+        for p in target.rglob("*")
+        if p.name.endswith(STRAY_SUFFIXES) and p.is_file()
+    )
+
+
+def _trial(
+    applier: Applier, scratch: Path, patch: Patch, *, reverse: bool = False, fuzz: bool = False
+) -> Attempt:
+    """Try one patch on a throwaway copy of its files: a failed GNU patch run can
+    leave hunks half-applied, so nothing is ever tried on the scratch tree itself."""
+    with _scratch_copy(scratch, touched([patch])) as probe:
+        return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz)
+
+
+def _exact(attempt: Attempt) -> bool:
+    return attempt.ok and attempt.fuzz == 0 and not any(p.offset for p in attempt.placements)
+
+
+def _judge(
+    applier: Applier, scratch: Path, patch: Patch, base: str, *, reverse: bool = False
+) -> PatchVerdict:
+    """Classify one patch on the scratch tree, and apply it there when it is exact."""
+    attempt = _trial(applier, scratch, patch, reverse=reverse)
+    fuzzy: Attempt | None = None
+    reverse_ok = False
+    if not attempt.ok:
+        tried = _trial(applier, scratch, patch, reverse=reverse, fuzz=True)
+        fuzzy = tried if tried.ok else None
+        if fuzzy is None:
+            reverse_ok = _exact(_trial(applier, scratch, patch, reverse=not reverse))
+    verdict = classify(patch, attempt, fuzzy, reverse_ok, base)
+    if verdict.status == "exact":
+        applier.attempt(scratch, patch, reverse=reverse)
+    return verdict
+
+
+def apply_to_directory(
+    fork: Fork,
+    target: Path,
+    *,
+    engine: str = "git",
+    mode: Literal["apply", "verify", "except"] = "apply",
+    exclude: Sequence[str] = (),
+    dry_run: bool = False,
+    progress: Progress | None = None,
+) -> DirResult:
+    """Bring ``target`` to the declared state, or prove it is there (``verify``)."""
+    if not target.is_dir():
+        raise FatalError(f"--target {target}: no such directory")
+    if not fork.patches:
+        raise FatalError(
+            f"{fork.config.series} lists no patches: refusing to report an empty series as applied",
+            "a fork with nothing to apply should not run this step",
+        )
+    for name in exclude:
+        fork.patch(name)  # exit 2 on an unknown name
+    applier: Applier = APPLIERS[engine]()
+    patches = list(fork.patches)
+    base = f"the target directory {target}"
+    early = [precheck(p, engine) for p in patches]
+    bad = [v for v in early if v is not None]
+    if bad:
+        return DirResult(
+            str(target),
+            engine,
+            mode,
+            False,
+            dry_run,
+            tuple(bad),
+            message="refused before applying anything",
+        )
+    paths = touched(patches)
+    escapes = [reason for rel in paths if (reason := _symlink_escape(target, rel))]
+    if escapes:
+        verdict = PatchVerdict("(series)", "unsafe", escapes[0])
+        return DirResult(str(target), engine, mode, False, dry_run, (verdict,), message=escapes[0])
+    with _scratch_copy(target, paths) as scratch:
+        if mode == "verify":
+            return _verify_directory(applier, scratch, target, patches, base, dry_run, progress)
+        if mode == "apply":
+            verdicts = []
+            for patch in patches:
+                verdict = _judge(applier, scratch, patch, base)
+                verdicts.append(verdict)
+                if progress:
+                    progress(1)
+                if verdict.status != "exact":
+                    return DirResult(
+                        str(target),
+                        engine,
+                        mode,
+                        False,
+                        dry_run,
+                        tuple(verdicts),
+                        message=f"{patch.name}: {verdict.message}; the target was not changed",
+                    )
+            return _finish(scratch, target, paths, engine, mode, dry_run, tuple(verdicts), {})
+        state, verdicts_or_error = _declare(applier, scratch, patches, set(exclude), base, progress)
+        if isinstance(verdicts_or_error, str):
+            return DirResult(
+                str(target), engine, mode, False, dry_run, (), state, message=verdicts_or_error
+            )
+        return _finish(scratch, target, paths, engine, mode, dry_run, verdicts_or_error, state)
+
+
+def _verify_directory(
+    applier: Applier,
+    scratch: Path,
+    target: Path,
+    patches: list[Patch],
+    base: str,
+    dry_run: bool,
+    progress: Progress | None,
+) -> DirResult:
+    verdicts = []
+    for patch in reversed(patches):
+        verdict = _judge(applier, scratch, patch, base, reverse=True)
+        if verdict.status == "fails":
+            message = verdict.message.replace("does not apply", "does not reverse-apply")
+            if message.startswith("already applied"):
+                message = "not applied: the patch applies forward, so the target lacks it"
+            verdict = PatchVerdict(
+                patch.name, "fails", message, (), verdict.file, verdict.hunk, verdict.line
+            )
+        verdicts.append(verdict)
+        if progress:
+            progress(1)
+        if verdict.status != "exact":
+            break
+    verdicts.reverse()
+    ok = len(verdicts) == len(patches) and all(v.status == "exact" for v in verdicts)
+    strays = stray_files(target)
+    message = (
+        f"the target carries exactly the {len(patches)} patches of the series"
+        if ok
+        else "the target does not carry exactly the declared series"
+    )
+    if strays:
+        ok = False
+        message = f"leftover files in the target: {', '.join(strays[:5])}"
+    return DirResult(
+        str(target), applier.name, "verify", ok, dry_run, tuple(verdicts), message=message
+    )
+
+
+def _declare(
+    applier: Applier,
+    scratch: Path,
+    patches: list[Patch],
+    exclude: set[str],
+    base: str,
+    progress: Progress | None,
+) -> tuple[dict[str, str], tuple[PatchVerdict, ...] | str]:
+    """Peel off whatever is applied (newest first), then apply all but ``exclude``."""
+    state: dict[str, str] = {}
+    for patch in reversed(patches):
+        if _exact(_trial(applier, scratch, patch, reverse=True)):
+            applier.attempt(scratch, patch, reverse=True)
+            state[patch.name] = "applied"
+        elif _exact(_trial(applier, scratch, patch)):
+            state[patch.name] = "absent"
+        else:
+            return state, (
+                f"{patch.name}: the target is in an unknown state (the patch neither applies nor "
+                "reverse-applies exactly); restore the pristine files first"
+            )
+    verdicts = []
+    for patch in patches:
+        if patch.name in exclude:
+            verdicts.append(PatchVerdict(patch.name, "exact", "left out (--except)"))
+        else:
+            verdict = _judge(applier, scratch, patch, base)
+            verdicts.append(verdict)
+            if verdict.status != "exact":
+                return state, f"{patch.name}: {verdict.message}; the target was not changed"
+        if progress:
+            progress(1)
+    return dict(reversed(list(state.items()))), tuple(verdicts)
+
+
+def _finish(
+    scratch: Path,
+    target: Path,
+    paths: list[str],
+    engine: str,
+    mode: Literal["apply", "verify", "except"],
+    dry_run: bool,
+    verdicts: tuple[PatchVerdict, ...],
+    state: dict[str, str],
+) -> DirResult:
+    strays = stray_files(scratch)
+    if strays:
+        return DirResult(
+            str(target),
+            engine,
+            mode,
+            False,
+            dry_run,
+            verdicts,
+            state,
+            message=f"the applier left {', '.join(strays)}; the target was not changed",
+        )
+    if dry_run:
+        return DirResult(
+            str(target),
+            engine,
+            mode,
+            True,
+            True,
+            verdicts,
+            state,
+            message="dry run: nothing written",
+        )
+    with _scratch_copy(target, paths) as backup:
+        try:
+            changed = _sync_back(scratch, target, paths)
+        except BaseException:
+            _sync_back(backup, target, paths)
+            raise
+    strays = stray_files(target)
+    if strays:
+        return DirResult(
+            str(target),
+            engine,
+            mode,
+            False,
+            dry_run,
+            verdicts,
+            state,
+            tuple(changed),
+            message=f"leftover files in the target: {', '.join(strays[:5])}",
+        )
+    return DirResult(str(target), engine, mode, True, dry_run, verdicts, state, tuple(changed))

@@ -1,0 +1,67 @@
+"""``forktool status``: one screen of facts about the fork."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from forktool.engine.pin import PinState, pin_state, require_pin
+from forktool.fork import Fork
+from forktool.git import Git
+
+
+@dataclass(frozen=True)
+class PatchStatus:
+    patch: str
+    file_present: bool
+    upstream_commits: tuple[str, ...]
+    fork_only: bool
+    upstream_pr: str | None
+    exit_criterion: str | None
+    apply: str | None = None  # the apply engine's status at the pin, when known
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "patch": self.patch,
+            "file_present": self.file_present,
+            "upstream_commits": list(self.upstream_commits),
+            "fork_only": self.fork_only,
+            "upstream_pr": self.upstream_pr,
+            "exit_criterion": self.exit_criterion,
+            "apply": self.apply,
+        }
+
+
+@dataclass(frozen=True)
+class StatusResult:
+    pin: PinState
+    layout: str
+    patches: tuple[PatchStatus, ...]
+    extra: dict[str, object] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pin": self.pin.to_json(),
+            "layout": self.layout,
+            "series_length": len(self.patches),
+            "patches": [p.to_json() for p in self.patches],
+            **self.extra,
+        }
+
+
+def fork_status(fork: Fork, git: Git) -> StatusResult:
+    """Facts about the fork; refuses (exit 2) a pin tag that is missing or moved."""
+    require_pin(fork.config, git)
+    patches = []
+    for patch in fork.patches:
+        criterion = patch.parsed.header.trailer("Exit-Criterion")
+        patches.append(
+            PatchStatus(
+                patch=patch.name,
+                file_present=patch.path.is_file(),
+                upstream_commits=patch.commits,
+                fork_only=patch.mapping is not None and patch.mapping.fork_only,
+                upstream_pr=patch.upstream_pr,
+                exit_criterion=criterion.value if criterion else None,
+            )
+        )
+    return StatusResult(pin_state(fork.config, git), fork.config.layout, tuple(patches))

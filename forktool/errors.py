@@ -1,0 +1,85 @@
+"""The one expected-failure type, and the finding that checks report.
+
+A ``FatalError`` means "the command could not run as asked" (exit 2): bad usage,
+bad or missing input, an unknown tag, git refusing. The CLI turns it into one
+``error:`` line plus an optional ``hint:`` line. Findings are different: they are
+what a check *found* (exit 1), and they travel inside result objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning", "info"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem a check found, anchored to a file and line where there is one."""
+
+    severity: Severity
+    message: str
+    path: str | None = None
+    line: int | None = None
+    hint: str | None = None
+
+    def location(self) -> str:
+        if self.path is None:
+            return ""
+        return f"{self.path}:{self.line}" if self.line else self.path
+
+    def render(self) -> str:
+        where = self.location()
+        return f"{where}: {self.message}" if where else self.message
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "severity": self.severity,
+            "message": self.message,
+            "path": self.path,
+            "line": self.line,
+        }
+        if self.hint:
+            data["hint"] = self.hint
+        return data
+
+
+class FatalError(Exception):
+    """The command cannot run as asked. Exit 2, nothing changed."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+
+class InputError(FatalError):
+    """One or more of the fork's files is malformed; carries every finding."""
+
+    def __init__(self, findings: list[Finding], hint: str | None = None) -> None:
+        if not findings:
+            raise ValueError("InputError needs at least one finding")
+        first = findings[0]
+        more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+        super().__init__(first.render() + more, hint or first.hint)
+        self.findings = findings
+
+
+class GitError(FatalError):
+    """A git command failed; names what forktool was trying to do."""
+
+    def __init__(self, purpose: str, argv: list[str], returncode: int, stderr: str) -> None:
+        detail = stderr.strip().splitlines()
+        last = detail[-1] if detail else f"exit status {returncode}"
+        super().__init__(f"git could not {purpose}: {last}")
+        self.purpose = purpose
+        self.argv = argv
+        self.returncode = returncode
+        self.stderr = stderr
+
+
+def errors_only(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity == "error"]

@@ -1,0 +1,222 @@
+"""The fork as data: config plus every file it names, parsed and cross-checked.
+
+Pure file reading, no git. Each check appears once, here: series vs the files on
+disk (missing, unlisted), series vs ``upstream.map`` (every patch mapped once),
+map vs patch trailers (they must agree). Commands that need a sound fork call
+:func:`load_fork` (strict, exit 2 on any problem); ``check`` and ``verify`` load
+leniently and report what they find.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from forktool.config import Config
+from forktool.errors import FatalError, Finding, InputError
+from forktool.model.ledger import Ledger, parse_ledger
+from forktool.model.patchfile import PatchFile, parse_patch
+from forktool.model.series import Series, SeriesEntry, parse_series
+from forktool.model.upstream_map import MapEntry, UpstreamMap, parse_map
+
+PATCH_SUFFIXES = (".patch", ".diff")
+NOTES_DIR = "notes"
+MAX_PATCH_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One series entry with its file, parse and map entry."""
+
+    entry: SeriesEntry
+    path: Path
+    data: bytes
+    parsed: PatchFile
+    mapping: MapEntry | None
+    rel: str  # path as shown to the user, relative to the fork root
+
+    @property
+    def name(self) -> str:
+        return self.entry.name
+
+    @property
+    def upstream_pr(self) -> str | None:
+        trailer = self.parsed.header.trailer("Upstream-PR")
+        return trailer.value if trailer else None
+
+    @property
+    def commits(self) -> tuple[str, ...]:
+        return self.mapping.commits if self.mapping else ()
+
+    def findings(self) -> list[Finding]:
+        return [Finding("error", p.message, self.rel, p.line) for p in self.parsed.problems]
+
+
+@dataclass(frozen=True)
+class Fork:
+    config: Config
+    series: Series
+    upstream_map: UpstreamMap
+    ledger: Ledger
+    patches: tuple[Patch, ...]
+    findings: tuple[Finding, ...]  # problems with the files themselves, not with patch contents
+
+    @property
+    def root(self) -> Path:
+        return self.config.root
+
+    def patch(self, name: str) -> Patch:
+        for patch in self.patches:
+            if patch.name == name:
+                return patch
+        known = ", ".join(p.name for p in self.patches) or "(the series is empty)"
+        raise FatalError(f"'{name}' is not in the series", f"series patches: {known}")
+
+    def note_path(self, name: str) -> Path:
+        return self.config.patches_dir / NOTES_DIR / (Path(name).stem + ".md")
+
+    def all_findings(self) -> list[Finding]:
+        found = list(self.findings)
+        for patch in self.patches:
+            found += patch.findings()
+        return found
+
+    def require_sound(self) -> Fork:
+        """Raise (exit 2) on the first problem with the fork's files or patches."""
+        problems = [f for f in self.all_findings() if f.severity == "error"]
+        if problems:
+            raise InputError(problems)
+        return self
+
+
+def _read_required(config: Config, relative: str, what: str) -> bytes:
+    path = config.file(relative)
+    if not path.is_file():
+        raise FatalError(
+            f"{relative}: no such file ({what})",
+            "run 'forktool init' to scaffold the fork's files, or fix the path in forktool.yaml",
+        )
+    return path.read_bytes()
+
+
+def patch_files_on_disk(patches_dir: Path) -> list[str]:
+    """Every patch file under ``patches/`` (notes excluded), relative, sorted."""
+    if not patches_dir.is_dir():
+        return []
+    found = []
+    for path in patches_dir.rglob("*"):
+        rel = path.relative_to(patches_dir)
+        if rel.parts[0] == NOTES_DIR or not path.is_file():
+            continue
+        if path.name.endswith(PATCH_SUFFIXES):
+            found.append(rel.as_posix())
+    return sorted(found)
+
+
+def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) -> Patch | Finding:
+    path = config.patches_dir / entry.name
+    rel = f"{config.patches}/{entry.name}"
+    if not path.is_file():
+        return Finding(
+            "error",
+            f"names '{entry.name}' but {rel} does not exist",
+            config.series,
+            entry.line,
+            "restore the file, or remove the line from the series",
+        )
+    if path.stat().st_size > MAX_PATCH_BYTES:
+        return Finding(
+            "error", f"{rel} is larger than {MAX_PATCH_BYTES >> 20} MiB", config.series, entry.line
+        )
+    data = path.read_bytes()
+    return Patch(entry, path, data, parse_patch(data, strip=entry.strip), mapping, rel)
+
+
+def _cross_check(
+    config: Config, series: Series, umap: UpstreamMap, patches: list[Patch]
+) -> list[Finding]:
+    findings: list[Finding] = []
+    listed = set(series.names)
+    for name in patch_files_on_disk(config.patches_dir):
+        if name not in listed:
+            findings.append(
+                Finding(
+                    "error",
+                    f"{config.patches}/{name} is not listed in the series",
+                    f"{config.patches}/{name}",
+                    None,
+                    f"add it to {config.series}, or delete it if it was retired",
+                )
+            )
+    for entry in series.entries:
+        if umap.get(entry.name) is None:
+            findings.append(
+                Finding(
+                    "error",
+                    f"'{entry.name}' has no line in {config.upstream_map}",
+                    config.series,
+                    entry.line,
+                    f"add '{entry.name} <40-hex commit>' (or 'none') to {config.upstream_map}",
+                )
+            )
+    for map_entry in umap.entries:
+        if map_entry.patch not in listed:
+            findings.append(
+                Finding(
+                    "error",
+                    f"maps '{map_entry.patch}', which the series does not list",
+                    config.upstream_map,
+                    map_entry.line,
+                    "remove the line if the patch was retired",
+                )
+            )
+    for patch in patches:
+        findings += _trailer_vs_map(patch)
+    return findings
+
+
+def _trailer_vs_map(patch: Patch) -> list[Finding]:
+    trailer = patch.parsed.header.trailer("Upstream-Merge")
+    declared = patch.parsed.upstream_merge()
+    if trailer is None or declared is None or patch.mapping is None:
+        return []
+    if set(declared) == set(patch.mapping.commits):
+        return []
+    shown_map = ",".join(patch.mapping.commits) or "none"
+    shown_trailer = ",".join(declared) or "none"
+    return [
+        Finding(
+            "error",
+            f"Upstream-Merge trailer says {shown_trailer} but upstream.map line "
+            f"{patch.mapping.line} says {shown_map}",
+            patch.rel,
+            trailer.line,
+            "make the trailer and the map name the same upstream commit(s)",
+        )
+    ]
+
+
+def load_fork(config: Config, *, strict: bool = True) -> Fork:
+    """Read and cross-check the fork. ``strict`` raises on any problem (exit 2)."""
+    series = parse_series(_read_required(config, config.series, "the patch series"), config.series)
+    umap = parse_map(
+        _read_required(config, config.upstream_map, "patch -> upstream commit map"),
+        config.upstream_map,
+    )
+    ledger_path = config.ledger_path
+    ledger = (
+        parse_ledger(ledger_path.read_bytes(), config.ledger)
+        if ledger_path.is_file()
+        else Ledger(())
+    )
+    findings = [*series.findings, *umap.findings, *ledger.findings]
+    patches: list[Patch] = []
+    for entry in series.entries:
+        loaded = _load_patch(config, entry, umap.get(entry.name))
+        if isinstance(loaded, Finding):
+            findings.append(loaded)
+        else:
+            patches.append(loaded)
+    findings += _cross_check(config, series, umap, patches)
+    fork = Fork(config, series, umap, ledger, tuple(patches), tuple(findings))
+    return fork.require_sound() if strict else fork

@@ -1,0 +1,354 @@
+"""The one place that runs git.
+
+Every git process forktool starts goes through :func:`run`: no shell, a hardened
+environment (no system or global config, C locale, no prompts), and a failure
+turned into a :class:`~forktool.errors.GitError` that names what we were trying
+to do. Typed helpers on :class:`Git` answer the questions the engines ask.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from forktool.errors import FatalError, GitError
+
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+# Settings that must not leak in from the user's environment or repository
+# config: they change what git apply, diff and format-patch produce.
+_CONFIG_OVERRIDES = (
+    "core.autocrlf=false",
+    "core.safecrlf=false",
+    "core.quotepath=false",
+    "apply.whitespace=nowarn",
+    "diff.noprefix=false",
+    "diff.mnemonicPrefix=false",
+    "diff.relative=false",
+    "diff.renames=false",
+    "format.signature=",
+    "log.showSignature=false",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+)
+
+# Inherited variables that would point git somewhere other than where we aim it.
+_STRIPPED_PREFIXES = ("GIT_",)
+_KEPT = {"GIT_SSH", "GIT_SSH_COMMAND", "GIT_ASKPASS", "GIT_HTTP_PROXY"}
+
+
+def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment every git process runs with."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(_STRIPPED_PREFIXES) or k in _KEPT
+    }
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL="/dev/null",
+        LC_ALL="C",
+        LANG="C",
+        GIT_TERMINAL_PROMPT="0",
+        GIT_PAGER="cat",
+        GIT_OPTIONAL_LOCKS="0",
+    )
+    if extra:
+        env.update(extra)
+    return env
+
+
+def git_argv(args: Sequence[str]) -> list[str]:
+    argv = ["git"]
+    for setting in _CONFIG_OVERRIDES:
+        argv += ["-c", setting]
+    argv += list(args)
+    return argv
+
+
+@dataclass(frozen=True)
+class GitResult:
+    argv: list[str]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    @property
+    def out(self) -> str:
+        return self.stdout.decode("utf-8", "surrogateescape")
+
+    @property
+    def err(self) -> str:
+        return self.stderr.decode("utf-8", "surrogateescape")
+
+
+def run(
+    args: Sequence[str],
+    *,
+    cwd: Path,
+    purpose: str,
+    input: bytes | None = None,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+) -> GitResult:
+    """Run one git command. ``purpose`` completes "git could not ..."."""
+    argv = git_argv(args)
+    try:
+        proc = subprocess.run(  # noqa: S603 - fixed argv, no shell
+            argv,
+            cwd=cwd,
+            input=input,
+            env=hardened_env(env),
+            capture_output=True,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise FatalError(
+            "git is not installed or not on PATH", "install git 2.30 or newer"
+        ) from exc
+    result = GitResult(argv, proc.returncode, proc.stdout, proc.stderr)
+    if check and not result.ok:
+        raise GitError(purpose, argv, result.returncode, result.err)
+    return result
+
+
+@dataclass
+class TempIndex:
+    """A throwaway index file; git commands given ``env`` read and write it."""
+
+    git: Git
+    path: Path
+    env: dict[str, str]
+
+    def run(self, args: Sequence[str], *, purpose: str, **kw: object) -> GitResult:
+        return self.git.run(args, purpose=purpose, env=self.env, **kw)  # type: ignore[arg-type]
+
+    def read_tree(self, treeish: str) -> None:
+        self.run(["read-tree", treeish], purpose=f"load {treeish} into a temporary index")
+
+    def write_tree(self) -> str:
+        return self.run(["write-tree"], purpose="write the temporary index as a tree").out.strip()
+
+
+class Git:
+    """Typed questions to one repository."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = Path(cwd)
+
+    # -- running -----------------------------------------------------------------
+
+    def run(
+        self,
+        args: Sequence[str],
+        *,
+        purpose: str,
+        input: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+    ) -> GitResult:
+        return run(args, cwd=self.cwd, purpose=purpose, input=input, env=env, check=check)
+
+    def out(self, args: Sequence[str], *, purpose: str, input: bytes | None = None) -> str:
+        return self.run(args, purpose=purpose, input=input).out.strip()
+
+    # -- repository --------------------------------------------------------------
+
+    def is_repo(self) -> bool:
+        return self.run(["rev-parse", "--git-dir"], purpose="find the repository", check=False).ok
+
+    def toplevel(self) -> Path:
+        res = self.run(["rev-parse", "--show-toplevel"], purpose="find the repository", check=False)
+        if not res.ok:
+            raise FatalError(
+                f"{self.cwd} is not inside a git repository",
+                "run forktool inside the fork's git checkout, or pass -C DIR",
+            )
+        return Path(res.out.strip())
+
+    def git_dir(self) -> Path:
+        out = self.out(["rev-parse", "--absolute-git-dir"], purpose="find the git directory")
+        return Path(out)
+
+    def is_shallow(self) -> bool:
+        return (
+            self.out(
+                ["rev-parse", "--is-shallow-repository"], purpose="ask if the clone is shallow"
+            )
+            == "true"
+        )
+
+    def head(self) -> str | None:
+        return self.try_resolve("HEAD")
+
+    def remotes(self) -> list[str]:
+        return self.out(["remote"], purpose="list remotes").split()
+
+    # -- objects and refs --------------------------------------------------------
+
+    def try_resolve(self, rev: str, kind: str = "commit") -> str | None:
+        """The object ``rev`` names, peeled to ``kind``, or None if there is none."""
+        if rev.startswith("-") or "\0" in rev:
+            return None
+        res = self.run(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{{kind}}}"],
+            purpose=f"resolve {rev}",
+            check=False,
+        )
+        return res.out.strip() if res.ok else None
+
+    def resolve_commit(self, rev: str, *, what: str = "revision") -> str:
+        oid = self.try_resolve(rev)
+        if oid is None:
+            raise FatalError(
+                f"unknown {what} '{rev}'",
+                "fetch it first (git fetch <remote> --tags), or check the spelling",
+            )
+        return oid
+
+    def tag_commit(self, tag: str) -> str | None:
+        """The commit an existing tag peels to, or None if there is no such tag."""
+        if not self.try_resolve(f"refs/tags/{tag}", kind="object"):
+            return None
+        return self.try_resolve(f"refs/tags/{tag}")
+
+    def peel_tag(self, tag: str) -> str:
+        oid = self.tag_commit(tag)
+        if oid is None:
+            raise FatalError(
+                f"unknown tag '{tag}'",
+                "fetch upstream tags (git fetch <upstream-remote> --tags) or pass --fetch",
+            )
+        return oid
+
+    def list_tags(self, pattern: str | None = None) -> list[str]:
+        args = ["tag", "--list"]
+        if pattern:
+            args.append(pattern)
+        return [t for t in self.out(args, purpose="list tags").splitlines() if t]
+
+    def tag_commits(self, pattern: str | None = None) -> dict[str, str]:
+        """Every tag (matching ``pattern``) mapped to the commit it peels to, in one call."""
+        fmt = "%(refname:strip=2)%00%(objectname)%00%(*objectname)%00%(objecttype)%00%(*objecttype)"
+        args = ["for-each-ref", f"--format={fmt}", "refs/tags/" + (pattern or "")]
+        if pattern and not any(c in pattern for c in "*?["):
+            args[-1] = f"refs/tags/{pattern}"
+        out = self.run(args, purpose="list tags").out
+        result: dict[str, str] = {}
+        for line in out.splitlines():
+            name, oid, peeled, otype, ptype = line.split("\0")
+            if otype == "commit":
+                result[name] = oid
+            elif ptype == "commit":
+                result[name] = peeled
+        return result
+
+    def object_types(self, oids: Iterable[str]) -> dict[str, str | None]:
+        """Type of each object (``commit``, ``tree``...), None when missing. One process."""
+        items = list(dict.fromkeys(oids))
+        if not items:
+            return {}
+        res = self.run(
+            ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+            purpose="look up objects",
+            input=("\n".join(items) + "\n").encode(),
+        )
+        types: dict[str, str | None] = {}
+        for oid, line in zip(items, res.out.splitlines(), strict=True):
+            parts = line.split()
+            types[oid] = parts[1] if len(parts) == 2 and parts[1] != "missing" else None
+        return types
+
+    def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        res = self.run(
+            ["merge-base", "--is-ancestor", ancestor, descendant],
+            purpose=f"check whether {ancestor[:12]} is in {descendant}",
+            check=False,
+        )
+        if res.returncode not in (0, 1):
+            raise GitError(f"check ancestry of {ancestor[:12]}", res.argv, res.returncode, res.err)
+        return res.returncode == 0
+
+    def not_in(self, commits: Iterable[str], tip: str) -> set[str]:
+        """Those of ``commits`` that are NOT ancestors of ``tip`` (one rev-list call).
+
+        Every commit must exist: check with :meth:`object_types` first, because a
+        missing commit would otherwise look like an ancestor.
+        """
+        items = list(dict.fromkeys(commits))
+        if not items:
+            return set()
+        stdin = "\n".join([*items, f"^{tip}"]) + "\n"
+        res = self.run(
+            ["rev-list", "--no-walk=unsorted", "--stdin"],
+            purpose=f"check ancestry against {tip}",
+            input=stdin.encode(),
+        )
+        return set(res.out.split()) & set(items)
+
+    def rev_list(self, args: Sequence[str], *, purpose: str) -> list[str]:
+        return self.out(["rev-list", *args], purpose=purpose).split()
+
+    def blob(self, rev: str, path: str) -> bytes | None:
+        res = self.run(
+            ["cat-file", "blob", f"{rev}:{path}"], purpose=f"read {path} at {rev}", check=False
+        )
+        return res.stdout if res.ok else None
+
+    # -- temporary indexes -------------------------------------------------------
+
+    @contextmanager
+    def temp_index(
+        self, treeish: str | None = None, *, keep_objects: bool = False
+    ) -> Iterator[TempIndex]:
+        """An index file of our own, removed afterwards (also on Ctrl-C).
+
+        Unless ``keep_objects``, the blobs and trees git writes while we work go to a
+        private object directory that is deleted too, so a read-only command leaves
+        the repository byte-identical.
+        """
+        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-"))
+        try:
+            env = {"GIT_INDEX_FILE": str(tmpdir / "index")}
+            if not keep_objects:
+                objects = self.out(
+                    ["rev-parse", "--git-path", "objects"], purpose="find the object store"
+                )
+                (tmpdir / "objects").mkdir()
+                env["GIT_OBJECT_DIRECTORY"] = str(tmpdir / "objects")
+                env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str((self.cwd / objects).resolve())
+            index = TempIndex(self, tmpdir / "index", env)
+            if treeish is not None:
+                index.read_tree(treeish)
+            yield index
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+@contextmanager
+def open_repo(path: Path) -> Iterator[object]:
+    """A GitPython ``Repo`` with the hardened environment, always closed.
+
+    GitPython keeps two ``git cat-file`` children per Repo until closed.
+    """
+    from git import Repo
+
+    repo = Repo(str(path))
+    try:
+        repo.git.update_environment(**hardened_env())
+        yield repo
+    finally:
+        repo.close()
+
+
+def is_hex40(text: str) -> bool:
+    return bool(HEX40.match(text))

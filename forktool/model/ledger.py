@@ -1,0 +1,128 @@
+"""``alignment.ledger``: the fork's declared divergence from the pinned tag.
+
+Format: ``<add|del> <path-or-glob> <permanent|until:<condition>> <rationale...>``.
+``*`` and ``?`` stay within one path component; ``dir/**`` matches a subtree.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+from forktool.errors import Finding
+from forktool.model.text import decode_lines
+
+Action = Literal["add", "del"]
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+
+def glob_to_regex(pattern: str) -> re.Pattern[str]:
+    """Compile a ledger glob. ``**`` crosses directories, ``*`` and ``?`` do not."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    action: Action
+    pattern: str
+    criterion: str  # "permanent" or "until:<condition>"
+    rationale: str
+    line: int
+    _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_regex", glob_to_regex(self.pattern))
+
+    def matches(self, path: str) -> bool:
+        return self._regex.match(path) is not None
+
+    @property
+    def until(self) -> str | None:
+        """The condition after ``until:``, or None for a permanent entry."""
+        return self.criterion[len("until:") :] if self.criterion.startswith("until:") else None
+
+    @property
+    def until_commit(self) -> str | None:
+        """The commit whose arrival in the pinned tag retires this entry, if the condition is one."""
+        until = self.until
+        return until if until is not None and _HEX40.match(until) else None
+
+    def render(self) -> str:
+        return f"{self.action} {self.pattern} {self.criterion} {self.rationale}"
+
+
+@dataclass(frozen=True)
+class Ledger:
+    entries: tuple[LedgerEntry, ...]
+    findings: tuple[Finding, ...] = ()
+
+    @cached_property
+    def adds(self) -> tuple[LedgerEntry, ...]:
+        return tuple(e for e in self.entries if e.action == "add")
+
+    @cached_property
+    def dels(self) -> tuple[LedgerEntry, ...]:
+        return tuple(e for e in self.entries if e.action == "del")
+
+    def declaring(self, action: Action, path: str) -> LedgerEntry | None:
+        entries = self.adds if action == "add" else self.dels
+        return next((e for e in entries if e.matches(path)), None)
+
+
+def format_ledger(entries: list[LedgerEntry]) -> bytes:
+    return "".join(e.render() + "\n" for e in entries).encode("utf-8")
+
+
+def parse_ledger(data: bytes, path: str = "alignment.ledger") -> Ledger:
+    text = decode_lines(data, path)
+    findings = list(text.findings)
+    entries: list[LedgerEntry] = []
+    for number, line in enumerate(text.lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        parts = stripped.split(None, 3)
+        problem = _entry_problem(parts)
+        if problem is not None:
+            findings.append(Finding("error", problem, path, number))
+            continue
+        action, pattern, criterion, rationale = parts
+        entries.append(LedgerEntry(action, pattern, criterion, rationale, number))  # type: ignore[arg-type]
+    return Ledger(tuple(entries), tuple(findings))
+
+
+def _entry_problem(parts: list[str]) -> str | None:
+    if parts[0] not in ("add", "del"):
+        return f"unknown action '{parts[0]}' (expected 'add' or 'del')"
+    if len(parts) < 2:
+        return "missing path or glob"
+    if parts[1].startswith("/") or ".." in parts[1].split("/"):
+        return f"'{parts[1]}' must be a path relative to the repository root"
+    if len(parts) < 3:
+        return f"'{parts[1]}' has no exit criterion (permanent or until:<condition>)"
+    criterion = parts[2]
+    if criterion != "permanent" and not (criterion.startswith("until:") and len(criterion) > 6):
+        return f"exit criterion '{criterion}' must be 'permanent' or 'until:<condition>'"
+    if len(parts) < 4:
+        return f"'{parts[1]}' has no rationale: say why the fork diverges here"
+    return None

@@ -1,0 +1,163 @@
+"""The retirement record: a generated section of ``FORK.md`` between markers.
+
+Everything outside the markers belongs to the fork's maintainers and is kept
+byte for byte. Inside, one markdown table row per retirement or restoration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from forktool.errors import FatalError
+
+BEGIN = "<!-- forktool:retirement-record:begin -->"
+END = "<!-- forktool:retirement-record:end -->"
+COLUMNS = (
+    "date",
+    "action",
+    "patch",
+    "upstream PR",
+    "commits",
+    "first release",
+    "tag",
+    "witnesses / reason",
+)
+_HEADER = "| " + " | ".join(COLUMNS) + " |"
+_RULE = "|" + "|".join("---" for _ in COLUMNS) + "|"
+
+Action = Literal["retired", "restored"]
+
+
+@dataclass(frozen=True)
+class RecordEntry:
+    date: str
+    action: Action
+    patch: str
+    upstream_pr: str
+    commits: tuple[str, ...]
+    first_release: str
+    tag: str
+    witnesses: str
+
+    def cells(self) -> list[str]:
+        return [
+            self.date,
+            self.action,
+            self.patch,
+            self.upstream_pr,
+            " ".join(self.commits),
+            self.first_release,
+            self.tag,
+            self.witnesses,
+        ]
+
+
+@dataclass(frozen=True)
+class Record:
+    before: str  # FORK.md text up to and including the begin marker line
+    entries: tuple[RecordEntry, ...]
+    after: str  # from the end marker line on
+
+    def with_entry(self, entry: RecordEntry) -> Record:
+        return Record(self.before, (*self.entries, entry), self.after)
+
+    def render(self) -> str:
+        rows = [_HEADER, _RULE, *(_row(e.cells()) for e in self.entries)]
+        return self.before + "\n".join(rows) + "\n" + self.after
+
+    def retired(self) -> set[str]:
+        """Patches whose latest record entry is a retirement."""
+        state: dict[str, str] = {}
+        for entry in self.entries:
+            state[entry.patch] = entry.action
+        return {patch for patch, action in state.items() if action == "retired"}
+
+    def last_retirement(self, patch: str) -> RecordEntry | None:
+        found = [e for e in self.entries if e.patch == patch and e.action == "retired"]
+        return found[-1] if found else None
+
+
+def empty_section() -> str:
+    return f"{BEGIN}\n{_HEADER}\n{_RULE}\n{END}\n"
+
+
+def _escape(cell: str) -> str:
+    return cell.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _unescape(cell: str) -> str:
+    out: list[str] = []
+    chars = iter(cell)
+    for char in chars:
+        out.append(next(chars, "") if char == "\\" else char)
+    return "".join(out)
+
+
+def _row(cells: list[str]) -> str:
+    return "| " + " | ".join(_escape(c) for c in cells) + " |"
+
+
+def _split_row(row: str) -> list[str]:
+    body = row.strip()[1:-1] if row.strip().endswith("|") else row.strip()[1:]
+    cells: list[str] = []
+    current: list[str] = []
+    escaped = False
+    for char in body:
+        if escaped:
+            current.append("\\" + char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "|":
+            cells.append(_unescape("".join(current).strip()))
+            current = []
+        else:
+            current.append(char)
+    cells.append(_unescape("".join(current).strip()))
+    return cells
+
+
+def parse_record(text: str, path: str = "FORK.md") -> Record:
+    """Split FORK.md around its record section; refuse a broken or missing section."""
+    begin = text.find(BEGIN)
+    end = text.find(END)
+    if begin < 0 or end < 0 or end < begin or text.count(BEGIN) > 1 or text.count(END) > 1:
+        raise FatalError(
+            f"{path}: the retirement record section is missing or its markers are broken",
+            f"FORK.md needs exactly one '{BEGIN}' line followed by one '{END}' line",
+        )
+    head_end = text.index("\n", begin) + 1 if "\n" in text[begin:end] else begin + len(BEGIN)
+    before = text[:head_end]
+    if not before.endswith("\n"):
+        before += "\n"
+    entries: list[RecordEntry] = []
+    first_line = text.count("\n", 0, head_end) + 1
+    for offset, row in enumerate(text[head_end:end].splitlines()):
+        if (
+            not row.strip()
+            or row.strip() in (_HEADER, _RULE)
+            or set(row.strip()) <= {"|", "-", " "}
+        ):
+            continue
+        if row.strip().startswith("| date "):
+            continue
+        cells = _split_row(row)
+        if len(cells) != len(COLUMNS) or cells[1] not in ("retired", "restored"):
+            raise FatalError(
+                f"{path}:{first_line + offset}: retirement record row has the wrong shape",
+                f"each row has {len(COLUMNS)} cells: {', '.join(COLUMNS)}",
+            )
+        entries.append(
+            RecordEntry(
+                date=cells[0],
+                action=cells[1],  # type: ignore[arg-type]
+                patch=cells[2],
+                upstream_pr=cells[3],
+                commits=tuple(cells[4].split()),
+                first_release=cells[5],
+                tag=cells[6],
+                witnesses=cells[7],
+            )
+        )
+    return Record(before, tuple(entries), text[end:])

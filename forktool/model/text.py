@@ -1,0 +1,72 @@
+"""Decoding the fork's line-oriented files, strictly and with line numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forktool.errors import Finding
+
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class TextLines:
+    """A file's lines (without newlines), or the findings that kept us from reading it."""
+
+    lines: tuple[str, ...]
+    findings: tuple[Finding, ...]
+
+
+def decode_lines(data: bytes, path: str) -> TextLines:
+    """Split a line-oriented file, refusing a BOM, CR LF endings and non-UTF-8 bytes.
+
+    Each of those would otherwise become part of a patch name or a commit id and
+    fail later with a confusing message, so they are named here with their line.
+    """
+    findings: list[Finding] = []
+    if data.startswith(BOM):
+        findings.append(
+            Finding(
+                "error",
+                "starts with a UTF-8 byte-order mark",
+                path,
+                1,
+                "save the file without a BOM",
+            )
+        )
+        data = data[len(BOM) :]
+    raw_lines = data.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    lines: list[str] = []
+    for number, raw in enumerate(raw_lines, start=1):
+        if raw.endswith(b"\r"):
+            findings.append(
+                Finding(
+                    "error",
+                    "line ends with CR LF",
+                    path,
+                    number,
+                    "convert the file to LF line endings",
+                )
+            )
+            raw = raw.rstrip(b"\r")
+        if b"\0" in raw:
+            findings.append(Finding("error", "line contains a NUL byte", path, number))
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            findings.append(Finding("error", "line is not valid UTF-8", path, number))
+            lines.append(raw.decode("utf-8", "replace"))
+    return TextLines(tuple(lines), tuple(findings))
+
+
+def split_comment(line: str) -> str:
+    """The line without a trailing ``# comment`` (a ``#`` that starts a word)."""
+    stripped = line.strip()
+    if stripped.startswith("#"):
+        return ""
+    for index, char in enumerate(stripped):
+        if char == "#" and stripped[index - 1].isspace():
+            return stripped[:index].rstrip()
+    return stripped

@@ -1,0 +1,127 @@
+"""``upstream.map``: which upstream commit(s) retire each patch.
+
+Format: ``<patch-file> <commit>[,<commit>...] [<url-or-note>...]`` with ``#``
+comments. A commit is 40 hex digits; ``none`` marks a patch with no upstream
+commit yet. Edits keep every other line as written.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from forktool.errors import Finding
+from forktool.model.text import decode_lines
+
+_HEX40 = re.compile(r"^[0-9a-fA-F]{40}$")
+
+
+@dataclass(frozen=True)
+class MapEntry:
+    patch: str
+    commits: tuple[str, ...]  # empty for ``none``
+    note: str
+    line: int
+
+    @property
+    def fork_only(self) -> bool:
+        return not self.commits
+
+    def render(self) -> str:
+        commits = ",".join(self.commits) if self.commits else "none"
+        return " ".join(part for part in (self.patch, commits, self.note) if part)
+
+
+@dataclass(frozen=True)
+class UpstreamMap:
+    entries: tuple[MapEntry, ...]
+    lines: tuple[str, ...]
+    findings: tuple[Finding, ...] = ()
+
+    def get(self, patch: str) -> MapEntry | None:
+        return next((e for e in self.entries if e.patch == patch), None)
+
+    def without(self, patch: str) -> UpstreamMap:
+        entry = self.get(patch)
+        if entry is None:
+            raise KeyError(patch)
+        lines = list(self.lines)
+        del lines[entry.line - 1]
+        return parse_map(_join(lines))
+
+    def with_entry(self, entry: MapEntry) -> UpstreamMap:
+        """The map with ``entry`` appended (or its existing line replaced)."""
+        lines = list(self.lines)
+        existing = self.get(entry.patch)
+        if existing is not None:
+            lines[existing.line - 1] = entry.render()
+        else:
+            lines.append(entry.render())
+        return parse_map(_join(lines))
+
+    def to_bytes(self) -> bytes:
+        return _join(list(self.lines))
+
+
+def _join(lines: list[str]) -> bytes:
+    return "".join(line + "\n" for line in lines).encode("utf-8")
+
+
+def format_map(entries: list[MapEntry]) -> bytes:
+    return _join([e.render() for e in entries])
+
+
+def parse_commit_list(text: str) -> tuple[tuple[str, ...] | None, str | None]:
+    """``a,b`` or ``none`` -> (commits, None); garbage -> (None, reason)."""
+    if text == "none":
+        return (), None
+    commits = text.split(",")
+    for commit in commits:
+        if not _HEX40.match(commit):
+            shown = commit or "(empty)"
+            return None, f"'{shown}' is not a 40-hex commit id (abbreviated ids are ambiguous)"
+    lowered = tuple(c.lower() for c in commits)
+    if len(set(lowered)) != len(lowered):
+        return None, "a commit is listed twice"
+    return lowered, None
+
+
+def parse_map(data: bytes, path: str = "upstream.map") -> UpstreamMap:
+    text = decode_lines(data, path)
+    findings = list(text.findings)
+    entries: list[MapEntry] = []
+    seen: dict[str, int] = {}
+    for number, line in enumerate(text.lines, start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        parts = stripped.split(None, 2)
+        if len(parts) < 2:
+            findings.append(
+                Finding(
+                    "error",
+                    f"'{parts[0]}' has no commit (write 'none' if there is none yet)",
+                    path,
+                    number,
+                )
+            )
+            continue
+        patch, commit_text = parts[0], parts[1]
+        note = parts[2] if len(parts) > 2 else ""
+        commits, problem = parse_commit_list(commit_text)
+        if commits is None:
+            findings.append(Finding("error", f"{patch}: {problem}", path, number))
+            continue
+        if patch in seen:
+            findings.append(
+                Finding(
+                    "error",
+                    f"'{patch}' is mapped twice (first on line {seen[patch]})",
+                    path,
+                    number,
+                )
+            )
+            continue
+        seen[patch] = number
+        entries.append(MapEntry(patch, commits, note, number))
+    return UpstreamMap(tuple(entries), text.lines, tuple(findings))

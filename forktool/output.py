@@ -1,0 +1,99 @@
+"""Terminal and machine output. Only the CLI layer uses this module.
+
+Text goes to stdout through rich: colour and tables on a terminal, plain text
+when piped or when ``NO_COLOR`` is set. JSON is one object on stdout and nothing
+else. Errors, hints and progress go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+PROGRESS_DELAY_SECONDS = 1.0
+
+
+def _console(stream: Any) -> Console:
+    plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
+    return Console(
+        file=stream,
+        no_color=plain,
+        highlight=False,
+        soft_wrap=True,
+        emoji=False,
+        force_terminal=None if not plain else False,
+    )
+
+
+class Tick(Protocol):
+    def __call__(self, advance: int = 1, description: str | None = None) -> None: ...
+
+
+@dataclass
+class Output:
+    quiet: bool = False
+    verbose: bool = False
+    out: Console = field(default_factory=lambda: _console(sys.stdout))
+    err: Console = field(default_factory=lambda: _console(sys.stderr))
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.quiet:
+            self.out.print(*objects, **kwargs)
+
+    def result(self, *objects: Any, **kwargs: Any) -> None:
+        """The verdict line: printed even with ``-q``."""
+        self.out.print(*objects, **kwargs)
+
+    def detail(self, *objects: Any) -> None:
+        if self.verbose:
+            self.err.print(*objects)
+
+    def json(self, payload: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        sys.stdout.flush()
+
+    def warn(self, message: str) -> None:
+        self.err.print(f"warning: {message}", markup=False)
+
+    @contextmanager
+    def progress(self, total: int, description: str) -> Iterator[Tick]:
+        """A progress bar on stderr that appears only if the work outlasts one second."""
+        if self.quiet or not self.err.is_terminal:
+            yield _null_tick
+            return
+        bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.err,
+            transient=True,
+        )
+        task = bar.add_task(description, total=total)
+        timer = threading.Timer(PROGRESS_DELAY_SECONDS, bar.start)
+        timer.daemon = True
+        timer.start()
+
+        def tick(advance: int = 1, description: str | None = None) -> None:
+            if description is not None:
+                bar.update(task, description=description)
+            bar.advance(task, advance)
+
+        try:
+            yield tick
+        finally:
+            timer.cancel()
+            bar.stop()
+
+
+def _null_tick(advance: int = 1, description: str | None = None) -> None:
+    del advance, description

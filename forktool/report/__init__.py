@@ -1,0 +1,1 @@
+"""Renderers of result objects: text (rich), json, junit, github, markdown."""

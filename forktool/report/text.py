@@ -1,0 +1,119 @@
+"""Text renderers (rich). Each takes the Output and one result object."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+from rich.text import Text
+
+from forktool.engine.apply import DirResult, PatchVerdict, VerifyResult
+from forktool.engine.init import InitResult
+from forktool.engine.status import StatusResult
+from forktool.output import Output
+
+
+def short(oid: str | None) -> str:
+    return oid[:10] if oid else "-"
+
+
+def render_init(out: Output, result: InitResult) -> None:
+    out.print(f"Pinned to {result.tag} ({short(result.commit)}). Created:")
+    for name in result.written:
+        out.print(f"  {name}")
+    out.print(
+        "Next: add patches to patches/, list them in series, map them in upstream.map, "
+        "then run 'forktool status'."
+    )
+
+
+def render_status(out: Output, result: StatusResult) -> None:
+    pin = result.pin
+    if not pin.present:
+        pin_note = Text("tag missing: fetch upstream tags", style="red")
+    elif pin.moved:
+        pin_note = Text(f"MOVED: tag now peels to {short(pin.actual)}", style="bold red")
+    else:
+        pin_note = Text("tag peels to the recorded commit", style="green")
+    out.print(
+        Text.assemble("pin    : ", (pin.tag, "bold"), f" ({short(pin.recorded)})  ", pin_note)
+    )
+    out.print(f"layout : {result.layout}")
+    out.print(f"series : {len(result.patches)} patch(es)")
+    if not result.patches:
+        return
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("#", "patch", "upstream", "PR", "at pin"):
+        table.add_column(column)
+    for index, patch in enumerate(result.patches, start=1):
+        upstream = (
+            "fork-only" if patch.fork_only else ",".join(short(c) for c in patch.upstream_commits)
+        )
+        table.add_row(
+            str(index), patch.patch, upstream or "-", patch.upstream_pr or "-", patch.apply or "-"
+        )
+    out.print(table)
+
+
+_STATUS_STYLE = {
+    "exact": "green",
+    "offset": "yellow",
+    "fuzz": "red",
+    "fails": "red",
+    "malformed": "red",
+    "unsafe": "bold red",
+    "unsupported": "red",
+}
+
+
+def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("patch")
+    table.add_column("status")
+    table.add_column("detail", overflow="fold")
+    for verdict in verdicts:
+        style = _STATUS_STYLE.get(verdict.status, "")
+        table.add_row(verdict.patch, Text(verdict.status, style=style), verdict.message)
+    return table
+
+
+def render_verify(out: Output, result: VerifyResult) -> None:
+    out.print(f"verify on {result.base} ({short(result.base_commit)})")
+    if result.patches:
+        out.print(_verdict_table(result.patches))
+    if result.ok:
+        out.result(
+            Text(
+                f"OK: {len(result.patches)} patch(es) apply exactly and the round trip restores "
+                f"{result.base} exactly.",
+                style="green",
+            )
+        )
+        return
+    if result.message:
+        out.result(Text(f"FAILED: {result.message}", style="red"))
+        return
+    bad = [v for v in result.patches if v.status != "exact"]
+    for verdict in bad:
+        where = f"{verdict.patch}" + (f":{verdict.line}" if verdict.line else "")
+        out.result(Text(f"error: {where}: {verdict.message}", style="red"), markup=False)
+    if not result.round_trip and not bad:
+        out.result(
+            Text("FAILED: reverting the series did not restore the base tree exactly", style="red")
+        )
+
+
+def render_apply(out: Output, result: DirResult) -> None:
+    what = {"apply": "apply", "verify": "verify", "except": "declare state"}[result.mode]
+    out.print(f"{what} on {result.target} (engine: {result.engine})")
+    if result.state:
+        for patch, state in result.state.items():
+            out.print(f"  found {patch}: {state}")
+    if result.patches:
+        out.print(_verdict_table(result.patches))
+    if result.changed:
+        out.print(f"changed {len(result.changed)} file(s)")
+    if result.ok:
+        out.result(Text("OK" + (f": {result.message}" if result.message else ""), style="green"))
+    else:
+        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)

@@ -1,0 +1,785 @@
+"""Parsing and formatting one patch file: real shapes, exact problems, exact bytes back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forktool.model.patchfile import (
+    FileDiff,
+    PatchFile,
+    PatchProblem,
+    Trailer,
+    format_patch,
+    parse_patch,
+    touched_paths,
+)
+
+SHA = "4f2b8c0e9d1a7b3c5e6f80912a3b4c5d6e7f8091"
+MERGED = "0123456789abcdef0123456789abcdef01234567"
+
+# `git format-patch -1 --binary` output (only the author and commit id changed).
+FORMAT_PATCH = f"""\
+From {SHA} Mon Sep 17 00:00:00 2001
+From: Ada Lovelace <ada@example.org>
+Date: Tue, 14 May 2024 10:21:07 +0200
+Subject: [PATCH 1/3] Fix the frobnicator when the widget count is zero and the
+ retry budget is exhausted
+
+The frobnicator divided by the widget count.
+
+Upstream-PR: https://example.org/upstream/pull/12
+Upstream-Merge: {MERGED.upper()}
+Exit-Criterion: upstream release containing the fix
+---
+ blob.bin                   | Bin 0 -> 3 bytes
+ gone.txt                   |   1 -
+ new.txt                    |   1 +
+ old_name.py => new_name.py |   0
+ run.sh                     |   0
+ sp ace.txt                 |   2 +-
+ src/x.py                   |   2 +-
+ 7 files changed, 3 insertions(+), 3 deletions(-)
+ create mode 100644 blob.bin
+ delete mode 100644 gone.txt
+ create mode 100644 new.txt
+ rename old_name.py => new_name.py (100%)
+ mode change 100644 => 100755 run.sh
+
+diff --git a/blob.bin b/blob.bin
+new file mode 100644
+index 0000000000000000000000000000000000000000..8352675d67aed6625ece79af41c27fdb4ee2e867
+GIT binary patch
+literal 3
+KcmZQzWC8#H2LJ>B
+
+literal 0
+HcmV?d00001
+
+diff --git a/gone.txt b/gone.txt
+deleted file mode 100644
+index 3367afd..0000000
+--- a/gone.txt
++++ /dev/null
+@@ -1 +0,0 @@
+-old
+diff --git a/new.txt b/new.txt
+new file mode 100644
+index 0000000..3e75765
+--- /dev/null
++++ b/new.txt
+@@ -0,0 +1 @@
++new
+diff --git a/old_name.py b/new_name.py
+similarity index 100%
+rename from old_name.py
+rename to new_name.py
+diff --git a/run.sh b/run.sh
+old mode 100644
+new mode 100755
+diff --git a/sp ace.txt b/sp ace.txt
+index 2fa992c..bd93009 100644
+--- a/sp ace.txt\t
++++ b/sp ace.txt\t
+@@ -1 +1 @@
+-keep
++kept
+diff --git a/src/x.py b/src/x.py
+index de98044..7be73ce 100644
+--- a/src/x.py
++++ b/src/x.py
+@@ -1,3 +1,3 @@ def frob():
+ a
+-b
++B
+ c
+-- \n2.39.5
+
+""".encode()
+
+# A Debian/quilt patch: DEP-3 fields, "# " trailers, Index/==== preamble, timestamps.
+QUILT_PATCH = b"""\
+Description: Fix frob on big-endian hosts
+Author: Dev <dev@example.org>
+# Upstream-PR: https://example.org/upstream/pull/7
+# Upstream-Merge: none
+
+Index: pkg-1.2/src/frob.c
+===================================================================
+--- pkg-1.2.orig/src/frob.c\t2024-01-02 03:04:05.000000000 +0000
++++ pkg-1.2/src/frob.c\t2024-01-02 03:05:06.000000000 +0000
+@@ -10,3 +10,3 @@ int frob(void)
+ {
+-    return x;
++    return htonl(x);
+ }
+diff -Naur pkg-1.2.orig/README pkg-1.2/README
+--- pkg-1.2.orig/README 2024-01-02 03:04:05.000000000 +0000
++++ pkg-1.2/README 2024-01-02 03:05:06.000000000 +0000
+@@ -1 +1,2 @@
+ frob
++now big-endian safe
+"""
+
+# git diff output for edge cases of the hunk body and of file names.
+EDGE_DIFF = (
+    b"diff --git a/crlf.txt b/crlf.txt\n"
+    b"index 4e349b5..24fe5dc 100644\n"
+    b"--- a/crlf.txt\n"
+    b"+++ b/crlf.txt\n"
+    b"@@ -1,2 +1,2 @@\n"
+    b" one\r\n"
+    b"-two\r\n"
+    b"+TWO\r\n"
+    b"diff --git a/nonl.txt b/nonl.txt\n"
+    b"index 20cbb4d..6fe2aa3 100644\n"
+    b"--- a/nonl.txt\n"
+    b"+++ b/nonl.txt\n"
+    b"@@ -1 +1 @@\n"
+    b"-no newline\n"
+    b"\\ No newline at end of file\n"
+    b"+no newline!\n"
+    b"\\ No newline at end of file\n"
+    b'diff --git "a/caf\\303\\251\\tx.txt" "b/caf\\303\\251\\tx.txt"\n'
+    b"index 587be6b..975fbec 100644\n"
+    b'--- "a/caf\\303\\251\\tx.txt"\n'
+    b'+++ "b/caf\\303\\251\\tx.txt"\n'
+    b"@@ -1 +1 @@\n"
+    b"-x\n"
+    b"+y\n"
+    b"diff --git a/u0.txt b/u0.txt\n"
+    b"index f00c965..33011fd 100644\n"
+    b"--- a/u0.txt\n"
+    b"+++ b/u0.txt\n"
+    b"@@ -5 +5 @@\n"
+    b"-5\n"
+    b"+five\n"
+    b"@@ -9,0 +10,2 @@\n"
+    b"+ten\n"
+    b"+eleven\n"
+    b"diff --git a/blank.txt b/blank.txt\n"
+    b"--- a/blank.txt\n"
+    b"+++ b/blank.txt\n"
+    b"@@ -1,3 +1,3 @@\n"
+    b"\n"
+    b"-x\n"
+    b"+y\n"
+    b" z\n"
+)
+
+
+def simple_diff(old: str = "a/x.py", new: str = "b/x.py", body: str = "") -> bytes:
+    hunk = body or "@@ -1,2 +1,2 @@\n a\n-b\n+B\n"
+    return f"diff --git {old} {new}\n--- {old}\n+++ {new}\n{hunk}".encode()
+
+
+def diff_named(patch: PatchFile, path: str) -> FileDiff:
+    return next(diff for diff in patch.files if diff.path == path)
+
+
+# --- git format-patch -----------------------------------------------------------------
+
+
+def test_format_patch_header_is_read() -> None:
+    patch = parse_patch(FORMAT_PATCH)
+
+    assert patch.problems == ()
+    header = patch.header
+    assert header.style == "mbox"
+    assert header.from_sha == SHA
+    assert header.author == "Ada Lovelace <ada@example.org>"
+    assert header.date == "Tue, 14 May 2024 10:21:07 +0200"
+    assert header.subject == (
+        "Fix the frobnicator when the widget count is zero and the retry budget is exhausted"
+    )
+    assert header.message.splitlines()[0] == "The frobnicator divided by the widget count."
+    assert header.message.endswith("Exit-Criterion: upstream release containing the fix")
+    assert header.trailers == (
+        Trailer("Upstream-PR", "https://example.org/upstream/pull/12", 9),
+        Trailer("Upstream-Merge", MERGED.upper(), 10),
+        Trailer("Exit-Criterion", "upstream release containing the fix", 11),
+    )
+    assert patch.upstream_merge() == (MERGED,)
+    assert header.trailer("upstream-pr") == header.trailers[0]
+
+
+def test_format_patch_files_are_read() -> None:
+    patch = parse_patch(FORMAT_PATCH)
+
+    summary = [
+        (d.line, d.old_path, d.new_path, d.is_new, d.is_deleted, d.is_rename, d.is_binary)
+        for d in patch.files
+    ]
+    assert summary == [
+        (27, None, "blob.bin", True, False, False, True),
+        (37, "gone.txt", None, False, True, False, False),
+        (44, None, "new.txt", True, False, False, False),
+        (51, "old_name.py", "new_name.py", False, False, True, False),
+        (55, "run.sh", "run.sh", False, False, False, False),
+        (58, "sp ace.txt", "sp ace.txt", False, False, False, False),
+        (65, "src/x.py", "src/x.py", False, False, False, False),
+    ]
+    assert patch.trailer_lines == ("-- ", "2.39.5", "")
+    assert touched_paths(patch) == [
+        "blob.bin",
+        "gone.txt",
+        "new.txt",
+        "old_name.py",
+        "new_name.py",
+        "run.sh",
+        "sp ace.txt",
+        "src/x.py",
+    ]
+
+
+def test_mode_change_rename_and_binary_details() -> None:
+    patch = parse_patch(FORMAT_PATCH)
+
+    run = diff_named(patch, "run.sh")
+    assert (run.old_mode, run.new_mode, run.hunks) == ("100644", "100755", ())
+    rename = diff_named(patch, "new_name.py")
+    assert rename.header_lines[1] == "similarity index 100%"
+    assert (rename.raw_old, rename.raw_new) == ("a/old_name.py", "b/new_name.py")
+    blob = diff_named(patch, "blob.bin")
+    assert blob.header_lines[-1] == "" and blob.header_lines[3] == "GIT binary patch"
+    assert (blob.old_mode, blob.new_mode) == (None, "100644")
+    gone = diff_named(patch, "gone.txt")
+    assert (gone.raw_old, gone.raw_new, gone.old_mode) == ("a/gone.txt", "/dev/null", "100644")
+
+
+def test_hunk_fields_and_section() -> None:
+    hunk = diff_named(parse_patch(FORMAT_PATCH), "src/x.py").hunks[0]
+
+    assert (hunk.old_start, hunk.old_count, hunk.new_start, hunk.new_count) == (1, 3, 1, 3)
+    assert hunk.section == "def frob():"
+    assert hunk.line == 69
+    assert hunk.lines == (" a", "-b", "+B", " c")
+
+
+def test_format_patch_round_trips_exactly() -> None:
+    assert format_patch(parse_patch(FORMAT_PATCH)) == FORMAT_PATCH
+
+
+def test_rfc2047_author_and_subject_are_decoded() -> None:
+    data = (
+        f"From {SHA} Mon Sep 17 00:00:00 2001\n"
+        "From: =?UTF-8?q?Jos=C3=A9=20Dev?= <jose@example.org>\n"
+        "Subject: [PATCH] =?UTF-8?q?R=C3=A9sum=C3=A9=20parsing?=\n"
+        "\n"
+        "Body.\n"
+        "---\n"
+    ).encode() + simple_diff()
+    header = parse_patch(data).header
+
+    assert header.author == "José Dev <jose@example.org>"
+    assert header.subject == "Résumé parsing"
+
+
+# --- plain diffs ----------------------------------------------------------------------
+
+
+def test_quilt_patch_with_orig_prefixes_and_timestamps() -> None:
+    patch = parse_patch(QUILT_PATCH)
+
+    assert patch.problems == ()
+    assert patch.header.style == "plain"
+    assert patch.header.subject == "Fix frob on big-endian hosts"
+    assert patch.header.author == "Dev <dev@example.org>"
+    assert patch.header.trailers == (
+        Trailer("Upstream-PR", "https://example.org/upstream/pull/7", 3),
+        Trailer("Upstream-Merge", "none", 4),
+    )
+    assert patch.upstream_merge() == ()
+    frob, readme = patch.files
+    assert (frob.raw_old, frob.raw_new) == ("pkg-1.2.orig/src/frob.c", "pkg-1.2/src/frob.c")
+    assert (frob.old_path, frob.new_path, frob.line) == ("src/frob.c", "src/frob.c", 6)
+    assert frob.header_lines[0] == "Index: pkg-1.2/src/frob.c"
+    assert (readme.raw_old, readme.path, readme.line) == ("pkg-1.2.orig/README", "README", 15)
+    assert readme.hunks[0].new_count == 2
+    assert patch.header.lines[-1] == ""
+    assert format_patch(patch) == QUILT_PATCH
+
+
+def test_plain_diff_without_any_header() -> None:
+    data = b"--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+    patch = parse_patch(data)
+
+    assert patch.problems == ()
+    assert patch.header.lines == () and patch.header.message == ""
+    assert patch.files[0].path == "x.py"
+
+
+# --- hunk bodies and names ------------------------------------------------------------
+
+
+def test_crlf_content_lines_keep_their_bytes() -> None:
+    patch = parse_patch(EDGE_DIFF)
+
+    assert patch.problems == ()
+    assert diff_named(patch, "crlf.txt").hunks[0].lines == (" one\r", "-two\r", "+TWO\r")
+    assert format_patch(patch) == EDGE_DIFF
+
+
+def test_patch_file_with_crlf_line_endings_throughout() -> None:
+    data = simple_diff(body="@@ -1,3 +1,3 @@\n a\n\n-b\n+B\n").replace(b"\n", b"\r\n")
+    patch = parse_patch(data)
+
+    assert patch.problems == ()
+    assert patch.files[0].path == "x.py"
+    assert patch.files[0].hunks[0].lines == (" a\r", "\r", "-b\r", "+B\r")
+    assert format_patch(patch) == data
+
+
+def test_no_newline_marker_belongs_to_the_hunk() -> None:
+    hunk = diff_named(parse_patch(EDGE_DIFF), "nonl.txt").hunks[0]
+
+    assert hunk.lines == (
+        "-no newline",
+        "\\ No newline at end of file",
+        "+no newline!",
+        "\\ No newline at end of file",
+    )
+
+
+def test_quoted_path_is_unquoted() -> None:
+    diff = parse_patch(EDGE_DIFF).files[2]
+
+    assert diff.raw_old == "a/café\tx.txt"
+    assert diff.path == "café\tx.txt"
+
+
+def test_zero_context_hunks_parse() -> None:
+    hunks = diff_named(parse_patch(EDGE_DIFF), "u0.txt").hunks
+
+    assert [(h.old_start, h.old_count, h.new_start, h.new_count) for h in hunks] == [
+        (5, 1, 5, 1),
+        (9, 0, 10, 2),
+    ]
+
+
+def test_empty_line_in_hunk_is_empty_context() -> None:
+    hunk = diff_named(parse_patch(EDGE_DIFF), "blank.txt").hunks[0]
+
+    assert hunk.lines == ("", "-x", "+y", " z")
+
+
+def test_non_utf8_bytes_round_trip() -> None:
+    data = simple_diff(body="@@ -1 +1 @@\n-caf\xe9\n+caf\xe8\n").replace(b"\xc3\xa9", b"\xe9")
+    data = data.replace("caf\xe8".encode(), b"caf\xe8")
+
+    patch = parse_patch(data)
+    assert patch.problems == ()
+    assert format_patch(patch) == data
+
+
+def test_missing_newline_at_end_of_file_round_trips() -> None:
+    data = simple_diff().rstrip(b"\n")
+    patch = parse_patch(data)
+
+    assert patch.problems == ()
+    assert patch.newline_at_eof is False
+    assert format_patch(patch) == data
+
+
+def test_symlink_mode_is_noticed() -> None:
+    data = (
+        b"diff --git a/link b/link\n"
+        b"index 1111111..2222222 120000\n"
+        b"--- a/link\n+++ b/link\n@@ -1 +1 @@\n-old\n\\ No newline at end of file\n"
+        b"+new\n\\ No newline at end of file\n"
+    )
+    assert parse_patch(data).files[0].is_symlink is True
+
+
+# --- malformed ------------------------------------------------------------------------
+
+
+def test_empty_file_contains_no_diff() -> None:
+    patch = parse_patch(b"")
+
+    assert patch.problems == (PatchProblem("malformed", "contains no diff", None),)
+    assert patch.malformed and not patch.unsafe and not patch.ok
+    assert format_patch(patch) == b""
+
+
+def test_garbage_only_file_contains_no_diff() -> None:
+    data = b"this is not a patch\n--- but it has dashes\n"
+    patch = parse_patch(data)
+
+    assert patch.problems == (PatchProblem("malformed", "contains no diff", None),)
+    assert patch.header.lines == ("this is not a patch", "--- but it has dashes")
+    assert format_patch(patch) == data
+
+
+def test_truncated_hunk() -> None:
+    patch = parse_patch(simple_diff(body="@@ -1,3 +1,3 @@\n a\n-b\n"))
+
+    assert patch.problems == (
+        PatchProblem(
+            "malformed", "hunk 1 of 'x.py' is truncated: 1 old and 2 new lines missing", 4
+        ),
+    )
+
+
+def test_hunk_with_fewer_lines_than_counted_stops_at_the_next_hunk() -> None:
+    patch = parse_patch(simple_diff(body="@@ -1,3 +1,3 @@\n a\n-b\n+B\n@@ -9 +9 @@\n-x\n+y\n"))
+
+    assert patch.problems == (
+        PatchProblem(
+            "malformed",
+            "hunk 1 of 'x.py': line does not start with ' ', '-', '+' or '\\' while "
+            "1 old and 1 new lines are still expected",
+            8,
+        ),
+    )
+
+
+def test_hunk_with_more_lines_than_counted() -> None:
+    patch = parse_patch(simple_diff(body="@@ -1,2 +1,2 @@\n a\n-b\n+B\n+C\n"))
+
+    assert patch.problems == (
+        PatchProblem("malformed", "unexpected text after the last hunk of 'x.py'", 8),
+    )
+
+
+def test_count_mismatch_names_the_line() -> None:
+    patch = parse_patch(simple_diff(body="@@ -1,3 +1,3 @@\n a\n-b\n-c\n+B\n c\n"))
+
+    assert patch.problems == (
+        PatchProblem("malformed", "hunk 1 of 'x.py': more context lines than the header counts", 9),
+    )
+
+
+def test_second_hunk_is_named_in_the_problem() -> None:
+    body = "@@ -1 +1 @@\n-a\n+b\n@@ -5,2 +5 @@\n-c\n-d\n-e\n"
+    patch = parse_patch(simple_diff(body=body))
+
+    assert patch.problems == (
+        PatchProblem(
+            "malformed", "hunk 2 of 'x.py': more removed lines than the header counts", 10
+        ),
+    )
+
+
+def test_garbage_hunk_counts() -> None:
+    patch = parse_patch(simple_diff(body="@@ -1,-2 +1,x @@\n a\n"))
+
+    assert patch.problems == (
+        PatchProblem("malformed", "hunk 1 of 'x.py' has a malformed header", 4),
+    )
+
+
+def test_git_diff_with_names_but_no_hunk() -> None:
+    patch = parse_patch(b"diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n")
+
+    assert patch.problems == (
+        PatchProblem("malformed", "'x.py' has '---'/'+++' lines but no hunk", 3),
+    )
+
+
+def test_diff_git_line_without_a_readable_name() -> None:
+    patch = parse_patch(b"diff --git a/x y b/z w\nold mode 100644\nnew mode 100755\n")
+
+    assert patch.problems == (
+        PatchProblem("malformed", "cannot tell which file this diff changes", 1),
+    )
+
+
+def test_bad_quoting_is_malformed() -> None:
+    data = b'diff --git "a/x\\q" b/x\n--- "a/x\\q"\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n'
+
+    assert parse_patch(data).problems == (PatchProblem("malformed", "badly quoted file name", 2),)
+
+
+def test_text_between_diffs_is_malformed() -> None:
+    data = simple_diff() + b"some stray words\n" + simple_diff("a/y.py", "b/y.py")
+    patch = parse_patch(data)
+
+    assert patch.problems == (
+        PatchProblem("malformed", "unexpected text after the last hunk of 'x.py'", 8),
+    )
+    assert len(patch.files) == 2
+    assert format_patch(patch) == data
+
+
+def test_blank_lines_between_diffs_are_fine() -> None:
+    data = simple_diff() + b"\n\n" + simple_diff("a/y.py", "b/y.py") + b"\n"
+    patch = parse_patch(data)
+
+    assert patch.problems == ()
+    assert [d.line for d in patch.files] == [1, 10]
+    assert patch.trailer_lines == ("",)
+    assert format_patch(patch) == data
+
+
+def test_binary_patch_without_its_blank_terminator_is_truncated() -> None:
+    data = b"diff --git a/b.bin b/b.bin\nGIT binary patch\nliteral 3\nKcmZQzWC8#H2LJ>B\n"
+    patch = parse_patch(data)
+
+    assert patch.problems == (PatchProblem("malformed", "binary patch of 'b.bin' is truncated", 2),)
+
+
+# --- unsafe ---------------------------------------------------------------------------
+
+
+def test_dotdot_path_is_unsafe() -> None:
+    patch = parse_patch(simple_diff("a/../x", "b/../x"))
+
+    assert patch.problems == (
+        PatchProblem("unsafe", "path 'a/../x' has a '..' segment", 1),
+        PatchProblem("unsafe", "path 'b/../x' has a '..' segment", 1),
+    )
+    assert patch.unsafe and not patch.malformed
+
+
+def test_absolute_path_in_plus_line_is_unsafe() -> None:
+    data = b"--- a/x\n+++ /etc/passwd\n@@ -1 +1 @@\n-a\n+b\n"
+
+    assert parse_patch(data).problems == (PatchProblem("unsafe", "absolute path '/etc/passwd'", 2),)
+
+
+def test_git_config_target_is_unsafe() -> None:
+    patch = parse_patch(simple_diff("a/.git/config", "b/.git/config"))
+
+    assert [(p.kind, p.message, p.line) for p in patch.problems] == [
+        ("unsafe", "path 'a/.git/config' writes into .git", 1),
+        ("unsafe", "path 'b/.git/config' writes into .git", 1),
+    ]
+
+
+def test_rename_to_parent_is_unsafe() -> None:
+    data = b"diff --git a/x b/x\nsimilarity index 100%\nrename from x\nrename to ../x\n"
+    assert parse_patch(data).problems == (
+        PatchProblem("unsafe", "path '../x' has a '..' segment", 4),
+    )
+
+
+def test_copy_into_nested_git_dir_is_unsafe() -> None:
+    data = b"diff --git a/x b/x\ncopy from x\ncopy to sub/.git/hooks/pre-commit\n"
+    patch = parse_patch(data)
+
+    assert patch.problems == (
+        PatchProblem("unsafe", "path 'sub/.git/hooks/pre-commit' writes into .git", 3),
+    )
+    assert patch.files[0].is_copy
+
+
+def test_path_with_nothing_after_stripping_is_unsafe() -> None:
+    data = b"--- foo\n+++ foo\n@@ -1 +1 @@\n-a\n+b\n"
+
+    assert parse_patch(data).problems == (
+        PatchProblem("unsafe", "path 'foo' has nothing left after stripping 1 component", 1),
+    )
+
+
+def test_unsafe_index_line_is_refused() -> None:
+    data = b"Index: ../etc/x\n=====\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+
+    assert parse_patch(data).problems == (
+        PatchProblem("unsafe", "path '../etc/x' has a '..' segment", 1),
+    )
+
+
+def test_strip_zero_accepts_bare_names() -> None:
+    data = b"--- x.py\n+++ x.py\n@@ -1 +1 @@\n-a\n+b\n"
+    patch = parse_patch(data, strip=0)
+
+    assert patch.problems == ()
+    assert patch.files[0].path == "x.py"
+
+
+# --- trailers -------------------------------------------------------------------------
+
+
+def plain_with_header(header: str) -> bytes:
+    return header.encode() + simple_diff()
+
+
+def test_trailer_keys_match_case_insensitively_and_keep_canonical_spelling() -> None:
+    patch = parse_patch(plain_with_header(f"# upstream-merge: {MERGED}, {MERGED.upper()}\n"))
+
+    assert patch.header.trailers == (Trailer("Upstream-Merge", f"{MERGED}, {MERGED.upper()}", 1),)
+    assert patch.upstream_merge() == (MERGED,)
+
+
+def test_upstream_merge_list_is_lowercased_in_order() -> None:
+    other = "f" * 40
+    patch = parse_patch(plain_with_header(f"Upstream-Merge: {other.upper()},{MERGED}\n"))
+
+    assert patch.problems == ()
+    assert patch.upstream_merge() == (other, MERGED)
+
+
+def test_bad_upstream_merge_is_malformed_on_its_line() -> None:
+    patch = parse_patch(plain_with_header("Fix it.\n\nUpstream-Merge: abc123\n"))
+
+    assert patch.problems == (
+        PatchProblem(
+            "malformed", "Upstream-Merge must be 40-hex commits or 'none', not 'abc123'", 3
+        ),
+    )
+    assert patch.upstream_merge() is None
+
+
+def test_second_upstream_merge_is_malformed() -> None:
+    patch = parse_patch(plain_with_header(f"Upstream-Merge: none\nUpstream-Merge: {MERGED}\n"))
+
+    assert patch.problems == (
+        PatchProblem("malformed", "second Upstream-Merge trailer (first on line 1)", 2),
+    )
+
+
+def test_empty_trailer_is_malformed() -> None:
+    patch = parse_patch(plain_with_header("# Upstream-PR:\n"))
+
+    assert patch.problems == (PatchProblem("malformed", "empty Upstream-PR trailer", 1),)
+
+
+def test_no_trailer_means_no_upstream_merge() -> None:
+    patch = parse_patch(simple_diff())
+
+    assert patch.header.trailer("Upstream-Merge") is None
+    assert patch.upstream_merge() is None
+
+
+# --- properties -----------------------------------------------------------------------
+
+_SEGMENT = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789_-.", min_size=1, max_size=8)
+_PATH = st.lists(
+    _SEGMENT.filter(lambda s: s not in (".", "..") and s.lower() != ".git"), min_size=1, max_size=3
+).map("/".join)
+_TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\n"), max_size=12)
+_OP = st.tuples(st.sampled_from(" -+"), _TEXT)
+
+
+@dataclass(frozen=True)
+class HunkSpec:
+    ops: tuple[tuple[str, str], ...]
+    section: str
+
+    @property
+    def old_count(self) -> int:
+        return sum(kind in " -" for kind, _ in self.ops)
+
+    @property
+    def new_count(self) -> int:
+        return sum(kind in " +" for kind, _ in self.ops)
+
+
+@dataclass(frozen=True)
+class FileSpec:
+    path: str
+    git: bool
+    hunks: tuple[HunkSpec, ...]
+
+
+_HUNK_SPEC = st.builds(
+    HunkSpec,
+    ops=st.lists(_OP, min_size=1, max_size=6).map(tuple),
+    section=st.sampled_from(["", " def f():", " class A:"]),
+)
+_FILE_SPEC = st.builds(
+    FileSpec,
+    path=_PATH,
+    git=st.booleans(),
+    hunks=st.lists(_HUNK_SPEC, min_size=1, max_size=3).map(tuple),
+)
+_HEADER = st.sampled_from(
+    [
+        "",
+        "# Upstream-PR: https://example.org/pr/1\n# Upstream-Merge: none\n\n",
+        f"From {SHA} Mon Sep 17 00:00:00 2001\nFrom: A <a@b.c>\nSubject: [PATCH] x\n\n"
+        f"Body.\n\nUpstream-Merge: {MERGED}\n---\n x | 2 +-\n\n",
+    ]
+)
+
+
+def render_file(spec: FileSpec) -> str:
+    if spec.git:
+        out = f"diff --git a/{spec.path} b/{spec.path}\nindex 1234567..89abcde 100644\n"
+        out += f"--- a/{spec.path}\n+++ b/{spec.path}\n"
+    else:
+        stamp = "\t2024-01-02 03:04:05.000000000 +0000"
+        out = f"--- pkg.orig/{spec.path}{stamp}\n+++ pkg/{spec.path}{stamp}\n"
+    start = 1
+    for hunk in spec.hunks:
+        out += f"@@ -{start},{hunk.old_count} +{start},{hunk.new_count} @@{hunk.section}\n"
+        out += "".join(kind + text + "\n" for kind, text in hunk.ops)
+        start += hunk.old_count + 10
+    return out
+
+
+@settings(max_examples=200)
+@given(
+    header=_HEADER,
+    files=st.lists(_FILE_SPEC, min_size=1, max_size=4),
+    signature=st.booleans(),
+)
+def test_structured_patches_parse_back_to_their_parts(
+    header: str, files: list[FileSpec], signature: bool
+) -> None:
+    text = header + "".join(render_file(spec) for spec in files)
+    if signature:
+        text += "-- \n2.39.5\n\n"
+    data = text.encode("utf-8", "surrogateescape")
+
+    patch = parse_patch(data)
+
+    assert patch.problems == ()
+    assert [d.path for d in patch.files] == [spec.path for spec in files]
+    for diff, spec in zip(patch.files, files, strict=True):
+        assert [h.lines for h in diff.hunks] == [
+            tuple(kind + text for kind, text in h.ops) for h in spec.hunks
+        ]
+        assert [(h.old_count, h.new_count) for h in diff.hunks] == [
+            (h.old_count, h.new_count) for h in spec.hunks
+        ]
+    assert format_patch(patch) == data
+    assert parse_patch(format_patch(patch)) == patch
+
+
+_LINES = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "diff --git a/x b/x",
+                "--- a/x",
+                "+++ b/x",
+                "@@ -1 +1 @@",
+                "@@ -1,2 +1,2 @@",
+                "-a",
+                "+b",
+                " c",
+                "",
+                "\\ No newline at end of file",
+                "GIT binary patch",
+                "literal 3",
+                "new file mode 100644",
+                "rename from ../x",
+                "Index: x",
+                "====",
+                "-- ",
+                f"From {SHA} Mon Sep 17 00:00:00 2001",
+                "Subject: [PATCH] x",
+                "Upstream-Merge: nope",
+            ]
+        ),
+        st.text(max_size=10).filter(lambda s: "\n" not in s),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=300)
+@given(lines=_LINES, end=st.sampled_from(["", "\n", "\r\n"]))
+def test_any_line_soup_round_trips_without_raising(lines: list[str], end: str) -> None:
+    data = ("\n".join(lines) + end).encode("utf-8", "surrogateescape")
+
+    assert format_patch(parse_patch(data)) == data
+
+
+@given(st.binary(max_size=300))
+def test_any_bytes_round_trip_without_raising(data: bytes) -> None:
+    assert format_patch(parse_patch(data)) == data
