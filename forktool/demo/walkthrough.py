@@ -32,6 +32,7 @@ class Demo:
     upstream: DemoUpstream
     fork: RepoBuilder
     failures: list[str]
+    steps_done: int = 0
 
     @property
     def fork_path(self) -> Path:
@@ -41,8 +42,9 @@ class Demo:
         self.out.print(text, markup=False)
 
     def step(self, title: str, why: str) -> None:
+        self.steps_done += 1
         self.out.print()
-        self.out.print(f"[bold cyan]== {title}[/]")
+        self.out.print(f"[bold cyan]== {self.steps_done}. {title}[/]")
         for line in why.strip().splitlines():
             self.out.print(f"   {line.strip()}", markup=False)
 
@@ -122,7 +124,7 @@ def pristine_site(demo: Demo, name: str, tag: str = PIN_TAG) -> Path:
 
 def step_status(demo: Demo) -> None:
     demo.step(
-        "1. The fork at a glance",
+        "The fork at a glance",
         """The fork pins upstream v1.1.0 and carries three patches, each mapped to the
         upstream commit that will make it unnecessary.""",
     )
@@ -131,7 +133,7 @@ def step_status(demo: Demo) -> None:
 
 def step_verify(demo: Demo) -> None:
     demo.step(
-        "2. Every patch applies exactly, and reverts exactly",
+        "Every patch applies exactly, and reverts exactly",
         """verify applies the whole series onto v1.1.0 in a temporary index (the checkout
         is never touched), reverts it, and compares tree ids with the tag.""",
     )
@@ -140,7 +142,7 @@ def step_verify(demo: Demo) -> None:
 
 def step_stale(demo: Demo) -> None:
     demo.step(
-        "3. A stale series is refused, with the offset it needed",
+        "A stale series is refused, with the offset it needed",
         """On v1.2.0 upstream added a logger near the top of engine.py, so the retry patch
         only lands 3 lines lower: an offset. Fixes 1 and 3 are already in v1.2.0, so their
         patches no longer apply at all. forktool names each patch, file, hunk and line.""",
@@ -151,7 +153,7 @@ def step_stale(demo: Demo) -> None:
 def step_apply_dir(demo: Demo) -> None:
     site = pristine_site(demo, "site-packages")
     demo.step(
-        "4. Apply the series to an installed package, fail-closed",
+        "Apply the series to an installed package, fail-closed",
         f"""An image build applies the series to the installed package ({site.name}/ here,
         a plain directory with no git). Then --verify proves the directory carries exactly
         the series; a second apply is refused rather than silently reversed.""",

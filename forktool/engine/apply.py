@@ -100,6 +100,10 @@ class VerifyResult:
         return data
 
 
+def _exact(attempt: Attempt) -> bool:
+    return attempt.ok and attempt.fuzz == 0 and not any(p.offset for p in attempt.placements)
+
+
 def acceptable(status: Status, allow_offset: bool) -> bool:
     """The one rule for what counts as applying: exact, or offset when allowed."""
     return status == "exact" or (allow_offset and status == "offset")
@@ -355,7 +359,7 @@ def _git_apply_args(
     return [*args, *(str(f) for f in files)]
 
 
-def _try_index(
+def try_patch(
     index: TempIndex,
     patch: Patch,
     *,
@@ -363,6 +367,8 @@ def _try_index(
     check: bool = False,
     context: int | None = None,
 ) -> Attempt:
+    """Push one patch through ``git apply --cached`` on ``index`` (which it changes on success
+    unless ``check``)."""
     res = index.run(
         _git_apply_args([patch.path], reverse=reverse, check=check, context=context),
         purpose=f"apply {patch.name}",
@@ -448,15 +454,15 @@ def _one_by_one(
         if early is not None:
             verdicts.append(early)
         else:
-            attempt = _try_index(index, patch)
+            attempt = try_patch(index, patch)
             fuzzy = reverse_ok = None
             if not attempt.ok:
-                fuzzy = _try_index(index, patch, context=1)
+                fuzzy = try_patch(index, patch, context=1)
                 if fuzzy.ok:
                     pass  # keep the series going so later patches are judged fairly
                 else:
                     fuzzy = None
-                    reverse_ok = _try_index(index, patch, reverse=True, check=True).ok
+                    reverse_ok = try_patch(index, patch, reverse=True, check=True).ok
             verdicts.append(classify(patch, attempt, fuzzy, bool(reverse_ok), base))
         if progress:
             progress(1)
@@ -670,10 +676,6 @@ def _trial(
     leave hunks half-applied, so nothing is ever tried on the scratch tree itself."""
     with _scratch_copy(scratch, touched([patch])) as probe:
         return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz)
-
-
-def _exact(attempt: Attempt) -> bool:
-    return attempt.ok and attempt.fuzz == 0 and not any(p.offset for p in attempt.placements)
 
 
 def _judge(
@@ -891,3 +893,15 @@ def _finish(
             message=f"leftover files in the target: {', '.join(strays[:5])}",
         )
     return DirResult(str(target), engine, mode, True, dry_run, verdicts, state, tuple(changed))
+
+
+def exact_on(git: Git, treeish: str, patch: Patch, *, reverse: bool = False) -> bool:
+    """Does ``patch`` apply (or, with ``reverse``, reverse-apply) exactly on ``treeish``?
+
+    The witness other engines use: a patch that reverse-applies on a release tag has
+    its change present there (``content-present``).
+    """
+    if precheck(patch, "git") is not None:
+        return False
+    with git.temp_index(treeish) as index:
+        return _exact(try_patch(index, patch, reverse=reverse, check=True))
