@@ -1,0 +1,204 @@
+"""``forktool check``: the CI gate. Every check that needs no network, one verdict.
+
+Each check is a function from a :class:`CheckContext` to findings, registered in
+:data:`CHECKS` with an id users can select or skip. The gate fails closed: a
+missing or empty input is a finding, never a pass, and a check that cannot run
+(an unknown pin tag, say) reports why as an error finding instead of passing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from forktool.config import Config
+from forktool.errors import FatalError, Finding
+from forktool.fork import Fork, load_fork
+from forktool.git import Git
+from forktool.model.record import parse_record
+
+
+@dataclass
+class CheckContext:
+    """What checks share; expensive facts are computed once."""
+
+    config: Config
+    git: Git
+
+    @cached_property
+    def fork(self) -> Fork:
+        return load_fork(self.config, strict=False)
+
+    @cached_property
+    def pin_commit(self) -> str:
+        from forktool.engine.pin import require_pin
+
+        return require_pin(self.config, self.git)
+
+
+CheckFn = Callable[[CheckContext], list[Finding]]
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    title: str
+    run: CheckFn
+    # None when the check applies to this fork, else why it is skipped.
+    skip_reason: Callable[[CheckContext], str | None] = lambda ctx: None
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    id: str
+    title: str
+    findings: tuple[Finding, ...]
+    seconds: float
+    skipped: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "id": self.id,
+            "title": self.title,
+            "ok": self.ok,
+            "findings": [f.to_json() for f in self.findings],
+            "seconds": round(self.seconds, 3),
+        }
+        if self.skipped:
+            data["skipped"] = self.skipped
+        return data
+
+
+@dataclass(frozen=True)
+class GateResult:
+    checks: tuple[CheckResult, ...]
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def to_json(self) -> dict[str, object]:
+        return {"ok": self.ok, "checks": [c.to_json() for c in self.checks], **self.extra}
+
+
+# -- the checks ------------------------------------------------------------------------
+
+
+def check_files(ctx: CheckContext) -> list[Finding]:
+    """Config and files: series, map, ledger, trailers, patch syntax and path safety."""
+    return ctx.fork.all_findings()
+
+
+def check_pin(ctx: CheckContext) -> list[Finding]:
+    """The pinned tag exists and still peels to the recorded commit."""
+    ctx.pin_commit  # noqa: B018 - raises FatalError, reported as a finding
+    return []
+
+
+def check_apply(ctx: CheckContext) -> list[Finding]:
+    """Exact apply and exact round trip of the whole series on the pin."""
+    from forktool.engine.apply import verify_series
+
+    fork = ctx.fork
+    result = verify_series(fork, ctx.git, base=ctx.config.pin_tag, base_commit=ctx.pin_commit)
+    if result.message:
+        return [Finding("error", result.message, ctx.config.series, None)]
+    findings = []
+    for verdict in result.patches:
+        if verdict.status != "exact":
+            patch = fork.patch(verdict.patch)
+            findings.append(
+                Finding("error", f"{verdict.status}: {verdict.message}", patch.rel, verdict.line)
+            )
+    if not result.round_trip and not findings:
+        findings.append(
+            Finding("error", "reverting the series did not restore the pinned tree exactly")
+        )
+    return findings
+
+
+def check_record(ctx: CheckContext) -> list[Finding]:
+    """The retirement record is readable and no retired patch is still in the series."""
+    config = ctx.config
+    path = config.record_path
+    if not path.is_file():
+        return [
+            Finding(
+                "error",
+                f"{config.record} does not exist",
+                config.record,
+                None,
+                "run 'forktool init' or restore the file",
+            )
+        ]
+    try:
+        record = parse_record(path.read_text(encoding="utf-8"), config.record)
+    except UnicodeDecodeError:
+        return [Finding("error", "not valid UTF-8", config.record, None)]
+    except FatalError as exc:
+        return [Finding("error", exc.message, config.record, None, exc.hint)]
+    findings = []
+    for name in sorted(record.retired() & set(ctx.fork.series.names)):
+        entry = ctx.fork.series.entry(name)
+        findings.append(
+            Finding(
+                "error",
+                f"'{name}' was retired (see {config.record}) but is still in the series",
+                config.series,
+                entry.line if entry else None,
+                "remove it, or record its restoration with 'forktool retire --undo'",
+            )
+        )
+    return findings
+
+
+CHECKS: list[CheckSpec] = [
+    CheckSpec("files", "config and files", check_files),
+    CheckSpec("pin", "pinned tag", check_pin),
+    CheckSpec("apply", "exact apply and round trip", check_apply),
+    CheckSpec("record", "retirement record", check_record),
+]
+
+
+def check_ids() -> list[str]:
+    return [spec.id for spec in CHECKS]
+
+
+def select_checks(only: Sequence[str], skip: Sequence[str]) -> list[CheckSpec]:
+    known = check_ids()
+    for name in (*only, *skip):
+        if name not in known:
+            raise FatalError(f"unknown check '{name}'", f"checks: {', '.join(known)}")
+    return [s for s in CHECKS if (not only or s.id in only) and s.id not in skip]
+
+
+def run_checks(
+    config: Config,
+    git: Git,
+    specs: Sequence[CheckSpec],
+    progress: Callable[[int], None] | None = None,
+) -> GateResult:
+    ctx = CheckContext(config, git)
+    results = []
+    for spec in specs:
+        started = time.perf_counter()
+        reason = spec.skip_reason(ctx)
+        if reason is not None:
+            findings: list[Finding] = []
+        else:
+            try:
+                findings = spec.run(ctx)
+            except FatalError as exc:
+                findings = [Finding("error", exc.message, hint=exc.hint)]
+        elapsed = time.perf_counter() - started
+        results.append(CheckResult(spec.id, spec.title, tuple(findings), elapsed, reason))
+        if progress:
+            progress(1)
+    return GateResult(tuple(results))
