@@ -219,7 +219,13 @@ def read_gnu_patch(parsed: PatchFile, stdout: str, ok: bool, reverse: bool) -> A
 
 
 def _zero_context(diff: FileDiff, hunk: Hunk) -> bool:
-    if diff.is_new or diff.is_deleted or hunk.old_count == 0:
+    """A hunk with no context that nothing anchors: only its line number places it.
+
+    A hunk starting at line 1 with no context is a whole-file change, anchored at the
+    start (and, for git, at the end of the file too): that one is provable.
+    """
+    anchored_at_top = hunk.old_start == 0 or (hunk.old_start == 1 and hunk.old_count > 0)
+    if diff.is_new or diff.is_deleted or anchored_at_top:
         return False
     return not any(line.startswith(" ") or line == "" for line in hunk.lines)
 
