@@ -117,12 +117,20 @@ def _commit(steps: list[_Step]) -> None:
 
 def _rollback(steps: list[_Step]) -> None:
     for step in reversed(steps):
-        if not step.done and step.backup is None:
+        if not step.done:
+            # The target was never touched: the backup is just a second link to it.
+            # (rename() between two links of one file is a no-op, so never "restore" it.)
+            if step.backup is not None:
+                if step.target.exists() or step.target.is_symlink():
+                    step.backup.unlink()
+                else:  # a symlink target was moved aside: move it back
+                    os.replace(step.backup, step.target)
+                step.backup = None
             continue
         if step.backup is not None and step.backup.exists():
             os.replace(step.backup, step.target)
             step.backup = None
-        elif step.done:
+        else:
             with contextlib.suppress(FileNotFoundError):
                 step.target.unlink()
 
