@@ -34,6 +34,9 @@ COMMAND_MODULES = (
     "verify",
     "apply",
     "fmt",
+    "check_history",
+    "export",
+    "import_",
 )
 
 

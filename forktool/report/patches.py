@@ -5,7 +5,9 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
+from forktool.engine.export import ExportResult, ImportResult
 from forktool.engine.fmt import FmtResult
+from forktool.engine.history import HistoryResult
 from forktool.output import Output
 
 _STYLE = {
@@ -77,3 +79,67 @@ def render_fmt(out: Output, result: FmtResult) -> None:
                 ),
                 markup=False,
             )
+
+
+def render_history(out: Output, result: HistoryResult) -> None:
+    out.print(
+        f"history {result.base} ({result.base_commit[:10]})..{result.rev} "
+        f"({result.rev_commit[:10]}): {len(result.commits)} commit(s)"
+    )
+    if result.message:
+        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
+        return
+    for violation in result.violations:
+        out.result(
+            Text(
+                f"error: {violation.commit[:12]} {violation.subject}: {violation.message} "
+                f"[{violation.check}]",
+                style="red",
+            ),
+            markup=False,
+        )
+    if result.ok:
+        out.result(Text("OK: every commit keeps the history contract.", style="green"))
+    else:
+        out.result(
+            Text(f"FAILED: {len(result.violations)} violation(s)", style="red"), markup=False
+        )
+
+
+def _range_diff(out: Output, text: str, note: str) -> None:
+    if text:
+        out.print("range-diff of the old series against the new:")
+        for line in text.splitlines():
+            out.print(Text("  " + line), markup=False, highlight=False)
+    elif note:
+        out.print(f"no range-diff: {note}", markup=False)
+
+
+def render_export(out: Output, result: ExportResult) -> None:
+    out.print(
+        f"export {result.base}..{result.rev} ({result.rev_commit[:10]}): "
+        f"{len(result.patches)} patch(es)"
+    )
+    table = _table("patch", "status", "upstream", "commit")
+    for patch in result.patches:
+        upstream = ",".join(c[:10] for c in patch.upstream_commits) or "none"
+        table.add_row(patch.patch, _status(patch.status), upstream, patch.commit[:10])
+    out.print(table)
+    for name in result.removed:
+        out.print(f"removed {name}", markup=False)
+    for name in result.orphaned_notes:
+        out.warn(f"{name} belongs to no patch any more; rename or delete it")
+    _range_diff(out, result.range_diff, result.message)
+    written = ", ".join(result.written) or "nothing (already up to date)"
+    out.result(Text(f"OK: wrote {written}", style="green"), markup=False)
+
+
+def render_import(out: Output, result: ImportResult) -> None:
+    out.print(f"branch {result.branch}: {result.base} ({result.base_commit[:10]}) +")
+    for patch, commit in result.commits:
+        out.print(f"  {commit[:10]} {patch}", markup=False)
+    replaced = f" (was {result.replaced[:10]})" if result.replaced else ""
+    out.result(
+        Text(f"OK: {result.branch} is at {result.tip[:10]}{replaced}", style="green"),
+        markup=False,
+    )
