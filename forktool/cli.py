@@ -37,6 +37,7 @@ COMMAND_MODULES = (
     "check_history",
     "export",
     "import_",
+    "refresh",
 )
 
 

@@ -176,12 +176,15 @@ def _exact(attempt: Attempt) -> bool:
     return attempt.ok and attempt.fuzz == 0 and not any(p.offset for p in attempt.placements)
 
 
-def commit_tree(index: TempIndex, tree: str, parent: str, meta: CommitMeta) -> str:
-    res = index.git.run(
+def commit_tree(
+    git: Git, tree: str, parent: str, meta: CommitMeta, env: dict[str, str] | None = None
+) -> str:
+    """A commit of ``tree`` on ``parent`` carrying ``meta`` (``env``: e.g. a temporary index's)."""
+    res = git.run(
         [*CONFIG_PINS, "commit-tree", tree, "-p", parent],
         purpose="record a patch as a commit",
         input=meta.message.encode(ENCODING, ERRORS),
-        env={**index.env, **meta.env()},
+        env={**(env or {}), **meta.env()},
     )
     return res.out.strip()
 
@@ -203,7 +206,7 @@ def apply_and_commit(
     verdict = classify(patch, attempt, None, False, base_name)
     if verdict.status != "exact" and not allow_offset:
         return Link(patch, verdict, None)
-    commit = commit_tree(index, index.write_tree(), parent, meta)
+    commit = commit_tree(index.git, index.write_tree(), parent, meta, index.env)
     return Link(patch, verdict, commit)
 
 

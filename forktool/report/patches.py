@@ -8,6 +8,7 @@ from rich.text import Text
 from forktool.engine.export import ExportResult, ImportResult
 from forktool.engine.fmt import FmtResult
 from forktool.engine.history import HistoryResult
+from forktool.engine.refresh import RefreshResult
 from forktool.output import Output
 
 _STYLE = {
@@ -143,3 +144,21 @@ def render_import(out: Output, result: ImportResult) -> None:
         Text(f"OK: {result.branch} is at {result.tip[:10]}{replaced}", style="green"),
         markup=False,
     )
+
+
+def render_refresh(out: Output, result: RefreshResult) -> None:
+    if result.aborted:
+        out.result(Text(f"OK: {result.message}", style="green"), markup=False)
+        return
+    out.print(f"refresh onto {result.onto} ({result.onto_commit[:10]}); the pin stays {result.pin}")
+    table = _table("patch", "status", "detail")
+    for entry in result.entries:
+        table.add_row(entry.patch, _status(entry.status), entry.message)
+    out.print(table)
+    if result.ok:
+        _range_diff(out, result.range_diff, "")
+        written = ", ".join(result.written) or "nothing (the files were already current)"
+        out.result(Text(f"OK: wrote {written}", style="green"), markup=False)
+        out.print(f"next: forktool pin bump {result.onto}", markup=False)
+    else:
+        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
