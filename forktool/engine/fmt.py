@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from forktool.engine.canonical import build_chain, chain_bytes, cosmetic_only, unified_diff
+from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, unified_diff
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.fsutil import fork_lock, write_files
@@ -91,21 +91,23 @@ def plan_fmt(
     """Regenerate every patch on ``base_commit`` and compare; nothing is written."""
     with git.temp_index() as index:
         chain = build_chain(index, base_commit, fork.patches, base_name=base)
-        generated = chain_bytes(index, chain) if chain.complete else []
+        applied = Chain(chain.base, tuple(link for link in chain.links if link.commit))
+        generated = chain_bytes(index, applied)
         entries: list[FmtEntry] = []
         for position, patch in enumerate(fork.patches):
             if progress:
                 progress(1)
-            if position < len(chain.links) and chain.links[position].commit is None:
+            if position < len(generated):
+                entries.append(
+                    _compare(git, patch.name, patch.rel, patch.data, generated[position])
+                )
+            elif position < len(chain.links):
                 verdict = chain.links[position].verdict
                 message = f"cannot be regenerated on {base}: {verdict.message}"
                 entries.append(FmtEntry(patch.name, patch.rel, "error", message))
-                continue
-            if position >= len(chain.links) or not chain.complete:
+            else:
                 message = "not regenerated: an earlier patch of the series does not apply"
                 entries.append(FmtEntry(patch.name, patch.rel, "pending", message))
-                continue
-            entries.append(_compare(git, patch.name, patch.rel, patch.data, generated[position]))
     return tuple(entries)
 
 
