@@ -564,3 +564,20 @@ def test_refresh_usage_errors(moving: MiniFork) -> None:
     unknown = moving.cli("refresh", "--onto", "v9")
     assert unknown.code == 2
     assert unknown.error_lines[0] == "error: unknown tag or commit 'v9'"
+
+
+def test_demo_refresh_step_rebases_0002_in_a_scratch_clone(
+    example_fork: RepoBuilder, demo_upstream: object, tmp_path: Path
+) -> None:
+    from forktool.demo.walkthrough import Demo, step_refresh
+    from forktool.output import Output
+
+    original = fork_files(example_fork.path)
+    demo = Demo(tmp_path, Output(quiet=True), demo_upstream, example_fork, [])  # type: ignore[arg-type]
+    step_refresh(demo)
+    assert demo.failures == []
+    assert fork_files(example_fork.path) == original
+    scratch = tmp_path / "fork-refresh"
+    assert (scratch / "series").read_text().splitlines()[1:] == [P2]
+    assert (scratch / "patches" / P2).read_bytes() != original[f"patches/{P2}"]
+    assert b"@@ -99,10 +99,15 @@ class Engine:" in (scratch / "patches" / P2).read_bytes()
