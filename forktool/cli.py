@@ -34,6 +34,11 @@ COMMAND_MODULES = (
     "verify",
     "apply",
     "check",
+    "fmt",
+    "check_history",
+    "export",
+    "import_",
+    "refresh",
 )
 
 

@@ -49,6 +49,15 @@ class ImageSettings:
 
 
 @dataclass(frozen=True)
+class HistorySettings:
+    """The commit contract ``check-history`` (and ``export``) enforce."""
+
+    prefixes: tuple[str, ...] = ()  # every path a commit touches must lie under one
+    required_trailers: tuple[str, ...] = ("Upstream-Merge",)
+    gnu_patch: bool = False  # images apply with GNU patch: no renames, modes, symlinks, binaries
+
+
+@dataclass(frozen=True)
 class Config:
     root: Path  # the directory holding forktool.yaml
     path: Path
@@ -66,6 +75,7 @@ class Config:
     record: str = "FORK.md"
     pin_sites: tuple[PinSite, ...] = ()
     image: ImageSettings | None = None
+    history: HistorySettings = HistorySettings()
     lines: dict[str, int] = field(default_factory=dict, compare=False)
 
     def file(self, relative: str) -> Path:
@@ -241,6 +251,30 @@ def _image(node: _Node) -> ImageSettings:
     return ImageSettings(gate=gate, **strings)
 
 
+def _history(node: _Node) -> HistorySettings:
+    items = node.mapping("history")
+    allowed = {"prefixes", "required_trailers", "gnu_patch"}
+    _check_keys(node, items, "history", allowed, set())
+    values: dict[str, Any] = {}
+    if "prefixes" in items:
+        prefixes = []
+        for item in items["prefixes"].sequence("history.prefixes"):
+            raw = item.string("a history.prefixes entry")
+            prefix = raw.rstrip("/")
+            if not prefix or raw.startswith("/") or ".." in Path(prefix).parts:
+                raise item.fail(f"history prefix '{raw}' must be a path inside the tree")
+            prefixes.append(prefix)
+        values["prefixes"] = tuple(prefixes)
+    if "required_trailers" in items:
+        values["required_trailers"] = tuple(
+            item.string("a history.required_trailers entry")
+            for item in items["required_trailers"].sequence("history.required_trailers")
+        )
+    if "gnu_patch" in items:
+        values["gnu_patch"] = items["gnu_patch"].boolean("history.gnu_patch")
+    return HistorySettings(**values)
+
+
 _TOP_KEYS = {
     "upstream",
     "pin",
@@ -254,6 +288,7 @@ _TOP_KEYS = {
     "record",
     "pin_sites",
     "image",
+    "history",
 }
 _PATH_KEYS = ("series", "patches", "upstream_map", "ledger", "record")
 
@@ -303,6 +338,8 @@ def parse_config(text: str, path: Path) -> Config:
         )
     if "image" in top:
         values["image"] = _image(top["image"])
+    if "history" in top:
+        values["history"] = _history(top["history"])
     return Config(root=path.parent, path=path, lines=lines, **values)
 
 

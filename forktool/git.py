@@ -29,6 +29,7 @@ _CONFIG_OVERRIDES = (
     "core.safecrlf=false",
     "core.quotepath=false",
     "apply.whitespace=nowarn",
+    "apply.ignoreWhitespace=no",
     "diff.noprefix=false",
     "diff.mnemonicPrefix=false",
     "diff.relative=false",

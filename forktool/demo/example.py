@@ -15,6 +15,7 @@ from pathlib import Path
 
 from forktool.builder import RepoBuilder
 from forktool.demo import upstream as demo
+from forktool.engine.canonical import FORMAT_PATCH_ARGS
 from forktool.git import run as run_git
 
 FORK_AUTHOR = "Dana Okoye <dana@fork.example>"
@@ -31,19 +32,6 @@ EXAMPLE_FILES = (
     "ci/build.yml",
 )
 PATCHES_DIR = "patches"
-
-# format-patch options that make a patch file canonical (independent of user config).
-FORMAT_PATCH_ARGS = (
-    "format-patch",
-    "-k",
-    "--full-index",
-    "--no-renames",
-    "--zero-commit",
-    "--no-signature",
-    "--no-stat",
-    "--no-numbered",
-    "--encoding=UTF-8",
-)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 import tarfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
 
@@ -164,7 +164,54 @@ def step_apply_dir(demo: Demo) -> None:
     demo.run(["apply", "--target", str(site), "--except", "0002-engine-retry-on-timeout.patch"])
 
 
-STEPS: list[Step] = [step_status, step_verify, step_stale, step_apply_dir]
+def _retire_by_hand(fork: RepoBuilder, names: Sequence[str]) -> None:
+    """Drop patches from a fork's files the way retirement does (series, map, file, note)."""
+    from forktool.model.series import parse_series
+    from forktool.model.upstream_map import parse_map
+
+    series = parse_series((fork.path / "series").read_bytes())
+    umap = parse_map((fork.path / "upstream.map").read_bytes())
+    files: dict[str, str | bytes | None] = {}
+    for name in names:
+        series, umap = series.without(name), umap.without(name)
+        files[f"{PATCHES_DIR}/{name}"] = None
+        files[f"{PATCHES_DIR}/notes/{Path(name).stem}.md"] = None
+    files["series"], files["upstream.map"] = series.to_bytes(), umap.to_bytes()
+    fork.commit("fork: retire the fixes v1.2.0 contains\n", files, author=FORK_MAINTAINER)
+
+
+def step_refresh(demo: Demo) -> None:
+    scratch = RepoBuilder.clone(demo.fork_path, demo.root / "fork-refresh")
+    run_git(
+        ["fetch", "-q", "origin", "refs/tags/*:refs/tags/*"],
+        cwd=scratch.path,
+        purpose="copy the tags",
+    )
+    demo.step(
+        "Canonical patch files, and a refresh onto a newer tag",
+        f"""fmt --check regenerates every patch on the pin in a temporary index and requires
+        the same bytes: it catches offset drift, index-line churn and stray signatures.
+        Then, in a scratch clone ({scratch.path.name}/, so the fork above stays as it is),
+        the two fixes v1.2.0 already contains are retired by hand and the remaining patch
+        is refreshed onto v1.2.0: it applied only at an offset, so it is 'rebased' and
+        regenerated, with a range-diff for review. The pin still names v1.1.0, so fmt
+        --check there fails until 'pin bump v1.2.0' (sync = retire, refresh, bump).""",
+    )
+    demo.run(["fmt", "--check"])
+    _retire_by_hand(
+        scratch,
+        [
+            "0001-config-do-not-crash-on-an-empty-config-file.patch",
+            "0003-engine-decode-input-as-UTF-8.patch",
+        ],
+    )
+    there = replace(demo, fork=scratch)
+    there.run(["refresh", "--onto", "v1.2.0"])
+    there.run(["verify", "--base", "v1.2.0"])
+    there.run(["fmt", "--check"], expect=1)
+
+
+STEPS: list[Step] = [step_status, step_verify, step_stale, step_apply_dir, step_refresh]
 
 
 def run_demo(root: Path, out: Output) -> int:

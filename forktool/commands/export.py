@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.export import export_series
+from forktool.report import patches as report
+
+
+@click.command("export")
+@click.option(
+    "--from",
+    "rev",
+    required=True,
+    metavar="REV",
+    help="Branch or commit whose commits since the pin become the patches.",
+)
+@format_option()
+@pass_app
+def command(app: App, rev: str, fmt: str) -> int:
+    """Write the commits between the pin and REV as patches/, series and upstream.map.
+
+    The commits must keep the history contract (see 'forktool check-history'):
+    each becomes one canonical patch file, its Upstream-Merge trailer becomes its
+    upstream.map line (with its Upstream-PR as the note), and patch files no
+    longer produced are deleted; notes are kept. Everything is written at once,
+    or nothing. The same commits, or a rebase that keeps their content, give the
+    same bytes. A range-diff of the old series against the new is shown for
+    review.
+
+    \b
+    Examples:
+      forktool export --from patches/v1.1.0
+      forktool export --from HEAD --format json
+    """
+    config = app.config()
+    git = app.git()
+    result = export_series(config, git, rev)
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        report.render_export(app.output, result)
+    return 0

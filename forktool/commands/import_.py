@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.export import import_series
+from forktool.engine.pin import require_pin
+from forktool.report import patches as report
+
+
+@click.command("import")
+@click.option(
+    "--branch", required=True, metavar="NAME", help="The branch to create (refs/heads/NAME)."
+)
+@click.option("--force", is_flag=True, help="Replace NAME if it exists (never a checked-out one).")
+@format_option()
+@pass_app
+def command(app: App, branch: str, force: bool, fmt: str) -> int:
+    """Build a branch of the pin plus one commit per patch, from the series.
+
+    Each commit carries its patch's author, date and message (trailers
+    included); the committer is the author, so importing the same series twice
+    gives the same commit ids. Made in a temporary index with commit-tree and
+    update-ref: the checkout, the index and the work tree are never touched.
+    Every patch must apply exactly on the pin. 'forktool export --from NAME'
+    gives back the same files.
+
+    \b
+    Examples:
+      forktool import --branch patches/v1.1.0
+      forktool import --branch patches/v1.1.0 --force --format json
+    """
+    fork = app.fork(strict=True)
+    git = app.git()
+    commit = require_pin(fork.config, git)
+    result = import_series(fork, git, branch, base_commit=commit, force=force)
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        report.render_import(app.output, result)
+    return 0

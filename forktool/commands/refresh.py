@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.pin import require_pin
+from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
+from forktool.report import patches as report
+
+
+@click.command("refresh")
+@click.option("--onto", "onto", metavar="TAG", help="The tag to regenerate the series against.")
+@click.option(
+    "--worktree",
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="On a conflict, leave a worktree in DIR with the conflicting patch applied 3-way.",
+)
+@click.option(
+    "--continue", "resume", is_flag=True, help="Take the worktree's resolution and go on."
+)
+@click.option("--abort", is_flag=True, help="Drop the refresh in progress and its worktree.")
+@format_option()
+@pass_app
+def command(
+    app: App, onto: str | None, worktree: Path | None, resume: bool, abort: bool, fmt: str
+) -> int:
+    """Regenerate every patch of the series against TAG, in series order.
+
+    Works in a temporary index, never the checkout. Each patch is 'unchanged'
+    (applies exactly), 'rebased' (applied only at an offset; regenerated at its
+    new lines) or 'conflict' (does not apply: a hand rebase is needed; a patch
+    that would need fuzz is a conflict). Nothing is written unless every patch
+    succeeds. With --worktree DIR, a conflict leaves DIR at TAG with the earlier
+    patches committed and the conflicting one applied with 3-way markers; fix
+    the files there and run --continue. A range-diff of the old series against
+    the new is shown for review. The pin does not change: run 'forktool pin bump
+    TAG' next. Exit 0 when written, 1 on a conflict, 2 on bad input.
+
+    \b
+    Examples:
+      forktool refresh --onto v1.3.0
+      forktool refresh --onto v1.3.0 --worktree ../resolve
+      forktool refresh --continue
+      forktool refresh --abort
+    """
+    modes = sum([onto is not None, resume, abort])
+    if modes != 1:
+        raise click.UsageError("give exactly one of --onto TAG, --continue, --abort")
+    if worktree is not None and onto is None:
+        raise click.UsageError("--worktree goes with --onto")
+    fork = app.fork(strict=True)
+    git = app.git()
+    pin_commit = require_pin(fork.config, git)
+    if abort:
+        result = refresh_abort(fork, git)
+    elif resume:
+        result = refresh_continue(fork, git, pin_commit=pin_commit)
+    else:
+        assert onto is not None
+        result = refresh_onto(fork, git, onto, pin_commit=pin_commit, worktree=worktree)
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        report.render_refresh(app.output, result)
+    return 0 if result.ok else 1

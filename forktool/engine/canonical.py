@@ -1,0 +1,339 @@
+"""The canonical form of a patch file: the one definition fmt, export, import and refresh share.
+
+A canonical patch is what ``git format-patch`` writes with :data:`FORMAT_PATCH_ARGS` for
+a commit made on the pinned tree, whose author, author date and message are the
+patch's own. Regenerating one therefore needs no worktree:
+
+1. read the base tree into a temporary index (a private object directory, so nothing
+   persists in the repository unless the caller keeps the objects);
+2. per patch, in series order: ``git apply --cached`` it, ``git write-tree``, and
+   ``git commit-tree`` with the metadata parsed from its header (committer = author,
+   so the commit ids are reproducible);
+3. ``git format-patch`` the range.
+
+A plain-diff patch (``#`` header lines, no mail header) keeps its header verbatim; only
+its diff part is regenerated. Every option that the user's or the repository's git
+config could change is pinned on the command line, and ``--no-signature`` drops the
+git version, so the bytes depend on the patch and the tree alone.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from email.utils import parseaddr
+from pathlib import Path
+
+from forktool.engine.apply import Attempt, PatchVerdict, classify, precheck, try_patch
+from forktool.errors import FatalError
+from forktool.fork import Patch
+from forktool.git import Git, TempIndex
+from forktool.model.patchfile import ENCODING, ERRORS, PatchFile, parse_patch
+from forktool.model.series import SeriesEntry
+
+# format-patch options that make a patch file canonical. The first line is the
+# definition; the rest pin down what repository-local config could otherwise change.
+FORMAT_PATCH_ARGS = (
+    "format-patch",
+    "-k",
+    "--full-index",
+    "--no-renames",
+    "--zero-commit",
+    "--no-signature",
+    "--no-stat",
+    "--no-numbered",
+    "--encoding=UTF-8",
+    "-U3",
+    "--inter-hunk-context=0",
+    "--diff-algorithm=myers",
+    "--indent-heuristic",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--no-relative",
+    "--binary",
+    "--submodule=short",
+    "-O/dev/null",
+    "--no-to",
+    "--no-cc",
+    "--no-add-header",
+    "--no-from",
+    "--no-thread",
+    "--no-cover-letter",
+    "--no-signoff",
+    "--no-attach",
+    "--no-notes",
+    "--no-base",
+    "--encode-email-headers",
+    "--suffix=.patch",
+    "--filename-max-length=64",
+)
+
+# Config that no command-line option overrides (given as ``git -c`` before the command).
+CONFIG_PINS = (
+    "-c",
+    "diff.suppressBlankEmpty=false",
+    "-c",
+    "core.attributesFile=/dev/null",
+    "-c",
+    "i18n.commitEncoding=UTF-8",
+)
+
+# A plain-diff patch has no author or date; its commit gets these (they never reach its file).
+PLACEHOLDER_NAME = "forktool"
+PLACEHOLDER_EMAIL = "forktool@localhost"
+PLACEHOLDER_DATE = "@0 +0000"
+
+
+@dataclass(frozen=True)
+class CommitMeta:
+    """What a patch's commit carries: author, author date, message."""
+
+    name: str
+    email: str
+    date: str
+    message: str
+
+    def env(self) -> dict[str, str]:
+        # Committer = author: the same patch always makes the same commit id.
+        return {
+            "GIT_AUTHOR_NAME": self.name,
+            "GIT_AUTHOR_EMAIL": self.email,
+            "GIT_AUTHOR_DATE": self.date,
+            "GIT_COMMITTER_NAME": self.name,
+            "GIT_COMMITTER_EMAIL": self.email,
+            "GIT_COMMITTER_DATE": self.date,
+        }
+
+
+def _identity(text: str | None) -> tuple[str, str] | None:
+    if not text:
+        return None
+    name, email = parseaddr(text)
+    if not email or "@" not in email:
+        return None
+    return (name or email.split("@", 1)[0]), email
+
+
+def commit_meta(patch: Patch) -> CommitMeta | str:
+    """The commit metadata a patch's header declares, or why it cannot be read."""
+    header = patch.parsed.header
+    if header.style == "mbox":
+        who = _identity(header.author)
+        if who is None or not header.date:
+            return (
+                f"{patch.rel}: the mail header needs a 'From: Name <email>' and a 'Date:' line "
+                "to be regenerated"
+            )
+        body = header.message
+        message = (header.subject or "") + "\n" + (f"\n{body}\n" if body else "")
+        return CommitMeta(who[0], who[1], header.date, message)
+    name, email = _identity(header.author) or (PLACEHOLDER_NAME, PLACEHOLDER_EMAIL)
+    text = "\n".join(header.lines).strip()
+    subject = header.subject or Path(patch.name).stem
+    message = subject + "\n" + (f"\n{text}\n" if text else "")
+    return CommitMeta(name, email, PLACEHOLDER_DATE, message)
+
+
+def loose_patch(name: str, path: Path, data: bytes | None = None) -> Patch:
+    """A patch read from ``path`` that is not (yet) part of the fork's series."""
+    raw = path.read_bytes() if data is None else data
+    return Patch(SeriesEntry(name, 0), path, raw, parse_patch(raw), None, name)
+
+
+# -- the chain: one commit per patch on a base, in a temporary index -------------------
+
+
+@dataclass(frozen=True)
+class Link:
+    patch: Patch
+    verdict: PatchVerdict  # how it applied: exact, offset, or why not
+    commit: str | None  # None when it did not apply
+
+
+@dataclass(frozen=True)
+class Chain:
+    base: str
+    links: tuple[Link, ...]
+
+    @property
+    def complete(self) -> bool:
+        return all(link.commit is not None for link in self.links)
+
+    @property
+    def tip(self) -> str:
+        commits = [link.commit for link in self.links if link.commit is not None]
+        return commits[-1] if commits else self.base
+
+    @property
+    def failed(self) -> Link | None:
+        return next((link for link in self.links if link.commit is None), None)
+
+
+def _exact(attempt: Attempt) -> bool:
+    return attempt.ok and attempt.fuzz == 0 and not any(p.offset for p in attempt.placements)
+
+
+def commit_tree(
+    git: Git, tree: str, parent: str, meta: CommitMeta, env: dict[str, str] | None = None
+) -> str:
+    """A commit of ``tree`` on ``parent`` carrying ``meta`` (``env``: e.g. a temporary index's)."""
+    res = git.run(
+        [*CONFIG_PINS, "commit-tree", tree, "-p", parent],
+        purpose="record a patch as a commit",
+        input=meta.message.encode(ENCODING, ERRORS),
+        env={**(env or {}), **meta.env()},
+    )
+    return res.out.strip()
+
+
+def apply_and_commit(
+    index: TempIndex, parent: str, patch: Patch, *, base_name: str, allow_offset: bool
+) -> Link:
+    """Apply one patch on ``index`` (which holds ``parent``'s tree) and commit it."""
+    meta = commit_meta(patch)
+    if isinstance(meta, str):
+        return Link(patch, PatchVerdict(patch.name, "malformed", meta), None)
+    early = precheck(patch, "git")
+    if early is not None:
+        return Link(patch, early, None)
+    attempt = try_patch(index, patch)
+    if not attempt.ok:
+        reverse_ok = _exact(try_patch(index, patch, reverse=True, check=True))
+        return Link(patch, classify(patch, attempt, None, reverse_ok, base_name), None)
+    verdict = classify(patch, attempt, None, False, base_name)
+    if verdict.status != "exact" and not allow_offset:
+        return Link(patch, verdict, None)
+    commit = commit_tree(index.git, index.write_tree(), parent, meta, index.env)
+    return Link(patch, verdict, commit)
+
+
+def build_chain(
+    index: TempIndex,
+    base_commit: str,
+    patches: Sequence[Patch],
+    *,
+    base_name: str,
+    allow_offset: bool = True,
+) -> Chain:
+    """Commit ``patches`` one by one on ``base_commit``; stops at the first that fails."""
+    index.read_tree(f"{base_commit}^{{tree}}")
+    links: list[Link] = []
+    parent = base_commit
+    for patch in patches:
+        link = apply_and_commit(
+            index, parent, patch, base_name=base_name, allow_offset=allow_offset
+        )
+        links.append(link)
+        if link.commit is None:
+            break
+        parent = link.commit
+    return Chain(base_commit, tuple(links))
+
+
+def format_range(index: TempIndex, base: str, tip: str) -> list[tuple[str, bytes]]:
+    """``git format-patch`` of ``base..tip`` in canonical form: (file name, bytes) per commit.
+
+    The names are format-patch's own (``0001-subject.patch``).
+    """
+    if base == tip:
+        return []
+    out_dir = Path(tempfile.mkdtemp(prefix="forktool-format-"))
+    try:
+        res = index.git.run(
+            [*CONFIG_PINS, *FORMAT_PATCH_ARGS, "-o", str(out_dir), f"{base}..{tip}"],
+            purpose="format the patches",
+            env={**index.env, "GIT_ATTR_NOSYSTEM": "1"},
+        )
+        written = [Path(line) for line in res.out.splitlines() if line]
+        return [(path.name, path.read_bytes()) for path in written]
+    finally:
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+
+def with_source_header(source: PatchFile, generated: bytes) -> bytes:
+    """A plain-diff patch keeps its own header lines; only the diff part is generated."""
+    if source.header.style != "plain":
+        return generated
+    at = generated.find(b"\ndiff --git ")
+    if at == -1:
+        raise FatalError("git format-patch wrote a patch without a diff")
+    header = "".join(line + "\n" for line in source.header.lines)
+    return header.encode(ENCODING, ERRORS) + generated[at + 1 :]
+
+
+def chain_bytes(index: TempIndex, chain: Chain) -> list[bytes]:
+    """The canonical bytes of every patch of a complete chain, in order."""
+    generated = format_range(index, chain.base, chain.tip)
+    if len(generated) != len(chain.links):
+        raise FatalError(
+            f"git format-patch wrote {len(generated)} patches for {len(chain.links)} commits",
+            "a patch that changes nothing cannot be exported; remove it from the series",
+        )
+    return [
+        with_source_header(link.patch.parsed, data)
+        for link, (_name, data) in zip(chain.links, generated, strict=True)
+    ]
+
+
+# -- comparing a file with its canonical form -------------------------------------------
+
+
+def structure(parsed: PatchFile) -> tuple[object, ...]:
+    """What a patch does, apart from cosmetics: files, modes and every hunk's lines."""
+    return tuple(
+        (
+            diff.old_path,
+            diff.new_path,
+            diff.old_mode,
+            diff.new_mode,
+            diff.is_new,
+            diff.is_deleted,
+            tuple((h.old_start, h.old_count, h.new_start, h.new_count) for h in diff.hunks),
+        )
+        for diff in parsed.files
+    )
+
+
+def patch_id(git: Git, data: bytes) -> str | None:
+    """``git patch-id --stable`` of a patch file, None when it has no diff git can read."""
+    res = git.run(["patch-id", "--stable"], purpose="compute a patch id", input=data, check=False)
+    words = res.out.split()
+    return words[0] if res.ok and words else None
+
+
+def cosmetic_only(git: Git, old: bytes, new: bytes) -> bool:
+    """True when ``old`` and ``new`` differ only in lines that change nothing applied:
+    the same ``git patch-id --stable``, the same files, modes and hunk ranges."""
+    if structure(parse_patch(old)) != structure(parse_patch(new)):
+        return False
+    old_id = patch_id(git, old)
+    return old_id is not None and old_id == patch_id(git, new)
+
+
+def unified_diff(old: bytes, new: bytes, path: str) -> str:
+    before = old.decode(ENCODING, ERRORS).splitlines(keepends=True)
+    after = new.decode(ENCODING, ERRORS).splitlines(keepends=True)
+    lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{path}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline\n" for line in lines)
+
+
+def range_diff(index: TempIndex, old: tuple[str, str], new: tuple[str, str]) -> str:
+    """``git range-diff`` of two commit ranges (base, tip), for a reviewer."""
+    if old[0] == old[1] and new[0] == new[1]:
+        return ""
+    res = index.git.run(
+        [
+            *CONFIG_PINS,
+            "range-diff",
+            "--no-color",
+            "--no-notes",
+            f"{old[0]}..{old[1]}",
+            f"{new[0]}..{new[1]}",
+        ],
+        purpose="compare the old series with the new one",
+        env={**index.env, "GIT_ATTR_NOSYSTEM": "1"},
+    )
+    return res.out

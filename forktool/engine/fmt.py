@@ -1,0 +1,171 @@
+"""``fmt``: is every patch file byte-identical to its canonical form on the pin?
+
+Each patch is regenerated on the pinned tree (see :mod:`forktool.engine.canonical`) and
+compared byte for byte. A file whose regeneration differs only cosmetically (same
+``git patch-id --stable``, same files, modes and hunk ranges: an ``index`` line
+abbreviation, a signature, a diffstat, header folding) is reported ``cosmetic``:
+``fmt --check`` fails on it like on any byte difference, but ``fmt`` leaves it alone
+unless ``--force``, so files do not churn for nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, unified_diff
+from forktool.errors import FatalError
+from forktool.fork import Fork
+from forktool.fsutil import fork_lock, write_files
+from forktool.git import Git
+
+FmtStatus = Literal["canonical", "rewrite", "cosmetic", "error", "pending"]
+Progress = Callable[[int], None]
+
+
+@dataclass(frozen=True)
+class FmtEntry:
+    patch: str
+    path: str  # relative to the fork root
+    status: FmtStatus
+    message: str = ""
+    diff: str = ""  # unified diff of the file against its canonical form
+    written: bool = False
+    canonical: bytes | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "patch": self.patch,
+            "path": self.path,
+            "status": self.status,
+            "message": self.message,
+            "written": self.written,
+            "diff": self.diff,
+        }
+
+
+@dataclass(frozen=True)
+class FmtResult:
+    base: str
+    base_commit: str
+    check: bool
+    force: bool
+    entries: tuple[FmtEntry, ...]
+    message: str = ""
+
+    @property
+    def failed(self) -> list[FmtEntry]:
+        return [e for e in self.entries if e.status in ("error", "pending")]
+
+    @property
+    def left(self) -> list[FmtEntry]:
+        """Entries whose file is still not canonical after this run."""
+        return [e for e in self.entries if e.status != "canonical" and not e.written]
+
+    @property
+    def ok(self) -> bool:
+        if not self.entries:
+            return False
+        if self.check:
+            return not self.left
+        return not self.failed
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "base": self.base,
+            "base_commit": self.base_commit,
+            "check": self.check,
+            "ok": self.ok,
+            "canonical": bool(self.entries) and not self.left,
+            "patches": [e.to_json() for e in self.entries],
+        }
+        if self.message:
+            data["message"] = self.message
+        return data
+
+
+def plan_fmt(
+    fork: Fork, git: Git, *, base: str, base_commit: str, progress: Progress | None = None
+) -> tuple[FmtEntry, ...]:
+    """Regenerate every patch on ``base_commit`` and compare; nothing is written."""
+    with git.temp_index() as index:
+        chain = build_chain(index, base_commit, fork.patches, base_name=base)
+        applied = Chain(chain.base, tuple(link for link in chain.links if link.commit))
+        generated = chain_bytes(index, applied)
+        entries: list[FmtEntry] = []
+        for position, patch in enumerate(fork.patches):
+            if progress:
+                progress(1)
+            if position < len(generated):
+                entries.append(
+                    _compare(git, patch.name, patch.rel, patch.data, generated[position])
+                )
+            elif position < len(chain.links):
+                verdict = chain.links[position].verdict
+                message = f"cannot be regenerated on {base}: {verdict.message}"
+                entries.append(FmtEntry(patch.name, patch.rel, "error", message))
+            else:
+                message = "not regenerated: an earlier patch of the series does not apply"
+                entries.append(FmtEntry(patch.name, patch.rel, "pending", message))
+    return tuple(entries)
+
+
+def _compare(git: Git, name: str, rel: str, old: bytes, new: bytes) -> FmtEntry:
+    if old == new:
+        return FmtEntry(name, rel, "canonical", canonical=new)
+    diff = unified_diff(old, new, rel)
+    if cosmetic_only(git, old, new):
+        message = "differs from its canonical form only cosmetically (same patch-id and hunks)"
+        return FmtEntry(name, rel, "cosmetic", message, diff, canonical=new)
+    return FmtEntry(name, rel, "rewrite", "differs from its canonical form", diff, canonical=new)
+
+
+def fmt_fork(
+    fork: Fork,
+    git: Git,
+    *,
+    base: str,
+    base_commit: str,
+    check: bool,
+    force: bool = False,
+    progress: Progress | None = None,
+) -> FmtResult:
+    """``fmt --check`` (compare only) or ``fmt`` (rewrite what is not canonical)."""
+    if not fork.patches:
+        return FmtResult(
+            base, base_commit, check, force, (), "the series lists no patches: nothing to check"
+        )
+    entries = plan_fmt(fork, git, base=base, base_commit=base_commit, progress=progress)
+    if check:
+        return FmtResult(base, base_commit, check, force, entries)
+    wanted = {"rewrite", "cosmetic"} if force else {"rewrite"}
+    if any(e.status in ("error", "pending") for e in entries):
+        return FmtResult(
+            base,
+            base_commit,
+            check,
+            force,
+            entries,
+            "nothing was written: every patch must regenerate before any file changes",
+        )
+    originals = {patch.rel: patch.data for patch in fork.patches}
+    changes = {
+        fork.config.root / e.path: e.canonical
+        for e in entries
+        if e.status in wanted and e.canonical is not None
+    }
+    if changes:
+        with fork_lock(git.git_dir()):
+            for e in entries:
+                if (
+                    e.status in wanted
+                    and (fork.config.root / e.path).read_bytes() != originals[e.path]
+                ):
+                    raise FatalError(
+                        f"{e.path} changed while fmt was running; nothing was written",
+                        "run 'forktool fmt' again",
+                    )
+            write_files(changes)
+    done = tuple(replace(e, written=e.status in wanted) for e in entries)
+    return FmtResult(base, base_commit, check, force, done)

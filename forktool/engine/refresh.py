@@ -1,0 +1,551 @@
+"""``refresh --onto TAG``: regenerate every patch of the series against a newer tag.
+
+In series order and in a temporary index (no worktree), each patch is applied on
+TAG plus the patches before it:
+
+* ``unchanged``: it applies exactly (its bytes may still change: the ``index`` line
+  names the blobs of TAG);
+* ``rebased``: it applies only at an offset, and is regenerated at its new lines;
+* ``conflict``: it does not apply (git never fuzzes, so a patch that would need fuzz
+  is a conflict too): it needs a hand rebase. The patches after it are ``pending``.
+
+Nothing is written unless every patch succeeds. With ``worktree``, a conflict leaves
+a worktree at TAG with the earlier patches committed and the conflicting one applied
+with 3-way markers (the only place forktool uses ``git apply --3way``); ``--continue``
+takes the worktree's content as the resolution (``resolved``) and goes on, and
+``--abort`` removes it. The state lives in ``<git-dir>/forktool/refresh/``.
+
+A refresh never changes the pin: the patches are regenerated against TAG while
+``forktool.yaml`` still names the old tag, and ``pin bump TAG`` follows (the sync
+procedure is retire, refresh, bump).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from forktool.engine.canonical import (
+    Chain,
+    Link,
+    build_chain,
+    chain_bytes,
+    commit_meta,
+    commit_tree,
+    range_diff,
+)
+from forktool.errors import FatalError
+from forktool.fork import Fork, Patch
+from forktool.fsutil import fork_lock, write_files
+from forktool.git import Git, TempIndex
+
+RefreshStatus = Literal["unchanged", "rebased", "conflict", "resolved", "pending"]
+STATE_DIR = Path("forktool") / "refresh"
+_MARKERS = ("<<<<<<< ", ">>>>>>> ")
+
+
+@dataclass(frozen=True)
+class RefreshEntry:
+    patch: str
+    path: str
+    status: RefreshStatus
+    message: str = ""
+    bytes_changed: bool = False
+    commit: str | None = field(default=None, compare=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "patch": self.patch,
+            "path": self.path,
+            "status": self.status,
+            "message": self.message,
+            "bytes_changed": self.bytes_changed,
+        }
+
+
+@dataclass(frozen=True)
+class RefreshResult:
+    onto: str
+    onto_commit: str
+    pin: str
+    entries: tuple[RefreshEntry, ...]
+    written: tuple[str, ...] = ()
+    range_diff: str = ""
+    worktree: str | None = None  # the hand-resolution worktree, while one is open
+    message: str = ""
+    aborted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        if self.aborted:
+            return True
+        return bool(self.entries) and all(
+            e.status in ("unchanged", "rebased", "resolved") for e in self.entries
+        )
+
+    @property
+    def in_progress(self) -> bool:
+        return self.worktree is not None
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "onto": self.onto,
+            "onto_commit": self.onto_commit,
+            "pin": self.pin,
+            "ok": self.ok,
+            "patches": [e.to_json() for e in self.entries],
+            "written": list(self.written),
+            "range_diff": self.range_diff,
+            "in_progress": self.in_progress,
+            "worktree": self.worktree,
+        }
+        if self.message:
+            data["message"] = self.message
+        if self.aborted:
+            data["aborted"] = True
+        return data
+
+
+# -- state of a hand resolution -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefreshState:
+    onto: str
+    onto_commit: str
+    worktree: str
+    base: str  # the worktree's HEAD: TAG plus the patches before the conflict
+    conflict: str  # the patch being resolved
+    done: tuple[RefreshEntry, ...]
+    fingerprint: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "onto": self.onto,
+            "onto_commit": self.onto_commit,
+            "worktree": self.worktree,
+            "base": self.base,
+            "conflict": self.conflict,
+            "done": [{**e.to_json(), "commit": e.commit} for e in self.done],
+            "fingerprint": self.fingerprint,
+        }
+
+
+def _state_path(git: Git) -> Path:
+    return git.git_dir() / STATE_DIR / "state.json"
+
+
+def load_state(git: Git) -> RefreshState | None:
+    path = _state_path(git)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+        done = tuple(
+            RefreshEntry(d["patch"], d["path"], d["status"], d["message"], False, d["commit"])
+            for d in data["done"]
+        )
+        return RefreshState(
+            data["onto"],
+            data["onto_commit"],
+            data["worktree"],
+            data["base"],
+            data["conflict"],
+            done,
+            data["fingerprint"],
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise FatalError(
+            f"{path}: the refresh state cannot be read ({exc})",
+            "run 'forktool refresh --abort' to discard it",
+        ) from exc
+
+
+def _save_state(git: Git, state: RefreshState) -> None:
+    path = _state_path(git)
+    write_files({path: (json.dumps(state.to_json(), indent=2) + "\n").encode()})
+
+
+def _drop_state(git: Git) -> None:
+    shutil.rmtree(_state_path(git).parent, ignore_errors=True)
+
+
+def fingerprint(fork: Fork) -> str:
+    """A digest of the series, the map and every patch file, to notice edits mid-refresh."""
+    digest = hashlib.sha256()
+    for path in (fork.config.series_path, fork.config.map_path):
+        digest.update(path.read_bytes() if path.is_file() else b"")
+    for patch in fork.patches:
+        digest.update(patch.name.encode() + b"\0" + patch.data + b"\0")
+    return digest.hexdigest()
+
+
+# -- the refresh ----------------------------------------------------------------------
+
+
+def _entries(chain: Chain, patches: Sequence[Patch]) -> list[RefreshEntry]:
+    entries = []
+    for position, patch in enumerate(patches):
+        if position >= len(chain.links):
+            message = "not tried: an earlier patch conflicts"
+            entries.append(RefreshEntry(patch.name, patch.rel, "pending", message))
+            continue
+        link = chain.links[position]
+        entries.append(_entry(link))
+    return entries
+
+
+def _entry(link: Link) -> RefreshEntry:
+    verdict, patch = link.verdict, link.patch
+    if link.commit is None:
+        return RefreshEntry(patch.name, patch.rel, "conflict", verdict.message)
+    if verdict.status == "exact":
+        return RefreshEntry(patch.name, patch.rel, "unchanged", "", commit=link.commit)
+    message = verdict.message.replace("; run 'forktool refresh'", "") + "; regenerated"
+    return RefreshEntry(patch.name, patch.rel, "rebased", message, commit=link.commit)
+
+
+def _onto_commit(git: Git, onto: str) -> str:
+    return git.tag_commit(onto) or git.resolve_commit(onto, what="tag or commit")
+
+
+def _review(index: TempIndex, fork: Fork, pin_commit: str, onto: str, tip: str) -> str:
+    old = build_chain(index, pin_commit, fork.patches, base_name=fork.config.pin_tag)
+    if not old.complete:
+        return ""
+    return range_diff(index, (pin_commit, old.tip), (onto, tip))
+
+
+def _write(
+    fork: Fork, git: Git, entries: list[RefreshEntry], generated: list[bytes], stamp: str
+) -> tuple[list[RefreshEntry], tuple[str, ...]]:
+    changes: dict[Path, bytes | None] = {}
+    final = []
+    for entry, patch, data in zip(entries, fork.patches, generated, strict=True):
+        changed = data != patch.data
+        if changed:
+            changes[patch.path] = data
+        final.append(
+            RefreshEntry(
+                entry.patch, entry.path, entry.status, entry.message, changed, entry.commit
+            )
+        )
+    if changes:
+        with fork_lock(git.git_dir()):
+            _require_unchanged(fork, stamp)
+            write_files(changes)
+    return final, tuple(sorted(fork.config.rel(p) for p in changes))
+
+
+def _require_unchanged(fork: Fork, stamp: str) -> None:
+    from forktool.fork import load_fork
+
+    if fingerprint(load_fork(fork.config, strict=False)) != stamp:
+        raise FatalError(
+            "the series or a patch file changed while the refresh was running; nothing was written",
+            "run 'forktool refresh --abort' if one is open, then start again",
+        )
+
+
+def refresh_onto(
+    fork: Fork, git: Git, onto: str, *, pin_commit: str, worktree: Path | None = None
+) -> RefreshResult:
+    """Regenerate the series against ``onto``; write only when every patch succeeds."""
+    if load_state(git) is not None:
+        raise FatalError(
+            "a refresh is already in progress",
+            "finish it with 'forktool refresh --continue' or drop it with 'forktool refresh --abort'",
+        )
+    if not fork.patches:
+        raise FatalError(
+            f"{fork.config.series} lists no patches: there is nothing to refresh",
+            "a fork with no patches only needs 'forktool pin bump'",
+        )
+    if worktree is not None and worktree.exists() and any(worktree.iterdir()):
+        raise FatalError(f"--worktree {worktree} exists and is not empty", "pick a new directory")
+    onto_commit = _onto_commit(git, onto)
+    stamp = fingerprint(fork)
+    pin = fork.config.pin_tag
+    with git.temp_index() as index:
+        chain = build_chain(index, onto_commit, fork.patches, base_name=onto)
+        entries = _entries(chain, fork.patches)
+        if not chain.complete:
+            failed = chain.failed
+            assert failed is not None
+            if worktree is None:
+                return RefreshResult(
+                    onto,
+                    onto_commit,
+                    pin,
+                    tuple(entries),
+                    message=f"{failed.patch.name} conflicts on {onto}: nothing was written; "
+                    "rerun with --worktree DIR to resolve it by hand",
+                )
+        else:
+            generated = chain_bytes(index, chain)
+            review = _review(index, fork, pin_commit, onto_commit, chain.tip)
+    if not chain.complete:
+        assert worktree is not None
+        done = [e for e in entries if e.status in ("unchanged", "rebased")]
+        reason = entries[len(done)].message
+        return _open_worktree(fork, git, onto, onto_commit, worktree, done, stamp, reason)
+    final, written = _write(fork, git, entries, generated, stamp)
+    return RefreshResult(onto, onto_commit, pin, tuple(final), written, review)
+
+
+# -- hand resolution ------------------------------------------------------------------
+
+
+def _persisted_base(
+    fork: Fork, git: Git, onto: str, onto_commit: str, done: Sequence[RefreshEntry]
+) -> tuple[str, list[RefreshEntry]]:
+    """Re-make the commits of the patches before the conflict with their objects kept:
+    the worktree checks them out, so they must outlive the temporary index."""
+    if not done:
+        return onto_commit, []
+    with git.temp_index(keep_objects=True) as index:
+        chain = build_chain(index, onto_commit, fork.patches[: len(done)], base_name=onto)
+    if not chain.complete:
+        raise FatalError("the patches before the conflict no longer apply; nothing was written")
+    kept = [
+        RefreshEntry(e.patch, e.path, e.status, e.message, False, link.commit)
+        for e, link in zip(done, chain.links, strict=True)
+    ]
+    return chain.tip, kept
+
+
+def _open_worktree(
+    fork: Fork,
+    git: Git,
+    onto: str,
+    onto_commit: str,
+    worktree: Path,
+    done: list[RefreshEntry],
+    stamp: str,
+    reason: str,
+) -> RefreshResult:
+    base, kept = _persisted_base(fork, git, onto, onto_commit, done)
+    conflict = fork.patches[len(kept)]
+    directory = worktree.resolve()
+    git.run(
+        ["worktree", "add", "--quiet", "--detach", str(directory), base],
+        purpose=f"create the worktree {directory}",
+    )
+    detail = _apply_3way(Git(directory), conflict)
+    _save_state(
+        git,
+        RefreshState(onto, onto_commit, str(directory), base, conflict.name, tuple(kept), stamp),
+    )
+    return _pending_result(
+        fork, onto, onto_commit, kept, conflict, directory, f"{reason}; {detail}"
+    )
+
+
+def _apply_3way(wt: Git, patch: Patch) -> str:
+    """Apply ``patch`` in the hand-resolution worktree, leaving conflict markers (or .rej)."""
+    res = wt.run(
+        ["apply", "--3way", "--whitespace=nowarn", str(patch.path)],
+        purpose=f"apply {patch.name} with 3-way merge",
+        check=False,
+    )
+    if res.ok:
+        return "applied cleanly with a 3-way merge: check the result"
+    if "conflicts" in res.err or "with conflicts" in res.err:
+        return "applied with conflict markers"
+    rej = wt.run(
+        ["apply", "--reject", "--whitespace=nowarn", str(patch.path)],
+        purpose=f"apply {patch.name} leaving rejects",
+        check=False,
+    )
+    del rej
+    return "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
+
+
+def _pending_result(
+    fork: Fork,
+    onto: str,
+    onto_commit: str,
+    kept: Sequence[RefreshEntry],
+    conflict: Patch,
+    directory: Path,
+    detail: str,
+) -> RefreshResult:
+    entries = list(kept)
+    entries.append(
+        RefreshEntry(
+            conflict.name,
+            conflict.rel,
+            "conflict",
+            f"{detail} in {directory}",
+        )
+    )
+    for patch in fork.patches[len(entries) :]:
+        entries.append(RefreshEntry(patch.name, patch.rel, "pending", "not tried yet"))
+    return RefreshResult(
+        onto,
+        onto_commit,
+        fork.config.pin_tag,
+        tuple(entries),
+        worktree=str(directory),
+        message=f"resolve {conflict.name} in {directory} (edit the files; no need to commit), "
+        "then run 'forktool refresh --continue' (or --abort)",
+    )
+
+
+def _require_state(git: Git) -> RefreshState:
+    state = load_state(git)
+    if state is None:
+        raise FatalError(
+            "no refresh is in progress", "start one with 'forktool refresh --onto TAG'"
+        )
+    return state
+
+
+def _resolution(wt: Git, state: RefreshState) -> str:
+    """The tree the user left in the worktree: everything staged, no markers left."""
+    wt.run(["add", "--all"], purpose="stage the resolution")
+    names = wt.run(
+        ["diff", "--cached", "--name-only", "-z", "--no-renames", state.base],
+        purpose="list the resolved files",
+    ).out.split("\0")
+    root = Path(state.worktree)
+    for name in filter(None, names):
+        path = root / name
+        if not path.is_file() or path.is_symlink():
+            continue
+        for number, line in enumerate(path.read_bytes().splitlines(), start=1):
+            if line.startswith(tuple(m.encode() for m in _MARKERS)):
+                raise FatalError(
+                    f"{path}:{number}: a conflict marker is still there",
+                    "finish the resolution, then run 'forktool refresh --continue' again",
+                )
+        if path.name.endswith(".rej"):
+            raise FatalError(
+                f"{path}: a reject file is still there",
+                "apply its hunks by hand and delete it, then run --continue again",
+            )
+    return wt.out(["write-tree"], purpose="record the resolution")
+
+
+def refresh_continue(fork: Fork, git: Git, *, pin_commit: str) -> RefreshResult:
+    """Take the worktree's content as the resolution of the conflicting patch, and go on."""
+    state = _require_state(git)
+    if fingerprint(fork) != state.fingerprint:
+        raise FatalError(
+            "the series or a patch file changed since the refresh started",
+            "run 'forktool refresh --abort' and start again",
+        )
+    directory = Path(state.worktree)
+    if not directory.is_dir():
+        raise FatalError(
+            f"the refresh worktree {directory} is gone", "run 'forktool refresh --abort'"
+        )
+    wt = Git(directory)
+    patch = fork.patch(state.conflict)
+    tree = _resolution(wt, state)
+    base_tree = git.out(["rev-parse", f"{state.base}^{{tree}}"], purpose="read the base tree")
+    if tree == base_tree:
+        raise FatalError(
+            f"the resolution of {patch.name} changes nothing",
+            "if upstream already has the change, abort, retire the patch, and refresh again",
+        )
+    meta = commit_meta(patch)
+    if isinstance(meta, str):
+        raise FatalError(meta)
+    resolved = commit_tree(git, tree, state.base, meta)
+    done = [
+        *state.done,
+        RefreshEntry(
+            patch.name, patch.rel, "resolved", "resolved by hand in the worktree", commit=resolved
+        ),
+    ]
+    rest = fork.patches[len(done) :]
+    with git.temp_index(keep_objects=True) as index:
+        chain = build_chain(index, resolved, rest, base_name=f"{state.onto} + the resolution")
+    done += [_entry(link) for link in chain.links]
+    if not chain.complete:
+        failed = chain.failed
+        assert failed is not None
+        reason = done[-1].message
+        return _move_worktree(fork, git, state, wt, done[:-1], chain.tip, failed.patch, reason)
+    with git.temp_index() as index:
+        full = Chain(state.onto_commit, tuple(_links(fork, done)))
+        generated = chain_bytes(index, full)
+        review = _review(index, fork, pin_commit, state.onto_commit, full.tip)
+    final, written = _write(fork, git, done, generated, state.fingerprint)
+    _close(git, directory)
+    return RefreshResult(
+        state.onto, state.onto_commit, fork.config.pin_tag, tuple(final), written, review
+    )
+
+
+def _links(fork: Fork, done: Sequence[RefreshEntry]) -> list[Link]:
+    from forktool.engine.apply import PatchVerdict
+
+    by_name = {p.name: p for p in fork.patches}
+    return [Link(by_name[e.patch], PatchVerdict(e.patch, "exact"), e.commit) for e in done]
+
+
+def _move_worktree(
+    fork: Fork,
+    git: Git,
+    state: RefreshState,
+    wt: Git,
+    done: list[RefreshEntry],
+    base: str,
+    conflict: Patch,
+    reason: str,
+) -> RefreshResult:
+    wt.run(["reset", "--quiet", "--hard", base], purpose="move the worktree on")
+    wt.run(["clean", "-fdq"], purpose="clean the worktree")
+    detail = _apply_3way(wt, conflict)
+    _save_state(
+        git,
+        RefreshState(
+            state.onto,
+            state.onto_commit,
+            state.worktree,
+            base,
+            conflict.name,
+            tuple(done),
+            state.fingerprint,
+        ),
+    )
+    return _pending_result(
+        fork,
+        state.onto,
+        state.onto_commit,
+        done,
+        conflict,
+        Path(state.worktree),
+        f"{reason}; {detail}",
+    )
+
+
+def _close(git: Git, directory: Path) -> None:
+    if directory.exists():
+        git.run(
+            ["worktree", "remove", "--force", str(directory)],
+            purpose=f"remove the worktree {directory}",
+        )
+    git.run(["worktree", "prune"], purpose="forget removed worktrees")
+    _drop_state(git)
+
+
+def refresh_abort(fork: Fork, git: Git) -> RefreshResult:
+    """Drop a refresh in progress: remove its worktree and state; no fork file changes."""
+    state = _require_state(git)
+    _close(git, Path(state.worktree))
+    return RefreshResult(
+        state.onto,
+        state.onto_commit,
+        fork.config.pin_tag,
+        (),
+        message=f"the refresh onto {state.onto} was dropped; nothing was written",
+        aborted=True,
+    )

@@ -1,0 +1,164 @@
+"""Text renderers for the canonical-patch commands: fmt, export, import, refresh, check-history."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from forktool.engine.export import ExportResult, ImportResult
+from forktool.engine.fmt import FmtResult
+from forktool.engine.history import HistoryResult
+from forktool.engine.refresh import RefreshResult
+from forktool.output import Output
+
+_STYLE = {
+    "canonical": "green",
+    "unchanged": "green",
+    "rebased": "yellow",
+    "resolved": "yellow",
+    "rewrite": "yellow",
+    "cosmetic": "yellow",
+    "added": "green",
+    "changed": "yellow",
+    "conflict": "red",
+    "error": "red",
+    "pending": "dim",
+}
+
+
+def _table(*columns: str) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def _status(status: str) -> Text:
+    return Text(status, style=_STYLE.get(status, ""))
+
+
+def _diff(out: Output, diff: str) -> None:
+    for line in diff.splitlines():
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
+        out.print(Text(line, style=style), markup=False, highlight=False)
+
+
+def render_fmt(out: Output, result: FmtResult) -> None:
+    verb = "check" if result.check else "fmt"
+    out.print(f"{verb} on {result.base} ({result.base_commit[:10]})")
+    if not result.entries:
+        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
+        return
+    table = _table("patch", "status", "detail")
+    for entry in result.entries:
+        detail = entry.message + (" (rewritten)" if entry.written else "")
+        table.add_row(entry.patch, _status(entry.status), detail)
+    out.print(table)
+    if result.check:
+        for entry in result.entries:
+            if entry.diff:
+                _diff(out, entry.diff)
+    if result.message:
+        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
+    elif result.check and result.ok:
+        out.result(Text(f"OK: {len(result.entries)} patch file(s) are canonical.", style="green"))
+    elif result.check:
+        bad = ", ".join(e.patch for e in result.left)
+        out.result(
+            Text(f"FAILED: not canonical: {bad}; run 'forktool fmt'", style="red"), markup=False
+        )
+    else:
+        written = [e for e in result.entries if e.written]
+        out.result(Text(f"OK: rewrote {len(written)} patch file(s).", style="green"))
+        cosmetic = [e.patch for e in result.left if e.status == "cosmetic"]
+        if cosmetic:
+            out.result(
+                Text(
+                    f"left alone (cosmetic only): {', '.join(cosmetic)}; 'forktool fmt --force' "
+                    "rewrites them (fmt --check fails until then)",
+                    style="yellow",
+                ),
+                markup=False,
+            )
+
+
+def render_history(out: Output, result: HistoryResult) -> None:
+    out.print(
+        f"history {result.base} ({result.base_commit[:10]})..{result.rev} "
+        f"({result.rev_commit[:10]}): {len(result.commits)} commit(s)"
+    )
+    if result.message:
+        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
+        return
+    for violation in result.violations:
+        out.result(
+            Text(
+                f"error: {violation.commit[:12]} {violation.subject}: {violation.message} "
+                f"[{violation.check}]",
+                style="red",
+            ),
+            markup=False,
+        )
+    if result.ok:
+        out.result(Text("OK: every commit keeps the history contract.", style="green"))
+    else:
+        out.result(
+            Text(f"FAILED: {len(result.violations)} violation(s)", style="red"), markup=False
+        )
+
+
+def _range_diff(out: Output, text: str, note: str) -> None:
+    if text:
+        out.print("range-diff of the old series against the new:")
+        for line in text.splitlines():
+            out.print(Text("  " + line), markup=False, highlight=False)
+    elif note:
+        out.print(f"no range-diff: {note}", markup=False)
+
+
+def render_export(out: Output, result: ExportResult) -> None:
+    out.print(
+        f"export {result.base}..{result.rev} ({result.rev_commit[:10]}): "
+        f"{len(result.patches)} patch(es)"
+    )
+    table = _table("patch", "status", "upstream", "commit")
+    for patch in result.patches:
+        upstream = ",".join(c[:10] for c in patch.upstream_commits) or "none"
+        table.add_row(patch.patch, _status(patch.status), upstream, patch.commit[:10])
+    out.print(table)
+    for name in result.removed:
+        out.print(f"removed {name}", markup=False)
+    for name in result.orphaned_notes:
+        out.warn(f"{name} belongs to no patch any more; rename or delete it")
+    _range_diff(out, result.range_diff, result.message)
+    written = ", ".join(result.written) or "nothing (already up to date)"
+    out.result(Text(f"OK: wrote {written}", style="green"), markup=False)
+
+
+def render_import(out: Output, result: ImportResult) -> None:
+    out.print(f"branch {result.branch}: {result.base} ({result.base_commit[:10]}) +")
+    for patch, commit in result.commits:
+        out.print(f"  {commit[:10]} {patch}", markup=False)
+    replaced = f" (was {result.replaced[:10]})" if result.replaced else ""
+    out.result(
+        Text(f"OK: {result.branch} is at {result.tip[:10]}{replaced}", style="green"),
+        markup=False,
+    )
+
+
+def render_refresh(out: Output, result: RefreshResult) -> None:
+    if result.aborted:
+        out.result(Text(f"OK: {result.message}", style="green"), markup=False)
+        return
+    out.print(f"refresh onto {result.onto} ({result.onto_commit[:10]}); the pin stays {result.pin}")
+    table = _table("patch", "status", "detail")
+    for entry in result.entries:
+        table.add_row(entry.patch, _status(entry.status), entry.message)
+    out.print(table)
+    if result.ok:
+        _range_diff(out, result.range_diff, "")
+        written = ", ".join(result.written) or "nothing (the files were already current)"
+        out.result(Text(f"OK: wrote {written}", style="green"), markup=False)
+        out.print(f"next: forktool pin bump {result.onto}", markup=False)
+    else:
+        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
