@@ -55,6 +55,7 @@ class HistorySettings:
     prefixes: tuple[str, ...] = ()  # every path a commit touches must lie under one
     required_trailers: tuple[str, ...] = ("Upstream-Merge",)
     gnu_patch: bool = False  # images apply with GNU patch: no renames, modes, symlinks, binaries
+    branch: str | None = None  # the release branch whose commits are exported (check runs on it)
 
 
 @dataclass(frozen=True)
@@ -253,7 +254,7 @@ def _image(node: _Node) -> ImageSettings:
 
 def _history(node: _Node) -> HistorySettings:
     items = node.mapping("history")
-    allowed = {"prefixes", "required_trailers", "gnu_patch"}
+    allowed = {"prefixes", "required_trailers", "gnu_patch", "branch"}
     _check_keys(node, items, "history", allowed, set())
     values: dict[str, Any] = {}
     if "prefixes" in items:
@@ -272,6 +273,8 @@ def _history(node: _Node) -> HistorySettings:
         )
     if "gnu_patch" in items:
         values["gnu_patch"] = items["gnu_patch"].boolean("history.gnu_patch")
+    if "branch" in items:
+        values["branch"] = items["branch"].string("history.branch")
     return HistorySettings(**values)
 
 

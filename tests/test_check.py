@@ -28,7 +28,14 @@ def test_check_passes_on_the_example_fork_and_changes_nothing(example_fork: Repo
     assert result.code == 0, result.out
     data = result.json()
     assert data["ok"] is True
-    assert [c["id"] for c in data["checks"]] == ["files", "pin", "apply", "record"]  # type: ignore[index]
+    assert [c["id"] for c in data["checks"]] == [
+        "files",
+        "pin",
+        "apply",
+        "format",
+        "history",
+        "record",
+    ]  # type: ignore[index]
     assert snapshot_tree(example_fork.path) == before
 
 
@@ -95,9 +102,9 @@ def test_junit_is_valid_xml_with_one_case_per_check(example_fork: RepoBuilder) -
     root = ET.fromstring(result.out)
     suite = root.find("testsuite")
     assert suite is not None
-    assert suite.get("tests") == "4" and suite.get("failures") == "1"
+    assert suite.get("tests") == "6" and suite.get("failures") == "2"
     cases = {c.get("name"): c for c in suite.findall("testcase")}
-    assert set(cases) == {"files", "pin", "apply", "record"}
+    assert set(cases) == {"files", "pin", "apply", "format", "history", "record"}
     failure = cases["apply"].find("failure")
     assert failure is not None and "offset" in (failure.get("message") or "")
     assert cases["files"].find("failure") is None
@@ -128,7 +135,29 @@ def test_markdown_summary(example_fork: RepoBuilder) -> None:
 
 def test_only_and_skip_select_checks(example_fork: RepoBuilder) -> None:
     result = run_cli("-C", example_fork.path, "check", "--skip", "apply", "--format", "json")
-    assert [c["id"] for c in json.loads(result.out)["checks"]] == ["files", "pin", "record"]
+    assert [c["id"] for c in json.loads(result.out)["checks"]] == [
+        "files",
+        "pin",
+        "format",
+        "history",
+        "record",
+    ]
     bad = run_cli("-C", example_fork.path, "check", "--only", "nope")
     assert bad.code == 2
     assert bad.error_lines[0] == "error: unknown check 'nope'"
+
+
+def test_history_check_runs_only_for_forks_that_export_from_commits(
+    example_fork: RepoBuilder,
+) -> None:
+    skipped = run_cli("-C", example_fork.path, "check", "--only", "history", "--format", "json")
+    [check] = skipped.json()["checks"]  # type: ignore[misc]
+    assert check["skipped"].startswith("the fork keeps its patches as files")
+    assert skipped.code == 0
+    with (example_fork.path / "forktool.yaml").open("a") as config:
+        config.write("history:\n  branch: main\n")
+    result = run_cli("-C", example_fork.path, "check", "--only", "history", "--format", "json")
+    assert result.code == 1
+    [check] = result.json()["checks"]  # type: ignore[misc]
+    messages = [f["message"] for f in check["findings"]]
+    assert any("Upstream-Merge" in m for m in messages), messages

@@ -159,10 +159,56 @@ def check_record(ctx: CheckContext) -> list[Finding]:
     return findings
 
 
+def check_format(ctx: CheckContext) -> list[Finding]:
+    """Every patch file is byte-identical to its canonical form on the pin."""
+    from forktool.engine.fmt import fmt_fork
+
+    result = fmt_fork(
+        ctx.fork, ctx.git, base=ctx.config.pin_tag, base_commit=ctx.pin_commit, check=True
+    )
+    if result.message:
+        return [Finding("error", result.message, ctx.config.series, None)]
+    return [
+        Finding(
+            "error",
+            f"{entry.status}: {entry.message}",
+            entry.path,
+            None,
+            "run 'forktool fmt' (add --force for cosmetic differences)",
+        )
+        for entry in result.entries
+        if entry.status != "canonical"
+    ]
+
+
+def check_history_contract(ctx: CheckContext) -> list[Finding]:
+    """The commits of ``history.branch`` keep the commit contract (one per patch, trailers)."""
+    from forktool.engine.history import check_history
+
+    branch = ctx.config.history.branch
+    assert branch is not None
+    result = check_history(ctx.config, ctx.git, branch)
+    findings = [
+        Finding("error", f"{v.commit[:12]} {v.subject}: {v.message}", None, None)
+        for v in result.violations
+    ]
+    if result.message:
+        findings.append(Finding("error", result.message))
+    return findings
+
+
+def _no_history_branch(ctx: CheckContext) -> str | None:
+    if ctx.config.history.branch is None:
+        return "the fork keeps its patches as files (no history.branch in forktool.yaml)"
+    return None
+
+
 CHECKS: list[CheckSpec] = [
     CheckSpec("files", "config and files", check_files),
     CheckSpec("pin", "pinned tag", check_pin),
     CheckSpec("apply", "exact apply and round trip", check_apply),
+    CheckSpec("format", "canonical patch files", check_format),
+    CheckSpec("history", "history contract", check_history_contract, _no_history_branch),
     CheckSpec("record", "retirement record", check_record),
 ]
 
