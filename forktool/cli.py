@@ -33,6 +33,7 @@ COMMAND_MODULES = (
     "demo",
     "verify",
     "apply",
+    "pin",
 )
 
 
