@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "verify",
     "apply",
     "pin",
+    "align",
 )
 
 
