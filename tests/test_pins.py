@@ -542,3 +542,39 @@ def test_a_site_that_is_a_symlink_is_refused(pin_fork: PinFork) -> None:
         "pin site docker/Dockerfile is a symbolic link; a pin site must be a regular file"
     )
     assert pin_fork.cli("pin", "bump", "v1.1.0").code == 2
+
+
+def test_two_sites_in_one_file_and_a_site_in_the_config_are_bumped_together(
+    pin_fork: PinFork,
+) -> None:
+    config = pin_fork.read("forktool.yaml").decode()
+    extra = (
+        "  - file: ./docker/Dockerfile\n"
+        "    pattern: '^FROM registry\\.example\\.org/pulse:(?P<tag>\\S+) AS base$'\n"
+        "  - file: forktool.yaml\n"
+        '    pattern: \'^  tag: "(?P<tag>[^"]+)"\'\n'
+    )
+    (pin_fork.root / "forktool.yaml").write_text(config + extra)
+    pin_fork.edit("docker/Dockerfile", "pulse:${BASE_TAG} AS base", "pulse:v1.0.0 AS base")
+    assert pin_fork.cli("pin", "check").code == 0
+    result = pin_fork.cli("pin", "bump", "v1.1.0", "--format", "json")
+    assert result.code == 0, result.err
+    assert pin_fork.read("docker/Dockerfile") == (
+        DOCKERFILE.format(tag="v1.1.0")
+        .replace("pulse:${BASE_TAG} AS base", "pulse:v1.1.0 AS base")
+        .encode()
+    )
+    assert (
+        pin_fork.read("forktool.yaml")
+        == (CONFIG.format(tag="v1.1.0", commit=pin_fork.v2, layout="merged") + extra).encode()
+    )
+    assert pin_fork.cli("pin", "check", "--format", "json").json()["findings"] == [
+        {
+            "severity": "error",
+            "message": f"HEAD ({pin_fork.repo.rev('HEAD')[:10]}) does not contain the pinned "
+            f"commit {pin_fork.v2[:10]} (v1.1.0); a merged-layout fork must merge the tag it pins",
+            "path": "forktool.yaml",
+            "line": 6,
+            "hint": "merge it: git merge v1.1.0",
+        }
+    ]

@@ -538,11 +538,27 @@ def unified_diff(rel: str, old: str, new: str) -> str:
     return "".join(out)
 
 
+class _Names:
+    """One name per file, however pin_sites spells its path (``./x``, ``d/../x``)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.seen: dict[Path, str] = {}
+
+    def __call__(self, rel: str) -> str:
+        return self.seen.setdefault(self.config.file(rel).resolve(), rel)
+
+
 def _bump_edits(
-    config: Config, sites: Sequence[SiteReading], tag: str, commit: str, config_text: str
+    config: Config,
+    sites: Sequence[SiteReading],
+    tag: str,
+    commit: str,
+    config_text: str,
+    name: _Names,
 ) -> tuple[dict[str, list[Edit]], dict[str, str]]:
     """Every edit, grouped by file, and each file's current text. Refuses on any bad site."""
-    cfg = config.rel(config.path)
+    cfg = name(config.rel(config.path))
     problems: list[Finding] = []
     for reading in sites[1:]:
         problems += _site_findings(config, reading, compare=False)
@@ -569,20 +585,21 @@ def _bump_edits(
     for reading in sites[1:]:
         match = reading.matches[0]
         assert reading.text is not None
-        texts[reading.file] = reading.text
-        edits.setdefault(reading.file, []).append(
-            Edit(
-                reading.file, match.line, "pin site", match.value or "", tag, match.start, match.end
-            )
+        file = name(reading.file)
+        texts[file] = reading.text
+        edits.setdefault(file, []).append(
+            Edit(file, match.line, "pin site", match.value or "", tag, match.start, match.end)
         )
     return edits, texts
 
 
-def _verify_rewrite(config: Config, new_texts: dict[str, str], tag: str, commit: str) -> None:
+def _verify_rewrite(
+    config: Config, new_texts: dict[str, str], tag: str, commit: str, name: _Names
+) -> None:
     """Re-read the rewritten files: the config must differ only in the pin, every site
     must now name exactly ``tag``. Anything else means a pattern or the YAML cannot
     hold this tag, and nothing is written."""
-    cfg = config.rel(config.path)
+    cfg = name(config.rel(config.path))
     try:
         new_config: Config | None = parse_config(new_texts[cfg], config.path)
     except FatalError:
@@ -593,7 +610,7 @@ def _verify_rewrite(config: Config, new_texts: dict[str, str], tag: str, commit:
             "nothing was written",
             f"quote the value of pin.tag in {cfg}, e.g. tag: '{tag}'",
         )
-    jobs = [(site, new_texts[site.file]) for site in config.pin_sites]
+    jobs = [(site, new_texts[name(site.file)]) for site in config.pin_sites]
     for (site, text), spans in zip(jobs, find_spans(jobs), strict=True):
         values = [text[s:e] for s, e in spans if s >= 0]
         if values != [tag] or len(spans) != 1:
@@ -633,11 +650,12 @@ def plan_bump(config: Config, git: Git, tag: str, *, fetch: bool, dry_run: bool)
             f"fetch it: forktool pin bump {tag} --fetch (or git fetch "
             f"{config.upstream_remote} tag {tag})",
         )
-    edits, texts = _bump_edits(config, sites, tag, commit, config_text)
+    name = _Names(config)
+    edits, texts = _bump_edits(config, sites, tag, commit, config_text, name)
     new_texts = {
         file: _apply_edits(texts[file], file_edits, file) for file, file_edits in edits.items()
     }
-    _verify_rewrite(config, new_texts, tag, commit)
+    _verify_rewrite(config, new_texts, tag, commit, name)
     changed = {file: text for file, text in new_texts.items() if text != texts[file]}
     diff = "".join(unified_diff(file, texts[file], changed[file]) for file in changed)
     contents = {config.file(file): text.encode("utf-8") for file, text in changed.items()}
