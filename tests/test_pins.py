@@ -142,6 +142,7 @@ def test_pin_show_lists_the_config_pin_and_every_site_with_file_line_and_value(
     assert result.code == 0, result.err
     data = result.json()
     assert (data["tag"], data["commit"], data["tag_commit"]) == ("v1.0.0", pin_fork.v1, pin_fork.v1)
+    assert data["ok"] is None  # show lists; check judges
     rows = [(s["file"], s["line"], s["value"]) for s in data["sites"]]  # type: ignore[union-attr, index]
     assert rows == [
         ("forktool.yaml", 5, "v1.0.0"),

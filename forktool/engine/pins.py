@@ -118,6 +118,7 @@ class PinsResult:
     findings: tuple[Finding, ...] = ()
     head: str | None = None
     head_contains_pin: bool | None = None  # None when not checked (overlay, or unknown)
+    checked: bool = False  # pin check judged the pin; pin show only lists
 
     @property
     def ok(self) -> bool:
@@ -125,7 +126,7 @@ class PinsResult:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "ok": self.ok,
+            "ok": self.ok if self.checked else None,
             "tag": self.pin.tag,
             "commit": self.pin.recorded,
             "tag_commit": self.pin.actual,
@@ -385,7 +386,7 @@ def check_pins(config: Config, git: Git) -> PinsResult:
         finding, contains = _ancestry_finding(config, git, head)
         if finding is not None:
             findings.append(finding)
-    return PinsResult(state, config.layout, sites, tuple(findings), head, contains)
+    return PinsResult(state, config.layout, sites, tuple(findings), head, contains, checked=True)
 
 
 # -- bumping -------------------------------------------------------------------------
