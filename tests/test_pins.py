@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
 from helpers import CliResult, run_cli, snapshot_tree
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from forktool import fsutil
 from forktool.builder import RepoBuilder
+from forktool.config import parse_config
 from forktool.engine import pins
 
 WORKFLOW = """\
@@ -579,3 +582,46 @@ def test_two_sites_in_one_file_and_a_site_in_the_config_are_bumped_together(
             "hint": "merge it: git merge v1.1.0",
         }
     ]
+
+
+# -- the span editor, property-tested ------------------------------------------------------
+
+_COMMENT = st.text(
+    alphabet=st.characters(
+        blacklist_categories=("Cc", "Cs", "Zl", "Zp"), blacklist_characters="\ufeff"
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    indent=st.sampled_from(["  ", "    ", " "]),
+    quote=st.sampled_from(["", "'", '"']),
+    head=_COMMENT,
+    tail=_COMMENT,
+    gap=st.sampled_from([" ", "   "]),
+    crlf=st.booleans(),
+    new_tag=st.from_regex(r"v[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}(rc[0-9])?", fullmatch=True),
+)
+def test_config_pin_edit_changes_only_the_value_whatever_surrounds_it(
+    indent: str, quote: str, head: str, tail: str, gap: str, crlf: bool, new_tag: str
+) -> None:
+    commit = "a" * 40
+    lines = [
+        f"# {head}",
+        "pin:",
+        f"{indent}tag:{gap}{quote}v1.0.0{quote}{gap}# {tail}",
+        f"{indent}commit: {commit}",
+        "layout: merged",
+    ]
+    eol = "\r\n" if crlf else "\n"
+    text = eol.join(lines) + eol
+    path = Path("/fork/forktool.yaml")
+    config = parse_config(text, path)
+    (tag_start, tag_end), (commit_start, commit_end) = pins._config_spans(text, "forktool.yaml")
+    assert text[tag_start:tag_end] == "v1.0.0"
+    assert text[commit_start:commit_end] == commit
+    new = text[:tag_start] + new_tag + text[tag_end:]
+    assert parse_config(new, path) == replace(config, pin_tag=new_tag)
+    assert new.replace(new_tag, "v1.0.0", 1) == text

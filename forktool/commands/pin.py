@@ -10,7 +10,7 @@ from forktool.fsutil import fork_lock
 from forktool.report import pins as report
 
 
-@click.group("pin")
+@click.group("pin", no_args_is_help=False)
 def command() -> None:
     """Read, verify and rewrite every pin site (only the pinned text changes).
 
