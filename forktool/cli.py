@@ -39,6 +39,8 @@ COMMAND_MODULES = (
     "export",
     "import_",
     "refresh",
+    "pin",
+    "align",
 )
 
 

@@ -334,6 +334,68 @@ class Git:
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
+    # -- pins and alignment --------------------------------------------------------
+
+    def check_ref_format(self, ref: str) -> bool:
+        """Whether ``ref`` (a full ref name such as ``refs/tags/v1``) is a valid ref name."""
+        if ref.startswith("-") or "\0" in ref:
+            return False
+        return self.run(
+            ["check-ref-format", ref], purpose=f"check the ref name {ref!r}", check=False
+        ).ok
+
+    def fetch_tag(self, remote: str, tag: str) -> None:
+        """Fetch one tag from ``remote`` (never overwriting a local tag of that name)."""
+        self.run(
+            [
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--end-of-options",
+                remote,
+                f"refs/tags/{tag}:refs/tags/{tag}",
+            ],
+            purpose=f"fetch tag {tag} from {remote}",
+        )
+
+    def diff_name_status(self, old: str, new: str) -> list[tuple[str, str]]:
+        """``(status letter, path)`` for every path that differs between two commits."""
+        out = self.run(
+            [
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--no-renames",
+                "--name-status",
+                "-z",
+                old,
+                new,
+                "--",
+            ],
+            purpose=f"compare {new} with {old}",
+        ).out
+        fields = out.split("\0")
+        if fields and fields[-1] == "":
+            fields.pop()
+        return [(fields[i][:1], fields[i + 1]) for i in range(0, len(fields) - 1, 2)]
+
+    def tracked_paths(self, rev: str) -> list[str]:
+        """Every file path in ``rev``'s tree (recursively, full tree)."""
+        out = self.run(
+            ["ls-tree", "-r", "-z", "--full-tree", "--name-only", rev],
+            purpose=f"list the files of {rev}",
+        ).out
+        return [path for path in out.split("\0") if path]
+
+    def count_commits(self, include: str, exclude: str) -> int:
+        """How many commits ``include`` has that ``exclude`` does not."""
+        return int(
+            self.out(
+                ["rev-list", "--count", include, f"^{exclude}"],
+                purpose=f"count the commits in {include} not in {exclude}",
+            )
+        )
+
 
 @contextmanager
 def open_repo(path: Path) -> Iterator[object]:

@@ -33,6 +33,8 @@ def test_check_passes_on_the_example_fork_and_changes_nothing(example_fork: Repo
         "pin",
         "apply",
         "format",
+        "pins",
+        "align",
         "history",
         "record",
     ]  # type: ignore[index]
@@ -102,9 +104,9 @@ def test_junit_is_valid_xml_with_one_case_per_check(example_fork: RepoBuilder) -
     root = ET.fromstring(result.out)
     suite = root.find("testsuite")
     assert suite is not None
-    assert suite.get("tests") == "6" and suite.get("failures") == "2"
+    assert suite.get("tests") == "8" and suite.get("failures") == "2"
     cases = {c.get("name"): c for c in suite.findall("testcase")}
-    assert set(cases) == {"files", "pin", "apply", "format", "history", "record"}
+    assert set(cases) == {"files", "pin", "apply", "format", "pins", "align", "history", "record"}
     failure = cases["apply"].find("failure")
     assert failure is not None and "offset" in (failure.get("message") or "")
     assert cases["files"].find("failure") is None
@@ -139,6 +141,8 @@ def test_only_and_skip_select_checks(example_fork: RepoBuilder) -> None:
         "files",
         "pin",
         "format",
+        "pins",
+        "align",
         "history",
         "record",
     ]

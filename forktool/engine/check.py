@@ -159,6 +159,20 @@ def check_record(ctx: CheckContext) -> list[Finding]:
     return findings
 
 
+def check_pins(ctx: CheckContext) -> list[Finding]:
+    """Every pin site names the pinned tag exactly once; the tag is locked to its commit."""
+    from forktool.engine.pins import check_pins as pin_check
+
+    return list(pin_check(ctx.config, ctx.git).findings)
+
+
+def check_align(ctx: CheckContext) -> list[Finding]:
+    """Divergence from the pinned tag is exactly what the ledger declares."""
+    from forktool.engine.align import align
+
+    return list(align(ctx.config, ctx.git).findings)
+
+
 def check_format(ctx: CheckContext) -> list[Finding]:
     """Every patch file is byte-identical to its canonical form on the pin."""
     from forktool.engine.fmt import fmt_fork
@@ -208,6 +222,8 @@ CHECKS: list[CheckSpec] = [
     CheckSpec("pin", "pinned tag", check_pin),
     CheckSpec("apply", "exact apply and round trip", check_apply),
     CheckSpec("format", "canonical patch files", check_format),
+    CheckSpec("pins", "pin sites", check_pins),
+    CheckSpec("align", "alignment with the pinned tag", check_align),
     CheckSpec("history", "history contract", check_history_contract, _no_history_branch),
     CheckSpec("record", "retirement record", check_record),
 ]

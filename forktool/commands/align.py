@@ -1,0 +1,37 @@
+"""``forktool align``: divergence from the pinned tag vs the ledger."""
+
+from __future__ import annotations
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.align import align
+from forktool.report.align import render_align
+
+
+@click.command("align")
+@format_option()
+@pass_app
+def command(app: App, fmt: str) -> int:
+    """Check that the fork diverges from the pinned tag only as its ledger declares.
+
+    Compares HEAD with the pinned tag (never a merge-base with upstream's main):
+    every added path needs an 'add' entry in alignment.ledger, every deleted
+    path a 'del' entry; a modified or type-changed upstream file is always a
+    problem (carry the change as a patch). A declared deletion that is back at
+    HEAD is 'resurrected'. For layout: overlay, every tracked path needs an
+    'add' entry. Entries that match nothing, and 'until:<commit>' entries whose
+    commit the pinned tag contains, are warnings. Exit 1 with the undeclared
+    paths when not aligned.
+
+    \b
+    Example:
+      forktool align
+      forktool align --format json | jq -r '.undeclared[]'
+    """
+    result = align(app.config(), app.git())
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        render_align(app.output, result)
+    return 0 if result.ok else 1

@@ -1,0 +1,103 @@
+"""``forktool pin show|check|bump``: every place that names the pinned tag."""
+
+from __future__ import annotations
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.pins import check_pins, plan_bump, read_pins
+from forktool.fsutil import fork_lock
+from forktool.report import pins as report
+
+
+@click.group("pin", no_args_is_help=False)
+def command() -> None:
+    """Read, verify and rewrite every pin site (only the pinned text changes).
+
+    A pin site is a file and a pattern whose (?P<tag>...) group marks the tag
+    (pin_sites in forktool.yaml); forktool.yaml's pin.tag is a site too.
+
+    \b
+    Examples:
+      forktool pin show
+      forktool pin check --format json
+      forktool pin bump v1.2.0 --dry-run
+    """
+
+
+@command.command("show")
+@format_option()
+@pass_app
+def show(app: App, fmt: str) -> int:
+    """List every pin site: file, line and the tag it names.
+
+    Lists problems (a missing file, a pattern that matches twice) without
+    judging; 'forktool pin check' is the gate.
+
+    \b
+    Example:
+      forktool pin show --format json | jq '.sites[] | [.file, .line, .value]'
+    """
+    result = read_pins(app.config(), app.git())
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        report.render_show(app.output, result)
+    return 0
+
+
+@command.command("check")
+@format_option()
+@pass_app
+def check(app: App, fmt: str) -> int:
+    """Verify the pin: one tag everywhere, locked to its commit, carried by HEAD.
+
+    Fails (exit 1, every problem listed with file and line) when a site's
+    pattern matches zero or several times or its file is missing; sites
+    disagree with each other or with pin.tag; the tag no longer peels to
+    pin.commit (a moved tag: both commits are named); or, for a merged-layout
+    fork, HEAD does not contain the pinned commit.
+
+    \b
+    Example:
+      forktool pin check
+    """
+    result = check_pins(app.config(), app.git())
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        report.render_check(app.output, result)
+    return 0 if result.ok else 1
+
+
+@command.command("bump")
+@click.argument("tag")
+@click.option("--fetch", is_flag=True, help="Fetch TAG from the upstream remote first.")
+@click.option("--dry-run", is_flag=True, help="Show the diff; write nothing.")
+@format_option()
+@pass_app
+def bump(app: App, tag: str, fetch: bool, dry_run: bool, fmt: str) -> int:
+    """Pin TAG: rewrite every pin site, pin.tag and pin.commit.
+
+    Only the matched text changes: every other byte of every file (comments,
+    quoting, indentation) stays. If any site does not match exactly once, or
+    TAG is unknown or not a safe tag name, nothing is written (exit 2). The
+    files are written all or nothing.
+
+    \b
+    Examples:
+      forktool pin bump v1.2.0 --dry-run
+      forktool pin bump v1.2.0 --fetch
+    """
+    config = app.config()
+    git = app.git()
+    if dry_run and not fetch:
+        result = plan_bump(config, git, tag, fetch=False, dry_run=True)
+    else:
+        with fork_lock(git.git_dir()):
+            result = plan_bump(config, git, tag, fetch=fetch, dry_run=dry_run)
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        report.render_bump(app.output, result)
+    return 0

@@ -1,0 +1,115 @@
+"""Text renderers for ``pin show``, ``pin check`` and ``pin bump``."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from forktool.engine.pins import BumpResult, PinsResult
+from forktool.output import Output
+
+
+def _short(oid: str | None) -> str:
+    return oid[:10] if oid else "-"
+
+
+def _pin_line(out: Output, result: PinsResult) -> None:
+    pin = result.pin
+    if not pin.present:
+        note = Text("tag missing: fetch upstream tags", style="red")
+    elif pin.moved:
+        note = Text(f"MOVED: tag now peels to {_short(pin.actual)}", style="bold red")
+    else:
+        note = Text("tag peels to the recorded commit", style="green")
+    out.print(Text.assemble("pin : ", (pin.tag, "bold"), f" ({_short(pin.recorded)})  ", note))
+
+
+def render_show(out: Output, result: PinsResult) -> None:
+    _pin_line(out, result)
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("site", "line", "value", "note"):
+        table.add_column(column)
+    for site in result.sites:
+        if site.is_config:
+            note = "pin.tag"
+        elif site.problem is not None:
+            note = site.problem
+        elif len(site.matches) != 1:
+            note = f"pattern matches {len(site.matches)} times"
+        elif site.value != result.pin.tag:
+            note = "differs from pin.tag"
+        else:
+            note = ""
+        style = "red" if note and not site.is_config else ""
+        table.add_row(
+            site.file,
+            str(site.line) if site.line else "-",
+            site.value or "-",
+            Text(note, style=style),
+        )
+    out.print(table)
+
+
+def render_check(out: Output, result: PinsResult) -> None:
+    _pin_line(out, result)
+    for finding in result.findings:
+        style = "red" if finding.severity == "error" else "yellow"
+        out.result(Text(f"{finding.severity}: {finding.render()}", style=style))
+        if finding.hint:
+            out.print(Text(f"  hint: {finding.hint}", style="dim"))
+    sites = len(result.sites)
+    if result.ok:
+        head = ""
+        if result.head_contains_pin:
+            head = "; HEAD contains it"
+        elif result.layout == "overlay":
+            head = "; overlay layout: HEAD is not required to contain it"
+        out.result(
+            Text(
+                f"OK: {sites} pin site(s) name {result.pin.tag}, which peels to the recorded "
+                f"commit {_short(result.pin.recorded)}{head}.",
+                style="green",
+            )
+        )
+    else:
+        errors = sum(1 for f in result.findings if f.severity == "error")
+        out.result(Text(f"FAILED: {errors} pin problem(s).", style="red"))
+
+
+def render_bump(out: Output, result: BumpResult) -> None:
+    if not result.changed:
+        out.result(
+            Text(
+                f"Already pinned: every pin site names {result.tag} ({_short(result.commit)}); "
+                "nothing to change.",
+                style="green",
+            )
+        )
+        return
+    if result.dry_run:
+        out.print(result.diff, markup=False, end="")
+        out.result(
+            Text(
+                f"Dry run: would pin {result.tag} ({_short(result.commit)}) in "
+                f"{len({e.file for e in result.edits})} file(s); nothing was written.",
+                style="yellow",
+            )
+        )
+        return
+    for edit in result.edits:
+        out.print(f"  {edit.file}:{edit.line}: {edit.what} {edit.old} -> {edit.new}", markup=False)
+    out.result(
+        Text(
+            f"Pinned {result.tag} ({_short(result.commit)}), was {result.previous_tag}: "
+            f"rewrote {len(result.written)} file(s).",
+            style="green",
+        )
+    )
+    if result.head_contains_tag is False:
+        out.print(
+            Text(
+                f"next: HEAD does not contain {result.tag} yet; merge it "
+                f"(git merge {result.tag}) before 'forktool pin check'.",
+                style="yellow",
+            )
+        )
