@@ -6,6 +6,7 @@ Git and the apply engine are real; only the Docker engine is faked, at the
 
 from __future__ import annotations
 
+import importlib
 import io
 import json
 import tarfile
@@ -126,11 +127,9 @@ class FakeEngine:
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
     engine = FakeEngine()
-    import forktool.cli  # loads every command module first (they import the CLI)
-
-    monkeypatch.setattr(
-        forktool.cli.importlib.import_module("forktool.commands.image"), "engine", lambda: engine
-    )
+    importlib.import_module("forktool.cli")  # loads the command modules (they import the CLI)
+    image_command = importlib.import_module("forktool.commands.image")
+    monkeypatch.setattr(image_command, "engine", lambda: engine)
     return engine
 
 
