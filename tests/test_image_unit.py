@@ -56,6 +56,8 @@ class FakeEngine:
     builds: list[Built] = field(default_factory=list)
     runs: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
     pushes: list[str] = field(default_factory=list)
+    has_forktool: bool = False
+    injected: dict[str, bytes] = field(default_factory=dict)
 
     def describe(self) -> str:
         return "fake"
@@ -94,13 +96,22 @@ class FakeEngine:
 
     def run(self, image: str, command: Sequence[str], files: bytes | None = None) -> RunOutcome:
         self.runs.append((image, tuple(command)))
-        if tuple(command) == ("forktool", "--version"):
+        if tuple(command) == ("forktool", "--version") and not self.has_forktool:
             return RunOutcome(127, "exec: forktool: executable file not found in $PATH")
+        if files is not None:
+            with tarfile.open(fileobj=io.BytesIO(files)) as tar:
+                for member in tar.getmembers():
+                    handle = tar.extractfile(member)
+                    if handle is not None:
+                        self.injected[member.name] = handle.read()
         code = self.exit_codes.get(tuple(command), 0)
         return RunOutcome(code, f"ran {' '.join(command)}\n")
 
     def export_path(self, image: str, path: str) -> bytes:
-        assert self.site is not None
+        if self.site is None:
+            from forktool.errors import FatalError
+
+            raise FatalError(f"{image}: the image has no {path}")
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             tar.add(self.site, Path(path).name)
@@ -326,6 +337,53 @@ def test_gate_of_the_patchless_arm_requires_the_pristine_site(
     fake.site = site_with(demo_upstream, tmp_path, example_fork)
     _candidate, gate = gated(example_fork, fake, "--patchless")
     assert gate["code"] == 1  # every patch is applied: not the upstream image
+
+
+def test_gate_runs_forktool_apply_verify_in_the_image_when_it_has_forktool(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.has_forktool = True
+    _candidate, gate = gated(example_fork, fake, "--minus", P2)
+    assert gate["code"] == 0
+    series = gate["commands"][-1]  # type: ignore[index]
+    assert series["command"] == [
+        "forktool",
+        "-C",
+        "/tmp/forktool-gate",
+        "apply",
+        "--target",
+        "/opt/pulse",
+        "--verify",
+    ]
+    assert series["where"] == "image"
+    injected = sorted(fake.injected)
+    assert injected == [
+        "tmp/forktool-gate/forktool.yaml",
+        f"tmp/forktool-gate/patches/{P1}",
+        f"tmp/forktool-gate/patches/{P3}",
+        "tmp/forktool-gate/series",
+        "tmp/forktool-gate/upstream.map",
+    ]
+    series_text = fake.injected["tmp/forktool-gate/series"].decode()
+    assert P2 not in series_text and P1 in series_text
+    # The injected files are a sound fork: forktool in the image can verify with them.
+    for name, data in fake.injected.items():
+        (tmp_path / "image" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "image" / name).write_bytes(data)
+    site = site_with(demo_upstream, tmp_path, example_fork, "--except", P2)
+    verify = run_cli(
+        "-C", tmp_path / "image/tmp/forktool-gate", "apply", "--target", site, "--verify"
+    )
+    assert verify.code == 0, verify.out + verify.err
+
+
+def test_a_candidate_without_the_site_fails_the_series_check(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    _candidate, gate = gated(example_fork, fake)
+    assert gate["code"] == 1
+    series = gate["commands"][-1]  # type: ignore[index]
+    assert series["exit_code"] == 1 and "has no /opt/pulse" in series["output"]
 
 
 def test_gate_refuses_an_image_that_is_not_a_candidate(

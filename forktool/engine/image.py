@@ -396,8 +396,12 @@ def _series_check(
         outcome = docker.run(image_id, command, files)
         return GateCheck("series", command, outcome.exit_code, tail(outcome.output), "image")
     command = ("forktool", "apply", "--target", site, *verify)
+    try:
+        archive = docker.export_path(image_id, site)
+    except FatalError as exc:
+        return GateCheck("series", command, 1, exc.message, "host")
     with tempfile.TemporaryDirectory(prefix="forktool-site-") as tmp:
-        with tarfile.open(fileobj=io.BytesIO(docker.export_path(image_id, site))) as tar:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")
         target = Path(tmp) / PurePosixPath(site).name
         # patchless: the FULL series must apply exactly (nothing applied, base intact);
