@@ -41,6 +41,8 @@ COMMAND_MODULES = (
     "refresh",
     "pin",
     "align",
+    "image",
+    "arms",
 )
 
 

@@ -396,6 +396,46 @@ class Git:
             )
         )
 
+    # -- images and frozen releases ----------------------------------------------
+
+    def archive(self, rev: str) -> bytes:
+        """The whole tree at ``rev`` as a tar archive (what was committed, nothing else)."""
+        return self.run(
+            ["archive", "--format=tar", "--end-of-options", rev], purpose=f"export {rev}"
+        ).stdout
+
+    def local_config(self, key: str) -> str | None:
+        """A value from the repository's own config (global and system config are off)."""
+        res = self.run(["config", "--local", "--get", key], purpose=f"read {key}", check=False)
+        return (res.out.strip() or None) if res.ok else None
+
+    def annotated_tag(self, name: str) -> tuple[str, str] | None:
+        """(commit, message) of the annotated tag ``name``; None when there is no such tag.
+
+        A lightweight tag yields an empty message.
+        """
+        commit = self.tag_commit(name)
+        if commit is None:
+            return None
+        res = self.run(
+            ["cat-file", "-p", f"refs/tags/{name}"], purpose=f"read tag {name}", check=False
+        )
+        if not res.ok or not res.out.startswith("object "):
+            return commit, ""
+        _header, _, message = res.out.partition("\n\n")
+        return commit, message
+
+    def create_annotated_tag(
+        self, name: str, commit: str, message: str, identity: Mapping[str, str]
+    ) -> None:
+        """``git tag -a``; ``identity`` carries GIT_COMMITTER_NAME/EMAIL (the tagger)."""
+        self.run(
+            ["tag", "-a", "--cleanup=verbatim", "-F", "-", "--end-of-options", name, commit],
+            purpose=f"create tag {name}",
+            input=message.encode("utf-8"),
+            env=identity,
+        )
+
 
 @contextmanager
 def open_repo(path: Path) -> Iterator[object]:

@@ -7,6 +7,7 @@ a capability adds its own step.
 
 from __future__ import annotations
 
+import secrets
 import shutil
 import tarfile
 from collections.abc import Callable, Sequence
@@ -327,3 +328,61 @@ def run_demo(root: Path, out: Output) -> int:
     )
     out.print(f"Try it yourself: forktool -C {fork.path} status")
     return 0
+
+
+# -- images: candidates, the gate, promotion by digest (needs a Docker engine) ------
+
+
+def step_images(demo: Demo) -> None:
+    from forktool.config import load_config
+    from forktool.demo.images import REGISTRY, ensure_upstream_image, registry_answers
+    from forktool.docker_client import connect
+
+    demo.step(
+        "Images: build a candidate, gate it, promote its digest, freeze the release",
+        """A build only makes a candidate (<repo>:<pin>-cand-<sha7>). The gate runs in that
+        exact image with no network and records its verdict by image id; promote moves
+        that id, never a rebuild; freeze tags the release commit with digest and patch set.""",
+    )
+    try:
+        engine = connect()
+    except FatalError as exc:
+        demo.say(f"   SKIPPED: {exc.message}")
+        demo.say('   Start one with: eval "$(scripts/docker-up.sh)" and run the demo again.')
+        return
+    if not registry_answers(REGISTRY):
+        demo.say(f"   SKIPPED: a Docker engine answers, but no registry at {REGISTRY}.")
+        demo.say("   scripts/docker-up.sh starts both.")
+        return
+    config = load_config(demo.fork_path / "forktool.yaml")
+    if config.image is None:
+        demo.say("   SKIPPED: the fork has no image: block")
+        return
+    base = ensure_upstream_image(engine, demo.upstream.path, config.pin_tag)
+    demo.say(f"   upstream image: {base} (busybox + pulse at /opt/pulse; see docs/images.md)")
+    # A repository of this run's own: promote never moves a release tag, and an
+    # earlier demo run may have published one in the same registry.
+    text = (demo.fork_path / "forktool.yaml").read_text()
+    repository = f"{config.image.repository}-demo-{secrets.token_hex(4)}"
+    text = text.replace(f"repository: {config.image.repository}\n", f"repository: {repository}\n")
+    demo.fork.commit(
+        "fork: publish the demo image\n", {"forktool.yaml": text}, author=FORK_MAINTAINER
+    )
+    for key, value in (("user.name", "Dana Okoye"), ("user.email", "dana@fork.example")):
+        run_git(["config", key, value], cwd=demo.fork_path, purpose=f"set {key}")
+    candidate = f"{repository}:{config.pin_tag}-cand-{demo.fork.rev('HEAD')[:7]}"
+    demo.run(["image", "build"])
+    demo.run(["image", "promote", candidate, "--tag", config.pin_tag], expect=1)
+    demo.run(["image", "gate", candidate])
+    demo.run(["image", "promote", candidate, "--tag", config.pin_tag, "--latest"])
+    demo.run(["image", "freeze"])
+    demo.run(["image", "freeze"])
+    patch = "0001-config-do-not-crash-on-an-empty-config-file.patch"
+    if patch in (demo.fork_path / "series").read_text():
+        demo.say("   A leave-one-out arm: the image without the empty-config fix fails its gate.")
+        demo.run(["arms"])
+        demo.run(["image", "build", "--minus", patch])
+        demo.run(["image", "gate", f"{candidate}-minus-0001"], expect=1)
+
+
+STEPS.append(step_images)

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.arms import check_arms, list_arms, load_waivers, parse_arm_results
+from forktool.errors import FatalError
+from forktool.report.image import render_arms
+
+
+@click.command("arms")
+@click.option(
+    "--check", "check", is_flag=True, help="Fail unless every patch has a result or a waiver."
+)
+@click.option(
+    "--results",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help='Arm results: {"full": "pass", "arms": {"<patch>": "fail"}, "patchless": "fail"}.',
+)
+@click.option(
+    "--waivers",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Waivers file ('<patch> <reason>' lines); default: image.waivers.",
+)
+@format_option()
+@pass_app
+def command(app: App, check: bool, results: Path | None, waivers: Path | None, fmt: str) -> int:
+    """List the leave-one-out arms: full, minus-<patch> per patch, patchless.
+
+    The JSON has an "include" list a CI matrix consumes directly; each entry
+    carries the 'forktool image build' options that build the arm. A waived
+    patch gets no arm. With --check --results FILE, exit 1 when a patch has
+    neither an arm result nor a waiver. Arm results are a second witness for
+    'absorbed --probe-results'; ancestry decides.
+
+    \b
+    Examples:
+      forktool arms
+      forktool arms --format json          # matrix: include: fromJSON(...).include
+      forktool arms --check --results arm-results.json
+    """
+    if check != (results is not None):
+        raise click.UsageError("--check and --results FILE go together")
+    fork = app.fork(strict=True)
+    if waivers is not None and not waivers.is_absolute():
+        waivers = app.cwd / waivers
+    waiver_list, waivers_file = load_waivers(fork, waivers)
+    report = list_arms(fork, waiver_list, waivers_file)
+    if results is not None:
+        path = results if results.is_absolute() else app.cwd / results
+        if not path.is_file():
+            raise FatalError(f"{results}: no such file (arm results)")
+        report = check_arms(
+            report, parse_arm_results(path.read_bytes(), str(results)), str(results)
+        )
+    if fmt == "json":
+        app.output.json(report.to_json())
+    else:
+        render_arms(app.output, report)
+    return 0 if report.ok else 1

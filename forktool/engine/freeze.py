@@ -1,0 +1,148 @@
+"""``image freeze``: an annotated tag ``fork/<pin-tag>`` that pins a release down.
+
+The tag sits on the release commit (HEAD) and its message records three values as
+trailers: the image digest that was promoted, the patch-set hash, and the pin.
+Running freeze again with the same values does nothing; a tag that records
+anything else is a finding (exit 1) naming both values, and is never moved.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from forktool.config import Config
+from forktool.engine.arms import patchset_hash
+from forktool.engine.image import L_PATCH_SET, L_REVISION, fork_at, require_image_settings
+from forktool.errors import FatalError
+from forktool.git import Git
+
+TAG_PREFIX = "fork/"
+FIELDS = ("Image-Digest", "Patch-Set", "Pin")
+_DIGEST = re.compile(r"^(?:[^\s@]+@)?sha256:[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class FreezeResult:
+    tag: str
+    commit: str
+    values: dict[str, str]
+    created: bool
+    ok: bool
+    conflicts: dict[str, tuple[str, str]]  # field -> (recorded, wanted)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tag": self.tag,
+            "commit": self.commit,
+            "values": self.values,
+            "created": self.created,
+            "ok": self.ok,
+            "conflicts": {k: {"recorded": r, "wanted": w} for k, (r, w) in self.conflicts.items()},
+        }
+
+
+def tag_message(tag: str, values: Mapping[str, str]) -> str:
+    lines = [f"{tag}: the fork's release on upstream {values['Pin'].split()[0]}", ""]
+    lines += [f"{name}: {values[name]}" for name in FIELDS]
+    return "\n".join(lines) + "\n"
+
+
+def parse_trailers(message: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for line in message.splitlines():
+        name, sep, value = line.partition(": ")
+        if sep and name in FIELDS:
+            found[name] = value.strip()
+    return found
+
+
+def promoted_digest(config: Config, revision: str) -> str:
+    """The newest promotion of ``revision`` recorded by ``image promote``."""
+    records = config.file(require_image_settings(config).records)
+    best: tuple[str, str] | None = None
+    for path in sorted(records.glob("promoted-*.json")) if records.is_dir() else []:
+        try:
+            data = json.loads(path.read_bytes())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise FatalError(f"{config.rel(path)}: not a valid promotion record: {exc}") from exc
+        labels = data.get("labels") or {}
+        if labels.get(L_REVISION) == revision and data.get("ok") and data.get("reference"):
+            stamp = str(data.get("time", ""))
+            if best is None or stamp > best[0]:
+                best = (stamp, str(data["reference"]))
+    if best is None:
+        raise FatalError(
+            f"no promotion of {revision[:12]} is recorded under {config.rel(records)}",
+            "promote the gated candidate first (forktool image promote), or pass --digest",
+        )
+    return best[1]
+
+
+def freeze_release(
+    config: Config, git: Git, identity: Mapping[str, str], digest: str | None = None
+) -> FreezeResult:
+    revision = git.resolve_commit("HEAD", what="release commit (HEAD)")
+    with fork_at(git, config, revision) as fork:
+        patch_set = patchset_hash(fork.patches)
+        pin = f"{fork.config.pin_tag} {fork.config.pin_commit}"
+        tag = TAG_PREFIX + fork.config.pin_tag
+    reference = digest if digest is not None else promoted_digest(config, revision)
+    if not _DIGEST.match(reference):
+        raise FatalError(
+            f"--digest {reference}: expected sha256:<64 hex> or <repository>@sha256:<64 hex>"
+        )
+    if digest is None:
+        _check_promotion_patch_set(config, reference, patch_set)
+    values = {"Image-Digest": reference, "Patch-Set": patch_set, "Pin": pin}
+    existing = git.annotated_tag(tag)
+    if existing is not None:
+        commit, message = existing
+        recorded = parse_trailers(message)
+        conflicts = {
+            name: (recorded.get(name, "(nothing)"), values[name])
+            for name in FIELDS
+            if recorded.get(name) != values[name]
+        }
+        if commit != revision:
+            conflicts["commit"] = (commit, revision)
+        return FreezeResult(tag, commit, values, False, not conflicts, conflicts)
+    if not identity.get("GIT_COMMITTER_NAME") or not identity.get("GIT_COMMITTER_EMAIL"):
+        raise FatalError(
+            f"creating the tag {tag} needs a tagger identity",
+            "set user.name and user.email in the fork's .git/config "
+            "(git config --local user.name ...), or GIT_COMMITTER_NAME/GIT_COMMITTER_EMAIL",
+        )
+    git.create_annotated_tag(tag, revision, tag_message(tag, values), identity)
+    return FreezeResult(tag, revision, values, True, True, {})
+
+
+def _check_promotion_patch_set(config: Config, reference: str, patch_set: str) -> None:
+    records = config.file(require_image_settings(config).records)
+    for path in sorted(records.glob("promoted-*.json")):
+        data = json.loads(path.read_bytes())
+        if data.get("reference") == reference:
+            recorded = (data.get("labels") or {}).get(L_PATCH_SET)
+            if recorded != patch_set:
+                raise FatalError(
+                    f"{reference} was built from patch set {recorded}, "
+                    f"but HEAD carries {patch_set}",
+                    "rebuild, gate and promote a candidate of HEAD",
+                )
+            return
+
+
+def tagger_identity(git: Git, env: Mapping[str, str]) -> dict[str, str]:
+    """GIT_COMMITTER_* (or GIT_AUTHOR_*) from ``env``, else the repository's user.*."""
+    name = env.get("GIT_COMMITTER_NAME") or env.get("GIT_AUTHOR_NAME")
+    email = env.get("GIT_COMMITTER_EMAIL") or env.get("GIT_AUTHOR_EMAIL")
+    name = name or git.local_config("user.name")
+    email = email or git.local_config("user.email")
+    identity = {}
+    if name and email:
+        identity = {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}
+        if env.get("GIT_COMMITTER_DATE"):
+            identity["GIT_COMMITTER_DATE"] = env["GIT_COMMITTER_DATE"]
+    return identity

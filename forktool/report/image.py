@@ -1,0 +1,84 @@
+"""Text renderers for the image commands and arms."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from forktool.engine.arms import ArmsReport
+from forktool.engine.freeze import FreezeResult
+from forktool.engine.image import BuildResult, GateRecord, PromoteResult
+from forktool.output import Output
+
+
+def render_build(out: Output, result: BuildResult) -> None:
+    if result.ok:
+        out.print(f"arm      : {result.arm}")
+        out.print(f"revision : {result.revision}")
+        for key, value in sorted(result.labels.items()):
+            out.print(f"label    : {key}={value}", markup=False)
+        out.result(Text(f"candidate {result.candidate} ({result.image_id})", style="green"))
+        out.print(f"next: forktool image gate {result.candidate}", markup=False)
+        return
+    out.result(Text(f"FAILED: the build of {result.candidate} failed:", style="red"))
+    for line in result.failing_lines:
+        out.result(Text(f"  {line}"), markup=False)
+
+
+def render_gate(out: Output, record: GateRecord) -> None:
+    out.print(f"candidate: {record.candidate} ({record.digest})", markup=False)
+    for check in record.checks:
+        verdict = Text("ok  ", style="green") if check.ok else Text("FAIL", style="red")
+        where = " [host]" if check.where == "host" else ""
+        line = Text.assemble(
+            verdict, f" {check.kind:<7} exit {check.exit_code:<3} ", " ".join(check.command), where
+        )
+        out.print(line)
+        if not check.ok and check.output:
+            for text in check.output.splitlines()[-10:]:
+                out.print(Text(f"     {text}", style="dim"))
+    out.print(f"record: {record.record_path}", markup=False)
+    if record.ok:
+        out.result(Text(f"PASSED: the gate passed for {record.digest}", style="green"))
+    else:
+        out.result(Text(f"FAILED: the gate failed for {record.digest}", style="red"))
+
+
+def render_promote(out: Output, result: PromoteResult) -> None:
+    if not result.ok:
+        out.result(Text(f"REFUSED: {result.message}", style="red"), markup=False)
+        return
+    for tag in result.tags:
+        out.print(f"pushed {result.repository}:{tag}", markup=False)
+    out.result(
+        Text(f"PROMOTED: {result.reference} (image {result.image_id})", style="green"),
+        markup=False,
+    )
+
+
+def render_freeze(out: Output, result: FreezeResult) -> None:
+    for name, value in result.values.items():
+        out.print(f"{name}: {value}", markup=False)
+    if not result.ok:
+        out.result(Text(f"REFUSED: {result.tag} already records something else:", style="red"))
+        for name, (recorded, wanted) in result.conflicts.items():
+            out.result(
+                Text(f"  {name}: tag has {recorded}, this release has {wanted}"), markup=False
+            )
+        return
+    verb = "created" if result.created else "already frozen, unchanged:"
+    out.result(Text(f"{verb} {result.tag} at {result.commit[:12]}", style="green"))
+
+
+def render_arms(out: Output, report: ArmsReport) -> None:
+    out.print(f"pin {report.pin}, patch set {report.patch_set}")
+    for arm in report.arms:
+        args = " ".join(arm.args)
+        out.print(f"  {arm.name:<50} forktool image build {args}".rstrip(), markup=False)
+    for waiver in report.waivers:
+        out.print(f"  waived {waiver.patch}: {waiver.reason}", markup=False)
+    if not report.checked:
+        return
+    for finding in report.findings:
+        out.result(Text(f"error: {finding.render()}", style="red"), markup=False)
+    if report.ok:
+        out.result(Text("OK: every patch has an arm result or a waiver", style="green"))

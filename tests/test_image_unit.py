@@ -1,0 +1,731 @@
+"""Image commands against a fake Docker engine: tagging, labels, records, refusals.
+
+Git and the apply engine are real; only the Docker engine is faked, at the
+:class:`forktool.docker_client.DockerEngine` boundary.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import tarfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from helpers import run_cli, snapshot_tree
+
+from forktool.builder import RepoBuilder
+from forktool.config import load_config
+from forktool.demo import DemoUpstream
+from forktool.docker_client import BuildOutcome, ImageInfo, PushOutcome, RunOutcome
+from forktool.engine.arms import patchset_hash
+from forktool.fork import load_fork
+from forktool.git import run as run_git
+
+P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
+P2 = "0002-engine-retry-on-timeout.patch"
+P3 = "0003-engine-decode-input-as-UTF-8.patch"
+REPO = "127.0.0.1:5000/pulse-fork"
+
+
+@dataclass
+class Built:
+    context: Path
+    dockerfile: str
+    buildargs: dict[str, str]
+    labels: dict[str, str]
+    tag: str
+    series: str
+    patches: list[str]
+    upstream_map: str
+
+
+@dataclass
+class FakeEngine:
+    """In-memory images and registry. ``site`` is what export_path returns for the site."""
+
+    site: Path | None = None
+    fail_build: tuple[str, ...] = ()
+    exit_codes: dict[tuple[str, ...], int] = field(default_factory=dict)
+    images: dict[str, ImageInfo] = field(default_factory=dict)
+    tags: dict[str, str] = field(default_factory=dict)  # repo:tag -> image id
+    registry: dict[str, str] = field(default_factory=dict)  # repo:tag -> manifest digest
+    builds: list[Built] = field(default_factory=list)
+    runs: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    pushes: list[str] = field(default_factory=list)
+    has_forktool: bool = False
+    injected: dict[str, bytes] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return "fake"
+
+    def build(
+        self,
+        context: Path,
+        dockerfile: str,
+        buildargs: Mapping[str, str],
+        labels: Mapping[str, str],
+        tag: str,
+    ) -> BuildOutcome:
+        patches_dir = context / "patches"
+        self.builds.append(
+            Built(
+                context,
+                dockerfile,
+                dict(buildargs),
+                dict(labels),
+                tag,
+                (context / "series").read_text(),
+                sorted(p.name for p in patches_dir.glob("*.patch")),
+                (context / "upstream.map").read_text(),
+            )
+        )
+        if self.fail_build:
+            log = ("Step 1/3 : FROM pulse:v1.1.0", "Step 2/3 : RUN apply", *self.fail_build)
+            return BuildOutcome(None, log, "The command returned a non-zero code: 1")
+        image_id = f"sha256:{len(self.builds):064x}"
+        self.images[image_id] = ImageInfo(image_id, dict(labels), (tag,), ())
+        self.tags[tag] = image_id
+        return BuildOutcome(image_id, ("Step 1/3 : FROM pulse:v1.1.0", "Successfully built"))
+
+    def image(self, ref: str) -> ImageInfo | None:
+        return self.images.get(self.tags.get(ref, ref))
+
+    def run(self, image: str, command: Sequence[str], files: bytes | None = None) -> RunOutcome:
+        self.runs.append((image, tuple(command)))
+        if tuple(command) == ("forktool", "--version") and not self.has_forktool:
+            return RunOutcome(127, "exec: forktool: executable file not found in $PATH")
+        if files is not None:
+            with tarfile.open(fileobj=io.BytesIO(files)) as tar:
+                for member in tar.getmembers():
+                    handle = tar.extractfile(member)
+                    if handle is not None:
+                        self.injected[member.name] = handle.read()
+        code = self.exit_codes.get(tuple(command), 0)
+        return RunOutcome(code, f"ran {' '.join(command)}\n")
+
+    def export_path(self, image: str, path: str) -> bytes:
+        if self.site is None:
+            from forktool.errors import FatalError
+
+            raise FatalError(f"{image}: the image has no {path}")
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as tar:
+            tar.add(self.site, Path(path).name)
+        return buffer.getvalue()
+
+    def tag(self, image_id: str, repository: str, tag: str) -> None:
+        self.tags[f"{repository}:{tag}"] = image_id
+
+    def push(self, repository: str, tag: str) -> PushOutcome:
+        ref = f"{repository}:{tag}"
+        self.pushes.append(ref)
+        digest = "sha256:" + self.tags[ref].removeprefix("sha256:")[::-1]
+        self.registry[ref] = digest
+        info = self.images[self.tags[ref]]
+        self.images[info.id] = ImageInfo(
+            info.id, info.labels, info.repo_tags, (*info.repo_digests, f"{repository}@{digest}")
+        )
+        return PushOutcome(digest)
+
+    def registry_digest(self, repository: str, tag: str) -> str | None:
+        return self.registry.get(f"{repository}:{tag}")
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
+    engine = FakeEngine()
+    importlib.import_module("forktool.cli")  # loads the command modules (they import the CLI)
+    image_command = importlib.import_module("forktool.commands.image")
+    monkeypatch.setattr(image_command, "engine", lambda: engine)
+    return engine
+
+
+def site_with(demo_upstream: DemoUpstream, tmp_path: Path, fork: RepoBuilder, *extra: str) -> Path:
+    """pulse at v1.1.0 as an image installs it, with the series applied by forktool."""
+    site = tmp_path / "site" / "pulse-site"
+    site.mkdir(parents=True)
+    archive = run_git(
+        ["archive", "--format=tar", "v1.1.0", "pulse"], cwd=demo_upstream.path, purpose="export"
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(site, filter="data")
+    assert run_cli("-C", fork.path, "apply", "--target", site, *extra).code == 0
+    return site
+
+
+# -- build -------------------------------------------------------------------------
+
+
+def test_build_tags_only_a_candidate_named_for_pin_and_head(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    head = example_fork.rev("HEAD")
+    result = run_cli("-C", example_fork.path, "image", "build", "--format", "json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert data["candidate"] == f"{REPO}:v1.1.0-cand-{head[:7]}"
+    (built,) = fake.builds
+    assert built.tag == f"{REPO}:v1.1.0-cand-{head[:7]}"
+    assert built.dockerfile == "docker/Dockerfile"
+    assert built.buildargs == {"BASE_TAG": "v1.1.0"}
+    assert list(fake.tags) == [built.tag]
+    assert fake.pushes == []
+
+
+def test_build_labels_record_base_pin_patch_set_and_revision(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    assert run_cli("-C", example_fork.path, "image", "build").code == 0
+    fork = load_fork(load_config(example_fork.path / "forktool.yaml"))
+    assert fake.builds[0].labels == {
+        "org.forktool.base-tag": "v1.1.0",
+        "org.forktool.pin-commit": fork.config.pin_commit,
+        "org.forktool.patch-set": patchset_hash(fork.patches),
+        "org.forktool.revision": example_fork.rev("HEAD"),
+        "org.forktool.arm": "full",
+    }
+
+
+def test_build_uses_the_committed_tree_not_uncommitted_edits(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    (example_fork.path / "series").write_text("# uncommitted edit\n")
+    assert run_cli("-C", example_fork.path, "image", "build").code == 0
+    assert P1 in fake.builds[0].series and P3 in fake.builds[0].series
+
+
+def test_minus_arm_builds_from_a_copy_without_the_patch_and_leaves_the_fork_alone(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    before = snapshot_tree(example_fork.path)
+    result = run_cli("-C", example_fork.path, "image", "build", "--minus", P2, "--format", "json")
+    assert result.code == 0, result.err
+    assert result.json()["candidate"].endswith("-minus-0002")
+    built = fake.builds[0]
+    assert P2 not in built.series and P1 in built.series and P3 in built.series
+    assert built.patches == [P1, P3]
+    assert P2 not in built.upstream_map and P1 in built.upstream_map
+    assert built.labels["org.forktool.arm"] == f"minus-{P2}"
+    fork = load_fork(load_config(example_fork.path / "forktool.yaml"))
+    assert built.labels["org.forktool.patch-set"] == patchset_hash(
+        [p for p in fork.patches if p.name != P2]
+    )
+    assert snapshot_tree(example_fork.path) == before
+
+
+def test_patchless_arm_has_an_empty_series(example_fork: RepoBuilder, fake: FakeEngine) -> None:
+    result = run_cli("-C", example_fork.path, "image", "build", "--patchless", "--format", "json")
+    assert result.code == 0
+    assert result.json()["candidate"].endswith("-patchless")
+    assert fake.builds[0].patches == []
+    assert ".patch" not in fake.builds[0].series
+    assert fake.builds[0].labels["org.forktool.patch-set"] == patchset_hash([])
+
+
+def test_failed_build_shows_the_failing_lines_and_exits_1(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    fake.fail_build = ("patching file pulse/config.py", "Hunk 1 FAILED 1/1.")
+    result = run_cli("-C", example_fork.path, "image", "build")
+    assert result.code == 1
+    assert "Step 2/3 : RUN apply" in result.out
+    assert "Hunk 1 FAILED 1/1." in result.out
+    assert "non-zero code: 1" in result.out
+    assert fake.tags == {}
+
+
+def test_unknown_minus_patch_is_exit_2_and_builds_nothing(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    result = run_cli("-C", example_fork.path, "image", "build", "--minus", "0009-nope.patch")
+    assert result.code == 2
+    assert result.error_lines[0] == "error: '0009-nope.patch' is not in the series"
+    assert fake.builds == []
+
+
+def test_image_commands_without_an_image_block_are_exit_2(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    config = example_fork.path / "forktool.yaml"
+    config.write_text(config.read_text().split("image:")[0])
+    result = run_cli("-C", example_fork.path, "image", "build")
+    assert result.code == 2
+    assert "has no image: block" in result.error_lines[0]
+
+
+def test_patch_set_hash_depends_on_names_bytes_and_order(example_fork: RepoBuilder) -> None:
+    fork = load_fork(load_config(example_fork.path / "forktool.yaml"))
+    patches = list(fork.patches)
+    assert patchset_hash(patches) == patchset_hash(list(fork.patches))
+    assert patchset_hash(patches) != patchset_hash(patches[::-1])
+    assert patchset_hash(patches[:1]) != patchset_hash(patches[:2])
+    assert patchset_hash([]).startswith("sha256:")
+
+
+# -- gate --------------------------------------------------------------------------
+
+
+def gated(
+    example_fork: RepoBuilder, fake: FakeEngine, *build_args: str
+) -> tuple[str, dict[str, object]]:
+    result = run_cli("-C", example_fork.path, "image", "build", *build_args, "--format", "json")
+    assert result.code == 0, result.err
+    candidate = str(result.json()["candidate"])
+    gate = run_cli("-C", example_fork.path, "image", "gate", candidate, "--format", "json")
+    return candidate, {"code": gate.code, **gate.json()}
+
+
+def test_gate_passes_and_writes_a_record_keyed_by_image_id(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, gate = gated(example_fork, fake)
+    assert gate["code"] == 0 and gate["ok"] is True
+    image_id = fake.tags[candidate]
+    path = example_fork.path / ".forktool/gate-records" / f"{image_id[7:]}.json"
+    record = json.loads(path.read_text())
+    assert record["digest"] == image_id
+    assert record["labels"]["org.forktool.arm"] == "full"
+    kinds = [(c["kind"], c["exit_code"]) for c in record["commands"]]
+    assert kinds == [("labels", 0), ("command", 0), ("command", 0), ("series", 0)]
+    assert record["commands"][1]["command"] == ["test", "-s", "/opt/pulse/pulse/__init__.py"]
+    assert record["commands"][3]["where"] == "host"
+    assert record["time"] >= record["started"]
+    gate_runs = [cmd for _, cmd in fake.runs if cmd[0] != "forktool"]
+    assert gate_runs == [
+        ("test", "-s", "/opt/pulse/pulse/__init__.py"),
+        ("grep", "-q", "if not text.strip():", "/opt/pulse/pulse/config.py"),
+    ]
+
+
+def test_gate_fails_when_a_gate_command_fails(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    fake.exit_codes[("test", "-s", "/opt/pulse/pulse/__init__.py")] = 1
+    _candidate, gate = gated(example_fork, fake)
+    assert gate["code"] == 1 and gate["ok"] is False
+    assert [c["exit_code"] for c in gate["commands"]] == [0, 1, 0, 0]  # type: ignore[union-attr]
+
+
+def test_gate_fails_when_the_site_does_not_carry_the_series(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork, "--except", P3)
+    _candidate, gate = gated(example_fork, fake)
+    assert gate["code"] == 1
+    series = gate["commands"][-1]  # type: ignore[index]
+    assert series["kind"] == "series" and series["exit_code"] == 1
+
+
+def test_gate_of_a_minus_arm_checks_the_arm_series(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork, "--except", P3)
+    _candidate, gate = gated(example_fork, fake, "--minus", P3)
+    assert gate["code"] == 0, gate
+    assert gate["arm"] == f"minus-{P3}"
+
+
+def test_gate_of_the_patchless_arm_requires_the_pristine_site(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    _candidate, gate = gated(example_fork, fake, "--patchless")
+    assert gate["code"] == 1  # every patch is applied: not the upstream image
+
+
+def test_gate_runs_forktool_apply_verify_in_the_image_when_it_has_forktool(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.has_forktool = True
+    _candidate, gate = gated(example_fork, fake, "--minus", P2)
+    assert gate["code"] == 0
+    series = gate["commands"][-1]  # type: ignore[index]
+    assert series["command"] == [
+        "forktool",
+        "-C",
+        "/tmp/forktool-gate",
+        "apply",
+        "--target",
+        "/opt/pulse",
+        "--verify",
+    ]
+    assert series["where"] == "image"
+    injected = sorted(fake.injected)
+    assert injected == [
+        "tmp/forktool-gate/forktool.yaml",
+        f"tmp/forktool-gate/patches/{P1}",
+        f"tmp/forktool-gate/patches/{P3}",
+        "tmp/forktool-gate/series",
+        "tmp/forktool-gate/upstream.map",
+    ]
+    series_text = fake.injected["tmp/forktool-gate/series"].decode()
+    assert P2 not in series_text and P1 in series_text
+    # The injected files are a sound fork: forktool in the image can verify with them.
+    for name, data in fake.injected.items():
+        (tmp_path / "image" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "image" / name).write_bytes(data)
+    site = site_with(demo_upstream, tmp_path, example_fork, "--except", P2)
+    verify = run_cli(
+        "-C", tmp_path / "image/tmp/forktool-gate", "apply", "--target", site, "--verify"
+    )
+    assert verify.code == 0, verify.out + verify.err
+
+
+def test_a_candidate_without_the_site_fails_the_series_check(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    _candidate, gate = gated(example_fork, fake)
+    assert gate["code"] == 1
+    series = gate["commands"][-1]  # type: ignore[index]
+    assert series["exit_code"] == 1 and "has no /opt/pulse" in series["output"]
+
+
+def test_gate_refuses_an_image_that_is_not_a_candidate(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    fake.images["sha256:" + "a" * 64] = ImageInfo("sha256:" + "a" * 64, {}, ("other:1",), ())
+    fake.tags["other:1"] = "sha256:" + "a" * 64
+    result = run_cli("-C", example_fork.path, "image", "gate", "other:1")
+    assert result.code == 2
+    assert "is not a forktool candidate" in result.error_lines[0]
+
+
+# -- promote -----------------------------------------------------------------------
+
+
+def test_promote_refuses_a_digest_without_a_gate_record(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    result = run_cli("-C", example_fork.path, "image", "build", "--format", "json")
+    candidate = str(result.json()["candidate"])
+    promote = run_cli("-C", example_fork.path, "image", "promote", candidate, "--tag", "v1.1.0")
+    assert promote.code == 1
+    assert f"REFUSED: {fake.tags[candidate]} has no gate record" in promote.out
+    assert fake.pushes == [] and fake.registry == {}
+
+
+def test_promote_refuses_a_failed_gate(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    fake.exit_codes[("test", "-s", "/opt/pulse/pulse/__init__.py")] = 3
+    candidate, _gate = gated(example_fork, fake)
+    promote = run_cli("-C", example_fork.path, "image", "promote", candidate, "--tag", "v1.1.0")
+    assert promote.code == 1
+    assert "the gate failed" in promote.out and "(exit 3)" in promote.out
+    assert fake.pushes == []
+
+
+def test_promote_refuses_an_arm_even_when_gated(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork, "--except", P3)
+    candidate, gate = gated(example_fork, fake, "--minus", P3)
+    assert gate["code"] == 0
+    promote = run_cli("-C", example_fork.path, "image", "promote", candidate, "--tag", "v1.1.0")
+    assert promote.code == 1
+    assert "arms are probes, never releases" in promote.out
+
+
+def test_promote_tags_and_pushes_the_gated_id_and_checks_the_registry(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, _gate = gated(example_fork, fake)
+    image_id = fake.tags[candidate]
+    builds = len(fake.builds)
+    promote = run_cli(
+        "-C",
+        example_fork.path,
+        "image",
+        "promote",
+        candidate,
+        "--tag",
+        "v1.1.0",
+        "--latest",
+        "--format",
+        "json",
+    )
+    assert promote.code == 0, promote.out
+    data = promote.json()
+    assert fake.tags[f"{REPO}:v1.1.0"] == image_id == fake.tags[f"{REPO}:latest"]
+    assert fake.pushes == [f"{REPO}:v1.1.0", f"{REPO}:latest"]
+    assert data["digest"] == fake.registry[f"{REPO}:v1.1.0"]
+    assert data["reference"] == f"{REPO}@{data['digest']}"
+    assert len(fake.builds) == builds  # never rebuilds
+    again = run_cli("-C", example_fork.path, "image", "promote", candidate, "--tag", "v1.1.0")
+    assert again.code == 0  # the same digest again is fine
+
+
+def test_promote_never_moves_a_release_tag_to_another_digest(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, _gate = gated(example_fork, fake)
+    fake.registry[f"{REPO}:v1.1.0"] = "sha256:" + "9" * 64
+    promote = run_cli("-C", example_fork.path, "image", "promote", candidate, "--tag", "v1.1.0")
+    assert promote.code == 1
+    assert f"{REPO}:v1.1.0 already names sha256:{'9' * 64}" in promote.out
+    assert fake.pushes == []
+
+
+def test_promote_rejects_latest_and_candidate_names_as_release_tags(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    for tag in ("latest", "v1.1.0-cand-abc1234", "bad/tag"):
+        result = run_cli("-C", example_fork.path, "image", "promote", "x", "--tag", tag)
+        assert result.code == 2, tag
+
+
+# -- freeze (pure git) -------------------------------------------------------------
+
+DIGEST = f"{REPO}@sha256:{'1' * 64}"
+
+
+def identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Rel Eng")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "releng@fork.example")
+
+
+def test_freeze_tags_head_with_digest_patch_set_and_pin(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    identity(monkeypatch)
+    result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
+    assert result.code == 0, result.err
+    fork = load_fork(load_config(example_fork.path / "forktool.yaml"))
+    assert example_fork.rev("refs/tags/fork/v1.1.0") == example_fork.rev("HEAD")
+    message = run_git(
+        ["cat-file", "-p", "refs/tags/fork/v1.1.0"], cwd=example_fork.path, purpose="read"
+    ).out
+    assert "tagger Rel Eng <releng@fork.example>" in message
+    assert f"Image-Digest: {DIGEST}\n" in message
+    assert f"Patch-Set: {patchset_hash(fork.patches)}\n" in message
+    assert f"Pin: v1.1.0 {fork.config.pin_commit}\n" in message
+
+
+def test_freeze_is_idempotent(example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
+    identity(monkeypatch)
+    assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
+    before = snapshot_tree(example_fork.path)
+    again = run_cli(
+        "-C", example_fork.path, "image", "freeze", "--digest", DIGEST, "--format", "json"
+    )
+    assert again.code == 0
+    assert again.json()["created"] is False
+    assert snapshot_tree(example_fork.path) == before
+
+
+def test_freeze_refuses_when_the_tag_records_another_digest(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    identity(monkeypatch)
+    assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
+    other = f"{REPO}@sha256:{'2' * 64}"
+    result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", other)
+    assert result.code == 1
+    assert f"Image-Digest: tag has {DIGEST}, this release has {other}" in result.out
+
+
+def test_freeze_refuses_when_head_moved_on(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    identity(monkeypatch)
+    frozen_at = example_fork.rev("HEAD")
+    assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
+    example_fork.commit("fork: a later change\n", {"NOTES": "later\n"})
+    result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
+    assert result.code == 1
+    assert f"commit: tag has {frozen_at}" in result.out
+    assert example_fork.rev("refs/tags/fork/v1.1.0") == frozen_at
+
+
+def test_freeze_without_a_tagger_identity_is_exit_2_with_a_hint(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
+    assert result.code == 2
+    assert result.error_lines[0] == "error: creating the tag fork/v1.1.0 needs a tagger identity"
+    assert "user.name" in result.error_lines[1]
+    assert example_fork.git.try_resolve("refs/tags/fork/v1.1.0", kind="object") is None
+
+
+def test_freeze_takes_the_tagger_from_the_repository_config(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    example_fork.git.run(["config", "user.name", "Local Tagger"], purpose="set")
+    example_fork.git.run(["config", "user.email", "local@fork.example"], purpose="set")
+    assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
+    message = example_fork.git.out(["cat-file", "-p", "refs/tags/fork/v1.1.0"], purpose="read")
+    assert "tagger Local Tagger <local@fork.example>" in message
+
+
+def test_freeze_without_digest_or_promotion_is_exit_2(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    identity(monkeypatch)
+    result = run_cli("-C", example_fork.path, "image", "freeze")
+    assert result.code == 2
+    assert "no promotion of" in result.error_lines[0]
+
+
+def test_freeze_uses_the_promotion_record_of_head(
+    example_fork: RepoBuilder,
+    fake: FakeEngine,
+    demo_upstream: DemoUpstream,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    identity(monkeypatch)
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, _gate = gated(example_fork, fake)
+    promote = run_cli(
+        "-C",
+        example_fork.path,
+        "image",
+        "promote",
+        candidate,
+        "--tag",
+        "v1.1.0",
+        "--format",
+        "json",
+    )
+    result = run_cli("-C", example_fork.path, "image", "freeze", "--format", "json")
+    assert result.code == 0, result.err
+    assert result.json()["values"]["Image-Digest"] == promote.json()["reference"]  # type: ignore[index]
+
+
+# -- arms --------------------------------------------------------------------------
+
+
+def test_arms_lists_full_one_minus_per_patch_and_patchless(example_fork: RepoBuilder) -> None:
+    result = run_cli("-C", example_fork.path, "arms", "--format", "json")
+    assert result.code == 0
+    include = result.json()["include"]
+    assert [a["arm"] for a in include] == [  # type: ignore[union-attr]
+        "full",
+        f"minus-{P1}",
+        f"minus-{P2}",
+        f"minus-{P3}",
+        "patchless",
+    ]
+    assert include[2] == {  # type: ignore[index]
+        "arm": f"minus-{P2}",
+        "patch": P2,
+        "args": ["--minus", P2],
+        "tag_suffix": "-minus-0002",
+    }
+    assert include[4]["args"] == ["--patchless"]  # type: ignore[index]
+
+
+def write_waivers(fork: RepoBuilder, text: str) -> None:
+    (fork.path / "arm-waivers").write_text(text)
+    config = fork.path / "forktool.yaml"
+    config.write_text(config.read_text() + "  waivers: arm-waivers\n")
+
+
+def test_a_waived_patch_gets_no_arm(example_fork: RepoBuilder) -> None:
+    write_waivers(example_fork, f"# patch reason\n{P3} cherry-picked; probe cannot tell\n")
+    result = run_cli("-C", example_fork.path, "arms", "--format", "json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert f"minus-{P3}" not in [a["arm"] for a in data["include"]]  # type: ignore[union-attr]
+    assert data["waivers"] == [
+        {"patch": P3, "reason": "cherry-picked; probe cannot tell", "line": 2}
+    ]
+
+
+def test_bad_waivers_are_exit_2(example_fork: RepoBuilder) -> None:
+    write_waivers(example_fork, f"0009-gone.patch old\n{P1}\n")
+    result = run_cli("-C", example_fork.path, "arms")
+    assert result.code == 2
+    assert result.error_lines[0] == (
+        "error: arm-waivers:1: waives '0009-gone.patch', which the series does not list (and 1 more)"
+    )
+
+
+def results_file(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "arm-results.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_arms_check_fails_when_a_patch_has_no_result_and_no_waiver(
+    example_fork: RepoBuilder, tmp_path: Path
+) -> None:
+    path = results_file(
+        tmp_path, {"full": "pass", "arms": {P1: "fail", P2: "pass"}, "patchless": "fail"}
+    )
+    result = run_cli(
+        "-C", example_fork.path, "arms", "--check", "--results", path, "--format", "json"
+    )
+    assert result.code == 1
+    messages = [f["message"] for f in result.json()["findings"]]  # type: ignore[union-attr]
+    assert messages == [f"'{P3}' has neither an arm result nor a waiver"]
+
+
+def test_arms_check_passes_with_results_or_waivers_for_every_patch(
+    example_fork: RepoBuilder, tmp_path: Path
+) -> None:
+    write_waivers(example_fork, f"{P3} decided by ancestry alone\n")
+    path = results_file(
+        tmp_path, {"full": "pass", "arms": {P1: "fail", P2: "fail"}, "patchless": "fail"}
+    )
+    result = run_cli("-C", example_fork.path, "arms", "--check", "--results", path)
+    assert result.code == 0, result.out
+    assert "OK: every patch has an arm result or a waiver" in result.out
+
+
+def test_arms_check_flags_results_for_patches_not_in_the_series(
+    example_fork: RepoBuilder, tmp_path: Path
+) -> None:
+    arms = {P1: "pass", P2: "pass", P3: "pass", "0009-old.patch": "pass"}
+    path = results_file(tmp_path, {"full": "pass", "arms": arms})
+    result = run_cli("-C", example_fork.path, "arms", "--check", "--results", path)
+    assert result.code == 1
+    assert "'0009-old.patch', which the series does not list" in result.out
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        ("{not json", "not valid JSON"),
+        (json.dumps({"full": "ok"}), 'full is "ok"; expected "pass" or "fail"'),
+        (json.dumps({"full": "pass", "extra": 1}), "unknown key(s) extra"),
+        (json.dumps([]), "expected a JSON object"),
+    ],
+)
+def test_malformed_arm_results_are_exit_2(
+    example_fork: RepoBuilder, tmp_path: Path, data: str, error: str
+) -> None:
+    path = tmp_path / "r.json"
+    path.write_text(data)
+    result = run_cli("-C", example_fork.path, "arms", "--check", "--results", path)
+    assert result.code == 2
+    assert error in result.error_lines[0]
+
+
+def test_arms_check_needs_results(example_fork: RepoBuilder) -> None:
+    result = run_cli("-C", example_fork.path, "arms", "--check")
+    assert result.code == 2
+    assert "--check and --results FILE go together" in result.error_lines[0]
