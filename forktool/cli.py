@@ -33,6 +33,8 @@ COMMAND_MODULES = (
     "demo",
     "verify",
     "apply",
+    "absorbed",
+    "retire",
 )
 
 
