@@ -583,3 +583,25 @@ def load_probe_results(path: Path) -> ProbeResults:
     if not path.is_file():
         raise FatalError(f"--probe-results {path}: no such file")
     return parse_probe_results(path.read_bytes(), str(path))
+
+
+# -- for status ------------------------------------------------------------------------
+
+
+def newest_release_preview(fork: Fork, git: Git) -> dict[str, object] | None:
+    """What the newest release tag would retire (for ``status``); None without releases.
+
+    Never raises for missing knowledge: the reason goes into ``note`` instead, because
+    status reports facts and must not fail on a commit that was not fetched yet.
+    """
+    config = fork.config
+    releases = release_tags(git, config.release_tags, prereleases=config.prereleases)
+    if not releases:
+        return None
+    newest = releases[-1]
+    preview: dict[str, object] = {"tag": newest.tag, "tag_commit": newest.commit}
+    try:
+        report = absorbed(fork, git, newest.tag)
+    except FatalError as exc:
+        return {**preview, "would_retire": None, "note": exc.message}
+    return {**preview, "would_retire": [p.patch for p in report.retirable()], "note": None}
