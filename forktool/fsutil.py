@@ -120,7 +120,12 @@ def _rollback(steps: list[_Step]) -> None:
         if not step.done and step.backup is None:
             continue
         if step.backup is not None and step.backup.exists():
-            os.replace(step.backup, step.target)
+            if step.target.exists() and os.path.samefile(step.backup, step.target):
+                # Never replaced: the backup is a hard link to the target itself, and
+                # rename(2) between two links to one file does nothing.
+                step.backup.unlink()
+            else:
+                os.replace(step.backup, step.target)
             step.backup = None
         elif step.done:
             with contextlib.suppress(FileNotFoundError):
