@@ -355,10 +355,19 @@ class Git:
                 found.append((commit, message))
         return found
 
-    def log_patches(self, tip: str, exclude: Sequence[str] = ()) -> bytes:
+    def log_patches(
+        self, tip: str, exclude: Sequence[str] = (), paths: Sequence[str] | None = None
+    ) -> bytes:
         """``git log -p`` of the non-merge commits in ``tip`` and not in ``exclude``,
-        each introduced by a ``commit <id>`` line (the input ``git patch-id`` reads)."""
-        return self.run(
+        each introduced by a ``commit <id>`` line (the input ``git patch-id`` reads).
+
+        With ``paths`` (relative to the top of the work tree), only commits touching
+        them, and only their changes to them.
+        """
+        # Run from the top with plain literal pathspecs: ":(top)" magic would keep git
+        # from using the commit-graph's changed-path filters.
+        pathspecs = [f":(literal){p}" for p in paths] if paths is not None else []
+        return run(
             [
                 "log",
                 "--no-merges",
@@ -368,7 +377,9 @@ class Git:
                 tip,
                 *(f"^{e}" for e in exclude),
                 "--",
+                *pathspecs,
             ],
+            cwd=self.toplevel(),
             purpose=f"read the changes in {tip}",
         ).stdout
 
@@ -392,8 +403,12 @@ class Git:
         self.run([*args, "--end-of-options", source, *refspecs], purpose=f"fetch from {source}")
 
     def write_commit_graph(self) -> None:
-        """Write a commit-graph for every reachable commit (changes .git: opt-in only)."""
-        self.run(["commit-graph", "write", "--reachable"], purpose="write a commit-graph")
+        """Write a commit-graph, with changed-path filters, for every reachable commit
+        (changes .git: opt-in only)."""
+        self.run(
+            ["commit-graph", "write", "--reachable", "--changed-paths"],
+            purpose="write a commit-graph",
+        )
 
     def commits_changing(self, text: str, path: str) -> list[tuple[str, tuple[str, ...]]]:
         """Newest first: (commit, parents) for each commit in HEAD's history that changed
@@ -407,6 +422,31 @@ class Git:
             commit, *parents = line.split()
             found.append((commit, tuple(parents)))
         return found
+
+    def parents_graph(self, tips: Sequence[str], exclude: Sequence[str] = ()) -> list[list[str]]:
+        """``[commit, parent...]`` for every commit in ``tips`` and not in ``exclude``,
+        children before parents (``rev-list --topo-order --parents``; one call)."""
+        if not tips:
+            return []
+        stdin = "\n".join([*tips, *(f"^{e}" for e in exclude)]) + "\n"
+        res = self.run(
+            ["rev-list", "--topo-order", "--parents", "--stdin"],
+            purpose="read the history of the release tags",
+            input=stdin.encode(),
+        )
+        return [line.split() for line in res.out.splitlines() if line]
+
+    def common_ancestors(self, commits: Sequence[str]) -> list[str]:
+        """The best common ancestors of all ``commits`` (``merge-base --all --octopus``);
+        empty when they share no history."""
+        res = self.run(
+            ["merge-base", "--all", "--octopus", *commits],
+            purpose="find the common ancestors",
+            check=False,
+        )
+        if res.returncode not in (0, 1):
+            raise GitError("find the common ancestors", res.argv, res.returncode, res.err)
+        return res.out.split()
 
 
 @contextmanager

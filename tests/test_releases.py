@@ -56,7 +56,7 @@ def test_first_release_follows_version_order_not_names_or_dates(builder: RepoBui
         builder.tag(name)
     for prereleases, expected in ((True, "v1.1.0rc1"), (False, "v1.1.0")):
         releases = release_tags(builder.git, "v*", prereleases=prereleases)
-        found = first_releases(releases, {"p": (fix,), "fork": ()}, builder.git.not_in)
+        found = first_releases(builder.git, releases, {"p": (fix,), "fork": ()})
         assert found == {"p": expected, "fork": None}
 
 
@@ -73,7 +73,9 @@ def test_first_release_is_exact_when_containment_is_not_monotonic(builder: RepoB
     later = builder.commit("another\n", {"c": "1\n"})
     releases = release_tags(builder.git, "v*")
     assert [r.tag for r in releases] == ["v1.2.0", "v1.2.1", "v1.3.0"]
-    found = first_releases(
-        releases, {"fix": (fix,), "both": (fix, later), "none": ()}, builder.git.not_in
-    )
-    assert found == {"fix": "v1.2.1", "both": None, "none": None}
+    wanted = {"fix": (fix,), "both": (fix, later), "none": ()}
+    expected = {"fix": "v1.2.1", "both": None, "none": None}
+    assert first_releases(builder.git, releases, wanted) == expected
+    # The same answers when the walk starts at a pin: below it (the fallback path) and above.
+    for since in (builder.rev("v1.2.0"), fix, later):
+        assert first_releases(builder.git, releases, wanted, since=since) == expected, since

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from forktool.config import Config
@@ -32,7 +33,7 @@ from forktool.engine.releases import first_releases, release_tags
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
-from forktool.model.patchfile import PatchFile
+from forktool.model.patchfile import PatchFile, touched_paths
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only"]
 EvidenceKind = Literal[
@@ -55,6 +56,8 @@ HARMFUL_OUTCOMES: frozenset[str] = frozenset({"broken-on-tag", "now-harmful"})
 _PRESENCE: tuple[EvidenceKind, ...] = ("cherry-pick", "patch-id", "content-present")
 _CHERRY = re.compile(r"\(cherry picked from commit ([0-9a-f]{40})\)")
 CHERRY_GREP = "cherry picked from commit "
+MAX_PATHSPECS = 64
+WITNESS_WORKERS = 4
 _PATCH_FAILED = re.compile(r"^error: patch failed: (.+):[0-9]+$")
 
 
@@ -274,13 +277,26 @@ def fetch_missing(fork: Fork, git: Git, tag: str) -> list[str]:
 # -- the witnesses, each in bulk -----------------------------------------------------
 
 
-def cherry_picks(git: Git, tip: str, since: str) -> dict[str, list[tuple[str, str]]]:
-    """Picked-from commit -> [(commit in ``tip``, its subject)], from one ``git log``."""
+def cherry_picks(
+    git: Git, tip: str, since: str, picked: Sequence[str]
+) -> dict[str, list[tuple[str, str]]]:
+    """Picked-from commit -> [(commit in ``tip``, its subject)] for the ``picked``
+    commits, from one ``git log --grep``.
+
+    A cherry-pick of C is made after C, so it is never an ancestor of C: the scan
+    skips every commit that all of ``picked`` already contain (their common
+    ancestors), which on a release branch leaves little more than the branch itself.
+    """
+    if not picked:
+        return {}
+    wanted = set(picked)
+    exclude = [since, *git.common_ancestors(picked)]
     found: dict[str, list[tuple[str, str]]] = {}
-    for commit, message in git.log_messages(tip, [since], grep=CHERRY_GREP):
+    for commit, message in git.log_messages(tip, exclude, grep=CHERRY_GREP):
         subject = message.split("\n", 1)[0]
-        for picked in _CHERRY.findall(message):
-            found.setdefault(picked, []).append((commit, subject))
+        for origin in _CHERRY.findall(message):
+            if origin in wanted:
+                found.setdefault(origin, []).append((commit, subject))
     return found
 
 
@@ -294,14 +310,25 @@ def _diff_bytes(parsed: PatchFile) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
 
 
+def _pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
+    """The directories holding ``paths`` (a top-level file stands for itself), or None
+    (no limit) when there are too many: git matches every pathspec against every
+    changed entry, so hundreds of pathspecs cost more than reading the whole range."""
+    dirs = sorted({str(PurePosixPath(p).parent) if "/" in p else p for p in paths})
+    return dirs if len(dirs) <= MAX_PATHSPECS else None
+
+
 def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str, list[str]]:
     """Patch name -> commits in ``tip`` (since ``since``) with the same stable patch-id.
 
     Two ``git patch-id --stable`` runs: one over every patch file (each introduced
-    by a placeholder id), one over ``git log -p`` of the range.
+    by a placeholder id), one over ``git log -p`` of the range limited to the
+    directories the patches touch (so a commit matches when its change there is the
+    patch's change, even if it also changed files elsewhere).
     """
     if not patches:
         return {}
+    paths = _pathspec_dirs(path for p in patches for path in touched_paths(p.parsed))
     stream = b"".join(
         f"commit {index:040x}\n".encode() + _diff_bytes(p.parsed) for index, p in enumerate(patches)
     )
@@ -309,7 +336,7 @@ def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> di
     for patch_id, placeholder in git.patch_ids(stream):
         ids.setdefault(patch_id, []).append(patches[int(placeholder, 16)].name)
     found: dict[str, list[str]] = {}
-    for patch_id, commit in git.patch_ids(git.log_patches(tip, [since])):
+    for patch_id, commit in git.patch_ids(git.log_patches(tip, [since], paths)):
         for name in ids.get(patch_id, ()):
             found.setdefault(name, []).append(commit)
     return found
@@ -477,13 +504,19 @@ def absorbed(
         probe.require_covers(fork, tag)
     patches = list(fork.patches)
     commits = [c for p in patches for c in p.commits]
-    missing = git.not_in(commits, tag_commit)
     releases = release_tags(git, fork.config.release_tags, prereleases=fork.config.prereleases)
-    first = first_releases(releases, {p.name: p.commits for p in patches}, git.not_in)
     since = fork.config.pin_commit
-    picks = cherry_picks(git, tag_commit, since)
-    same = same_changes(git, patches, tag_commit, since)
-    states = apply_states(git, tag_commit, patches, tag)
+    # The witnesses are independent read-only git runs: gather them side by side.
+    with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
+        first_f = pool.submit(
+            first_releases, git, releases, {p.name: p.commits for p in patches}, since=since
+        )
+        same_f = pool.submit(same_changes, git, patches, tag_commit, since)
+        states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
+        missing = git.not_in(commits, tag_commit)
+        # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
+        picks = cherry_picks(git, tag_commit, since, sorted(missing))
+        first, same, states = first_f.result(), same_f.result(), states_f.result()
     results = []
     for patch in patches:
         not_in_tag = tuple(c for c in patch.commits if c in missing)

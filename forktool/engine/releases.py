@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
@@ -62,32 +62,72 @@ def release_tags(git: Git, pattern: str, *, prereleases: bool = True) -> list[Re
     return order_releases(git.tag_commits(pattern), pattern, prereleases=prereleases)
 
 
+def containing_releases(
+    git: Git, releases: Sequence[Release], commits: Iterable[str], since: str | None
+) -> dict[str, int]:
+    """For each commit reachable from a release but not from ``since``: a bitset of the
+    releases containing it (bit i = ``releases[i]``). Commits outside that region are
+    left out. One ``rev-list --topo-order --parents`` walk: children come before their
+    parents, so each commit's set is final when it is reached and is passed on to its
+    parents. Exact inside the region: no path from a release to a commit that ``since``
+    lacks can pass through a commit ``since`` has.
+    """
+    bits: dict[str, int] = {}
+    for index, release in enumerate(releases):
+        bits[release.commit] = bits.get(release.commit, 0) | (1 << index)
+    wanted = set(commits)
+    found: dict[str, int] = {}
+    tips = list(dict.fromkeys(r.commit for r in releases))
+    for commit, *parents in git.parents_graph(tips, [since] if since else []):
+        mine = bits.pop(commit, 0)
+        if commit in wanted:
+            found[commit] = mine
+        for parent in parents:
+            bits[parent] = bits.get(parent, 0) | mine
+    return found
+
+
 def first_releases(
-    releases: Iterable[Release],
+    git: Git,
+    releases: Sequence[Release],
     wanted: Mapping[str, tuple[str, ...]],
-    not_in: Callable[[list[str], str], set[str]],
+    *,
+    since: str | None = None,
 ) -> dict[str, str | None]:
     """For each key of ``wanted``: the earliest release (version order) that contains
     every one of its commits, or None.
 
     Containment is not monotonic in version order (a fix made on a release branch and
-    never merged back is in 1.2.1 but not in 1.3.0), so releases are tried in order,
-    with ONE bulk ancestry question per release for every still-open commit, stopping
-    as soon as everything is placed. Cost: one git process per release tried, never
-    one per patch.
+    never merged back is in 1.2.1 but not in 1.3.0), so no bisection: one walk of the
+    releases' history since ``since`` (usually the pin) gives every commit's set of
+    containing releases (:func:`containing_releases`). A commit outside that walk is in
+    no release, or ``since`` already has it; the latter (rare: a patch mapped to a
+    commit its own pin contains) is placed by bulk ancestry, one ``rev-list`` per
+    release for all such commits. Never one process per patch.
     """
-    open_keys = {key: commits for key, commits in wanted.items() if commits}
-    found: dict[str, str | None] = dict.fromkeys(wanted)
-    seen: dict[str, set[str]] = {}
-    for release in releases:
-        if not open_keys:
-            break
-        commits = sorted({c for cs in open_keys.values() for c in cs})
-        if release.commit not in seen:
-            seen[release.commit] = not_in(commits, release.commit)
-        missing = seen[release.commit]
-        for key, needed in list(open_keys.items()):
-            if not missing.intersection(needed):
-                found[key] = release.tag
-                del open_keys[key]
+    everything = {c for cs in wanted.values() for c in cs}
+    sets = containing_releases(git, releases, everything, since) if releases else {}
+    rest = sorted(everything - sets.keys())
+    if rest and since:
+        # Outside the walk: in no release at all, or already in ``since``.
+        in_since = sorted(set(rest) - git.not_in(rest, since))
+        if in_since:
+            sets.update(_by_release(git, releases, in_since))
+    found: dict[str, str | None] = {}
+    for key, commits in wanted.items():
+        common = -1
+        for commit in commits:
+            common &= sets.get(commit, 0)
+        found[key] = (
+            releases[(common & -common).bit_length() - 1].tag if commits and common else None
+        )
     return found
+
+
+def _by_release(git: Git, releases: Sequence[Release], commits: list[str]) -> dict[str, int]:
+    """Bitsets of containing releases, one bulk ancestry question per release."""
+    sets = dict.fromkeys(commits, 0)
+    for index, release in enumerate(releases):
+        for commit in set(commits) - git.not_in(commits, release.commit):
+            sets[commit] |= 1 << index
+    return sets
