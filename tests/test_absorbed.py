@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from helpers import MiniFork, make_patch, run_cli, snapshot_tree
 
 from forktool.builder import RepoBuilder
@@ -324,3 +325,19 @@ def test_shallow_clone_is_refused_with_the_fix_and_fetch_deepens_it(
     assert deepened.code == 0, deepened.err
     assert deepened.json()["patches"][0]["verdict"] == "retire"  # type: ignore[index]
     assert shallow.git.is_shallow() is False
+
+
+def test_apply_checks_in_one_call_agree_with_one_check_per_patch(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bulk ``git apply --check --reject`` reading gives what per-patch checks give."""
+    from forktool.engine import absorb
+
+    bulk = {}
+    for tag in ("v1.1.0", "v1.2.0", "v1.3.0"):
+        bulk[tag] = run_cli("-C", example_fork.path, "absorbed", "--tag", tag, "--format", "json")
+    monkeypatch.setattr(absorb, "_attempts_in_bulk", lambda *args, **kwargs: None)
+    for tag, expected in bulk.items():
+        single = run_cli("-C", example_fork.path, "absorbed", "--tag", tag, "--format", "json")
+        assert single.code == expected.code == 0
+        assert single.json() == expected.json(), tag

@@ -29,8 +29,9 @@ from forktool.report import retirement
 @click.option(
     "--commit-graph",
     is_flag=True,
-    help="Write a commit-graph first (git commit-graph write --reachable): faster ancestry "
-    "in large histories, but it changes .git, so it is never done without this flag.",
+    help="Write a commit-graph first (git commit-graph write --reachable --changed-paths): "
+    "faster ancestry and history scans in large histories, but it changes .git, so it is "
+    "never done without this flag.",
 )
 @format_option()
 @pass_app
