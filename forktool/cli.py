@@ -43,6 +43,8 @@ COMMAND_MODULES = (
     "align",
     "image",
     "arms",
+    "absorbed",
+    "retire",
 )
 
 

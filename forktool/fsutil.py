@@ -129,10 +129,6 @@ def _rollback(steps: list[_Step]) -> None:
             continue
         if step.backup is not None and step.backup.exists():
             os.replace(step.backup, step.target)
-            # rename() between two links of one file (the move into place failed, so
-            # the target is still the backup's inode) does nothing: drop the link.
-            with contextlib.suppress(FileNotFoundError):
-                step.backup.unlink()
             step.backup = None
         else:
             with contextlib.suppress(FileNotFoundError):

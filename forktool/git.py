@@ -436,6 +436,121 @@ class Git:
             env=identity,
         )
 
+    # -- retirement: absorbed and retire ---------------------------------------------
+
+    def log_messages(
+        self, tip: str, exclude: Sequence[str] = (), *, grep: str | None = None
+    ) -> list[tuple[str, str]]:
+        """(commit, full message) for every commit in ``tip`` and not in ``exclude``.
+
+        One ``git log`` call; ``grep`` (a fixed string) keeps only messages holding it.
+        """
+        args = ["log", "-z", "--no-color", "--format=%H%n%B"]
+        if grep is not None:
+            args += ["--fixed-strings", f"--grep={grep}"]
+        res = self.run(
+            [*args, tip, *(f"^{e}" for e in exclude), "--"], purpose=f"read the history of {tip}"
+        )
+        found = []
+        for entry in res.out.split("\0"):
+            commit, _, message = entry.strip("\n").partition("\n")
+            if commit:
+                found.append((commit, message))
+        return found
+
+    def log_patches(
+        self, tip: str, exclude: Sequence[str] = (), paths: Sequence[str] | None = None
+    ) -> bytes:
+        """``git log -p`` of the non-merge commits in ``tip`` and not in ``exclude``,
+        each introduced by a ``commit <id>`` line (the input ``git patch-id`` reads).
+
+        With ``paths`` (relative to the top of the work tree), only commits touching
+        them, and only their changes to them.
+        """
+        # Run from the top with plain literal pathspecs: ":(top)" magic would keep git
+        # from using the commit-graph's changed-path filters.
+        pathspecs = [f":(literal){p}" for p in paths] if paths is not None else []
+        return run(
+            [
+                "log",
+                "--no-merges",
+                "--no-color",
+                "-p",
+                "--format=commit %H",
+                tip,
+                *(f"^{e}" for e in exclude),
+                "--",
+                *pathspecs,
+            ],
+            cwd=self.toplevel(),
+            purpose=f"read the changes in {tip}",
+        ).stdout
+
+    def patch_ids(self, patches: bytes) -> list[tuple[str, str]]:
+        """(patch id, commit) for each patch in ``patches`` (``git patch-id --stable``)."""
+        if not patches:
+            return []
+        out = self.run(["patch-id", "--stable"], purpose="compute patch ids", input=patches).out
+        pairs = []
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                pairs.append((parts[0], parts[1]))
+        return pairs
+
+    def fetch(self, source: str, refspecs: Sequence[str], *, unshallow: bool = False) -> None:
+        """Fetch ``refspecs`` (tags, commit ids) from ``source`` (a remote or a URL)."""
+        args = ["fetch", "--quiet", "--no-auto-gc"]
+        if unshallow:
+            args.append("--unshallow")
+        self.run([*args, "--end-of-options", source, *refspecs], purpose=f"fetch from {source}")
+
+    def write_commit_graph(self) -> None:
+        """Write a commit-graph, with changed-path filters, for every reachable commit
+        (changes .git: opt-in only)."""
+        self.run(
+            ["commit-graph", "write", "--reachable", "--changed-paths"],
+            purpose="write a commit-graph",
+        )
+
+    def commits_changing(self, text: str, path: str) -> list[tuple[str, tuple[str, ...]]]:
+        """Newest first: (commit, parents) for each commit in HEAD's history that changed
+        how often ``text`` occurs in ``path`` (``git log -S``)."""
+        out = self.out(
+            ["log", "--no-color", "--format=%H %P", f"-S{text}", "HEAD", "--", path],
+            purpose=f"search the history of {path}",
+        )
+        found = []
+        for line in out.splitlines():
+            commit, *parents = line.split()
+            found.append((commit, tuple(parents)))
+        return found
+
+    def parents_graph(self, tips: Sequence[str], exclude: Sequence[str] = ()) -> list[list[str]]:
+        """``[commit, parent...]`` for every commit in ``tips`` and not in ``exclude``,
+        children before parents (``rev-list --topo-order --parents``; one call)."""
+        if not tips:
+            return []
+        stdin = "\n".join([*tips, *(f"^{e}" for e in exclude)]) + "\n"
+        res = self.run(
+            ["rev-list", "--topo-order", "--parents", "--stdin"],
+            purpose="read the history of the release tags",
+            input=stdin.encode(),
+        )
+        return [line.split() for line in res.out.splitlines() if line]
+
+    def common_ancestors(self, commits: Sequence[str]) -> list[str]:
+        """The best common ancestors of all ``commits`` (``merge-base --all --octopus``);
+        empty when they share no history."""
+        res = self.run(
+            ["merge-base", "--all", "--octopus", *commits],
+            purpose="find the common ancestors",
+            check=False,
+        )
+        if res.returncode not in (0, 1):
+            raise GitError("find the common ancestors", res.argv, res.returncode, res.err)
+        return res.out.split()
+
 
 @contextmanager
 def open_repo(path: Path) -> Iterator[object]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from forktool.engine.absorb import newest_release_preview
 from forktool.engine.pin import PinState, pin_state, require_pin
 from forktool.fork import Fork
 from forktool.git import Git
@@ -64,4 +65,5 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
                 exit_criterion=criterion.value if criterion else None,
             )
         )
-    return StatusResult(pin_state(fork.config, git), fork.config.layout, tuple(patches))
+    extra: dict[str, object] = {"newest_release": newest_release_preview(fork, git)}
+    return StatusResult(pin_state(fork.config, git), fork.config.layout, tuple(patches), extra)

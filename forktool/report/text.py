@@ -40,6 +40,17 @@ def render_status(out: Output, result: StatusResult) -> None:
     )
     out.print(f"layout : {result.layout}")
     out.print(f"series : {len(result.patches)} patch(es)")
+    newest = result.extra.get("newest_release")
+    if isinstance(newest, dict):
+        retires = newest.get("would_retire")
+        what = (
+            f"cannot tell: {newest.get('note')}"
+            if retires is None
+            else "would retire " + ", ".join(map(str, retires))
+            if retires
+            else "would retire nothing"
+        )
+        out.print(f"newest : {newest.get('tag')} {what}", markup=False)
     if not result.patches:
         return
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)

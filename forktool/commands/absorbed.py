@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.absorb import absorbed, fetch_missing, load_probe_results
+from forktool.report import retirement
+
+
+@click.command("absorbed")
+@click.option(
+    "--tag", required=True, metavar="TAG", help="The upstream release tag to judge against."
+)
+@click.option(
+    "--fetch",
+    is_flag=True,
+    help="First fetch TAG, the pin and any missing mapped commit from the upstream remote "
+    "(and deepen a shallow clone).",
+)
+@click.option(
+    "--probe-results",
+    "probe_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="FILE",
+    help="Leave-one-out results on TAG (JSON), combined with ancestry as a second witness.",
+)
+@click.option(
+    "--commit-graph",
+    is_flag=True,
+    help="Write a commit-graph first (git commit-graph write --reachable --changed-paths): "
+    "faster ancestry and history scans in large histories, but it changes .git, so it is "
+    "never done without this flag.",
+)
+@format_option()
+@pass_app
+def command(
+    app: App, tag: str, fetch: bool, probe_file: Path | None, commit_graph: bool, fmt: str
+) -> int:
+    """Per patch: is its upstream commit in TAG, the first release with it, other evidence.
+
+    A patch's verdict is 'retire' only when TAG contains every mapped commit by
+    ancestry and nothing contradicts it; 'keep' when it does not; 'revisit' when the
+    witnesses disagree (a cherry-pick or identical change in TAG without ancestry, or
+    ancestry while the patch still applies forward on TAG); 'fork-only' when mapped to
+    'none'. Read-only: the repository is left byte-identical unless --fetch or
+    --commit-graph is given.
+
+    Exit 0 with the report; 1 when --probe-results shows a patch that is now harmful or
+    a tag broken with and without it; 2 for an unknown tag, a mapped commit that is not
+    in the repository, or a shallow clone.
+
+    \b
+    Examples:
+      forktool absorbed --tag v1.2.0
+      forktool absorbed --tag v1.2.0 --fetch --format json
+      forktool absorbed --tag v1.2.0 --probe-results arms.json
+    """
+    fork = app.fork()
+    git = app.git()
+    probe = None
+    if probe_file is not None:
+        probe = load_probe_results(probe_file if probe_file.is_absolute() else app.cwd / probe_file)
+    if fetch:
+        for what in fetch_missing(fork, git, tag):
+            app.output.detail(f"fetched {what}")
+    if commit_graph:
+        git.write_commit_graph()
+    with app.output.progress(len(fork.patches), f"judging against {tag}") as tick:
+        result = absorbed(fork, git, tag, probe=probe, progress=tick)
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        retirement.render_absorbed(app.output, result)
+    return 1 if result.harmful else 0

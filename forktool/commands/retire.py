@@ -1,0 +1,94 @@
+from __future__ import annotations
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.absorb import absorbed
+from forktool.engine.retire import record_date, retire, undo
+from forktool.fsutil import fork_lock
+from forktool.report import retirement
+
+
+@click.command("retire")
+@click.argument("patches", nargs=-1, metavar="[PATCH]...")
+@click.option("--tag", metavar="TAG", help="The release tag that absorbed the patches.")
+@click.option("--dry-run", is_flag=True, help="Decide and show everything; write nothing.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Retire the named patches whatever their verdict (needs --reason, which is recorded).",
+)
+@click.option("--reason", metavar="TEXT", help="Why: recorded with --force and with --undo.")
+@click.option(
+    "--undo",
+    "undo_patch",
+    metavar="PATCH",
+    help="Restore PATCH, retired by mistake, from history (file, note, series and map lines).",
+)
+@format_option()
+@pass_app
+def command(
+    app: App,
+    patches: tuple[str, ...],
+    tag: str | None,
+    dry_run: bool,
+    force: bool,
+    reason: str | None,
+    undo_patch: str | None,
+    fmt: str,
+) -> int:
+    """Drop absorbed patches: series line, patch file, note, map line, and a record row.
+
+    With no PATCH, retires every patch whose 'absorbed --tag TAG' verdict is 'retire'.
+    A named patch with any other verdict is refused (exit 1, nothing changed) unless
+    --force --reason TEXT is given; the reason goes into FORK.md's retirement record.
+    Every file changes together or not at all.
+
+    --undo PATCH restores a wrong retirement from the last commit whose series listed
+    it (HEAD, if the retirement is not committed yet) and records why.
+
+    Record dates are today's UTC date, or FORKTOOL_DATE (YYYY-MM-DD) when set.
+
+    \b
+    Examples:
+      forktool retire --tag v1.2.0 --dry-run
+      forktool retire --tag v1.2.0
+      forktool retire 0003-x.patch --tag v1.2.0 --force --reason "cherry-picked as c349aa4"
+      forktool retire --undo 0001-x.patch --reason "the image crash-looped without it"
+    """
+    if undo_patch is not None:
+        if patches or tag or force:
+            raise click.UsageError("--undo takes one PATCH and no --tag, --force or other names")
+    elif tag is None:
+        raise click.UsageError("--tag TAG is required (or --undo PATCH)")
+    if force and not reason:
+        raise click.UsageError("--force needs --reason TEXT: the reason is recorded")
+    if reason and not force and undo_patch is None:
+        raise click.UsageError("--reason goes with --force or --undo")
+    today = record_date()
+    fork = app.fork()
+    git = app.git()
+    with fork_lock(git.git_dir()):
+        if undo_patch is not None:
+            restored = undo(fork, git, undo_patch, reason=reason, dry_run=dry_run, today=today)
+            if fmt == "json":
+                app.output.json(restored.to_json())
+            else:
+                retirement.render_undo(app.output, restored)
+            return 0
+        assert tag is not None
+        report = absorbed(fork, git, tag)
+        result = retire(
+            fork,
+            git,
+            report,
+            patches,
+            reason=reason if force else None,
+            dry_run=dry_run,
+            today=today,
+        )
+    if fmt == "json":
+        app.output.json(result.to_json())
+    else:
+        retirement.render_retire(app.output, result)
+    return 0 if result.ok else 1

@@ -1,0 +1,640 @@
+"""Is this patch in that release? Ancestry decides; other witnesses can only object.
+
+For every patch of the series, against a release tag:
+
+* **ancestry** of every mapped upstream commit, in bulk: one ``cat-file
+  --batch-check`` proves each commit exists (a missing commit would otherwise look
+  like an ancestor), then ONE ``rev-list`` answers for all of them;
+* **first release**: the earliest release tag in version order containing every
+  mapped commit (:func:`forktool.engine.releases.first_releases`);
+* **evidence** that can contradict or support ancestry, each gathered in bulk over
+  the tag's history since the pin: ``(cherry picked from commit X)`` trailers (one
+  ``git log``), identical changes (one ``git patch-id --stable`` over the patch files,
+  one over ``git log -p``), and how the patch applies on the tag (one ``git apply
+  --check`` forward and one in reverse, each patch checked against the tag's tree).
+
+The verdict rule lives in one place, :func:`decide`; the second witness (probe
+results) is combined with it in one place, :func:`combine`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from forktool.config import Config
+from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
+from forktool.engine.releases import first_releases, release_tags
+from forktool.errors import FatalError
+from forktool.fork import Fork, Patch
+from forktool.git import Git, TempIndex
+from forktool.model.patchfile import PatchFile, touched_paths
+
+Verdict = Literal["retire", "keep", "revisit", "fork-only"]
+EvidenceKind = Literal[
+    "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies"
+]
+Outcome = Literal[
+    "retired",
+    "still-required",
+    "probe-blind",
+    "retirement-unconfirmed",
+    "broken-on-tag",
+    "now-harmful",
+]
+ProbeResult = Literal["pass", "fail"]
+Progress = Callable[[int], None]
+
+# Outcomes of the second witness that make ``absorbed`` exit 1.
+HARMFUL_OUTCOMES: frozenset[str] = frozenset({"broken-on-tag", "now-harmful"})
+# Evidence that, without ancestry, says the change may already be in the tag.
+_PRESENCE: tuple[EvidenceKind, ...] = ("cherry-pick", "patch-id", "content-present")
+_CHERRY = re.compile(r"\(cherry picked from commit ([0-9a-f]{40})\)")
+CHERRY_GREP = "cherry picked from commit "
+MAX_PATHSPECS = 64
+WITNESS_WORKERS = 4
+_PATCH_FAILED = re.compile(r"^error: patch failed: (.+):[0-9]+$")
+
+
+def short(commit: str) -> str:
+    return commit[:12]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    kind: EvidenceKind
+    commit: str | None
+    detail: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "commit": self.commit, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class ProbeWitness:
+    """One patch's leave-one-out result, combined with ancestry."""
+
+    arm: ProbeResult  # the series without this patch, on the tag
+    outcome: Outcome
+    detail: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"arm": self.arm, "outcome": self.outcome, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class PatchAbsorption:
+    patch: str
+    upstream_commits: tuple[str, ...]
+    verdict: Verdict
+    ancestor: bool | None  # None only for fork-only
+    first_release: str | None
+    evidence: tuple[Evidence, ...]
+    reason: str  # the verdict, spelled out
+    not_in_tag: tuple[str, ...] = ()  # mapped commits that are not ancestors of the tag
+    probe: ProbeWitness | None = None
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "patch": self.patch,
+            "upstream_commits": list(self.upstream_commits),
+            "verdict": self.verdict,
+            "ancestor": self.ancestor,
+            "first_release": self.first_release,
+            "evidence": [e.to_json() for e in self.evidence],
+            "reason": self.reason,
+        }
+        if self.probe is not None:
+            data["probe"] = self.probe.to_json()
+        return data
+
+
+@dataclass(frozen=True)
+class AbsorbedResult:
+    tag: str
+    tag_commit: str
+    patches: tuple[PatchAbsorption, ...]
+    probe_full: ProbeResult | None = None
+
+    @property
+    def harmful(self) -> bool:
+        """The second witness found a patch that breaks, or cannot be judged on, the tag."""
+        return any(
+            p.probe is not None and p.probe.outcome in HARMFUL_OUTCOMES for p in self.patches
+        )
+
+    def patch(self, name: str) -> PatchAbsorption:
+        return next(p for p in self.patches if p.patch == name)
+
+    def retirable(self) -> list[PatchAbsorption]:
+        return [p for p in self.patches if p.verdict == "retire"]
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {
+            "tag": self.tag,
+            "tag_commit": self.tag_commit,
+            "patches": [p.to_json() for p in self.patches],
+        }
+        if self.probe_full is not None:
+            data["probe"] = {"full": self.probe_full}
+        return data
+
+
+# -- the rules ------------------------------------------------------------------------
+
+
+def decide(
+    commits: Sequence[str], not_in_tag: Sequence[str], evidence: Sequence[Evidence], tag: str
+) -> tuple[Verdict, bool | None, str]:
+    """The one verdict rule: (verdict, ancestor, the reason in words)."""
+    if not commits:
+        return "fork-only", None, "mapped to 'none': no upstream commit can retire it"
+    if not not_in_tag:
+        named = ", ".join(short(c) for c in commits)
+        if any(e.kind == "still-applies" for e in evidence):
+            return (
+                "revisit",
+                True,
+                f"{named} in {tag} by ancestry, yet the patch still applies forward exactly "
+                f"on {tag}: the change is absent there (reverted, or lost in a merge)",
+            )
+        return "retire", True, f"{named} in {tag} by ancestry"
+    absent = ", ".join(short(c) for c in not_in_tag)
+    partly = (
+        f" ({len(commits) - len(not_in_tag)} of {len(commits)} mapped commits are)"
+        if len(commits) > 1
+        else ""
+    )
+    seen = [e for e in evidence if e.kind in _PRESENCE]
+    if seen:
+        kinds = ", ".join(dict.fromkeys(e.kind for e in seen))
+        return (
+            "revisit",
+            False,
+            f"{absent} not an ancestor of {tag}{partly}, but {kinds} evidence says the change "
+            f"may be there: decide by hand (retire --force --reason, or keep)",
+        )
+    return "keep", False, f"{absent} not an ancestor of {tag}{partly}"
+
+
+def combine(verdict: Verdict, full: ProbeResult, arm: ProbeResult) -> tuple[Outcome, str]:
+    """The one rule joining ancestry with a leave-one-out probe (docs/retirement.md)."""
+    if full == "fail":
+        if arm == "pass":
+            return "now-harmful", "the full series fails on the tag and passes without this patch"
+        return "broken-on-tag", "the full series fails on the tag, with and without this patch"
+    if arm == "fail":
+        if verdict == "retire":
+            return (
+                "still-required",
+                "ancestry says absorbed, but the series fails without this patch: "
+                "find out why before retiring it",
+            )
+        return "still-required", "the series fails without this patch"
+    if verdict == "retire":
+        return "retired", "ancestry and the probe agree: the tag no longer needs this patch"
+    if verdict == "keep":
+        return (
+            "probe-blind",
+            "the probe passes without the patch but the tag does not contain the fix: "
+            "keep it, and fix the probe so it exercises the change",
+        )
+    return (
+        "retirement-unconfirmed",
+        "the probe passes without the patch, but ancestry cannot confirm the tag has the fix",
+    )
+
+
+# -- fail closed on missing knowledge ------------------------------------------------
+
+
+def fetch_hint(config: Config, what: str) -> str:
+    return f"fetch it: git fetch {config.upstream_remote} {what} (or pass --fetch)"
+
+
+def refuse_shallow(git: Git, config: Config) -> None:
+    if git.is_shallow():
+        raise FatalError(
+            "this repository is a shallow clone: ancestry cannot be decided on truncated history",
+            f"git fetch --unshallow {config.upstream_remote} (or pass --fetch, which deepens it)",
+        )
+
+
+def require_commits(fork: Fork, git: Git) -> None:
+    """Every mapped commit and the pinned commit exist as commits (one git call)."""
+    wanted: dict[str, str] = {}
+    for patch in fork.patches:
+        for commit in patch.commits:
+            wanted.setdefault(commit, f"{fork.config.upstream_map}: {patch.name}")
+    wanted.setdefault(fork.config.pin_commit, "forktool.yaml: pin.commit")
+    types = git.object_types(wanted)
+    for commit, where in wanted.items():
+        kind = types.get(commit)
+        if kind is None:
+            raise FatalError(
+                f"{where}: commit {commit} is not in this repository",
+                fetch_hint(fork.config, commit),
+            )
+        if kind != "commit":
+            raise FatalError(
+                f"{where}: {commit} is a {kind}, not a commit",
+                "map the patch to the upstream commit that carries the fix",
+            )
+
+
+def fetch_missing(fork: Fork, git: Git, tag: str) -> list[str]:
+    """``--fetch``: the tag, the pin's tag, every missing mapped commit, and the rest of
+    a shallow history, from the upstream remote (or ``upstream.url``). What was fetched."""
+    config = fork.config
+    source = config.upstream_remote
+    if source not in git.remotes():
+        if config.upstream_url is None:
+            raise FatalError(
+                f"there is no remote '{source}' to fetch from",
+                f"git remote add {source} <url>, or set upstream.url in forktool.yaml",
+            )
+        source = config.upstream_url
+    fetched: list[str] = []
+    if git.is_shallow():
+        git.fetch(source, [], unshallow=True)
+        fetched.append("--unshallow")
+    refspecs = [f"refs/tags/{t}:refs/tags/{t}" for t in dict.fromkeys((tag, config.pin_tag))]
+    git.fetch(source, refspecs)
+    fetched += [tag, config.pin_tag] if tag != config.pin_tag else [tag]
+    commits = {c for p in fork.patches for c in p.commits} | {config.pin_commit}
+    missing = sorted(c for c, kind in git.object_types(commits).items() if kind is None)
+    if missing:
+        git.fetch(source, missing)
+        fetched += missing
+    return fetched
+
+
+# -- the witnesses, each in bulk -----------------------------------------------------
+
+
+def cherry_picks(
+    git: Git, tip: str, since: str, picked: Sequence[str]
+) -> dict[str, list[tuple[str, str]]]:
+    """Picked-from commit -> [(commit in ``tip``, its subject)] for the ``picked``
+    commits, from one ``git log --grep``.
+
+    A cherry-pick of C is made after C, so it is never an ancestor of C: the scan
+    skips every commit that all of ``picked`` already contain (their common
+    ancestors), which on a release branch leaves little more than the branch itself.
+    """
+    if not picked:
+        return {}
+    wanted = set(picked)
+    exclude = [since, *git.common_ancestors(picked)]
+    found: dict[str, list[tuple[str, str]]] = {}
+    for commit, message in git.log_messages(tip, exclude, grep=CHERRY_GREP):
+        subject = message.split("\n", 1)[0]
+        for origin in _CHERRY.findall(message):
+            if origin in wanted:
+                found.setdefault(origin, []).append((commit, subject))
+    return found
+
+
+def _diff_bytes(parsed: PatchFile) -> bytes:
+    lines: list[str] = []
+    for diff in parsed.files:
+        lines += diff.header_lines
+        for hunk in diff.hunks:
+            lines.append(hunk.header)
+            lines += hunk.lines
+    return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
+
+
+def _pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
+    """The directories holding ``paths`` (a top-level file stands for itself), or None
+    (no limit) when there are too many: git matches every pathspec against every
+    changed entry, so hundreds of pathspecs cost more than reading the whole range."""
+    dirs = sorted({str(PurePosixPath(p).parent) if "/" in p else p for p in paths})
+    return dirs if len(dirs) <= MAX_PATHSPECS else None
+
+
+def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str, list[str]]:
+    """Patch name -> commits in ``tip`` (since ``since``) with the same stable patch-id.
+
+    Two ``git patch-id --stable`` runs: one over every patch file (each introduced
+    by a placeholder id), one over ``git log -p`` of the range limited to the
+    directories the patches touch (so a commit matches when its change there is the
+    patch's change, even if it also changed files elsewhere).
+    """
+    if not patches:
+        return {}
+    paths = _pathspec_dirs(path for p in patches for path in touched_paths(p.parsed))
+    stream = b"".join(
+        f"commit {index:040x}\n".encode() + _diff_bytes(p.parsed) for index, p in enumerate(patches)
+    )
+    ids: dict[str, list[str]] = {}
+    for patch_id, placeholder in git.patch_ids(stream):
+        ids.setdefault(patch_id, []).append(patches[int(placeholder, 16)].name)
+    found: dict[str, list[str]] = {}
+    for patch_id, commit in git.patch_ids(git.log_patches(tip, [since], paths)):
+        for name in ids.get(patch_id, ()):
+            found.setdefault(name, []).append(commit)
+    return found
+
+
+@dataclass(frozen=True)
+class ApplyState:
+    """How one patch applies on the tag's tree, each direction checked on its own."""
+
+    forward: bool  # applies exactly
+    reverse: bool  # reverse-applies exactly: the change is present
+    message: str  # why the forward apply is not exact ("" when it is)
+    reverse_shifted: bool = False  # reverse-applies, but only at shifted lines
+
+
+def _exact(attempt: Attempt) -> bool:
+    return attempt.ok and not any(p.offset for p in attempt.placements)
+
+
+def _attempts_in_bulk(
+    index: TempIndex, patches: Sequence[Patch], reverse: bool
+) -> dict[str, Attempt] | None:
+    """Check every patch against the index in ONE ``git apply --check --reject -v`` call.
+
+    ``--check`` checks each file against the original tree and ``--reject`` keeps
+    going past a failure; the ``Checking patch`` lines are matched to the patches'
+    file diffs in order. None when the output cannot be matched up exactly.
+    """
+    args = ["apply", "--cached", "--check", "--reject", "-v", "--whitespace=nowarn", "-p1"]
+    if reverse:
+        args.append("-R")
+    res = index.run(
+        [*args, *(str(p.path) for p in patches)], purpose="check the patches", check=False
+    )
+    segments: list[list[str]] = []
+    for line in res.err.splitlines():
+        if line.startswith("Checking patch "):
+            segments.append([line])
+        elif not segments:
+            return None  # git refused the input before checking any file
+        else:
+            segments[-1].append(line)
+            # Without --reject git follows a failed hunk with this line; say it too, so
+            # the output reads exactly as a single-patch check would.
+            if match := _PATCH_FAILED.match(line):
+                segments[-1].append(f"error: {match.group(1)}: patch does not apply")
+    expected = [d for p in patches for d in p.parsed.files]
+    if len(segments) != len(expected):
+        return None
+    for segment, diff in zip(segments, expected, strict=True):
+        name = segment[0].removeprefix("Checking patch ").removesuffix("...")
+        if name not in (diff.new_path, diff.old_path) and " => " not in name:
+            return None
+    attempts: dict[str, Attempt] = {}
+    position = 0
+    for patch in patches:
+        lines = [
+            line for s in segments[position : position + len(patch.parsed.files)] for line in s
+        ]
+        position += len(patch.parsed.files)
+        failed = any(line.startswith("error: ") for line in lines)
+        attempts[patch.name] = read_git_apply(patch.parsed, "\n".join(lines), not failed, reverse)
+    return attempts
+
+
+def apply_states(
+    git: Git, treeish: str, patches: Sequence[Patch], base: str
+) -> dict[str, ApplyState]:
+    """Forward and reverse exactness of every patch on ``treeish``: two git calls in the
+    common case, one check per patch only if the bulk output cannot be matched up."""
+    states: dict[str, ApplyState] = {}
+    testable: list[Patch] = []
+    for patch in patches:
+        early = precheck(patch, "git")
+        if early is not None:
+            states[patch.name] = ApplyState(False, False, early.message)
+        else:
+            testable.append(patch)
+    if not testable:
+        return states
+    with git.temp_index(treeish) as index:
+        forward = _attempts_in_bulk(index, testable, reverse=False)
+        backward = _attempts_in_bulk(index, testable, reverse=True)
+        for patch in testable:
+            fwd = forward[patch.name] if forward else try_patch(index, patch, check=True)
+            back = (
+                backward[patch.name]
+                if backward
+                else try_patch(index, patch, reverse=True, check=True)
+            )
+            message = "" if _exact(fwd) else classify(patch, fwd, None, _exact(back), base).message
+            shifted = back.ok and not _exact(back)
+            states[patch.name] = ApplyState(_exact(fwd), _exact(back), message, shifted)
+    return states
+
+
+def _evidence(
+    patch: Patch,
+    tag: str,
+    ancestor: bool,
+    picks: Mapping[str, list[tuple[str, str]]],
+    same: Mapping[str, list[str]],
+    state: ApplyState,
+) -> list[Evidence]:
+    found: list[Evidence] = []
+    for commit in patch.commits:
+        for pick, subject in picks.get(commit, ()):
+            found.append(
+                Evidence(
+                    "cherry-pick",
+                    pick,
+                    f"{short(pick)} '{subject}' in {tag} was cherry-picked from {short(commit)}",
+                )
+            )
+    for commit in same.get(patch.name, ()):
+        if commit not in patch.commits:
+            found.append(
+                Evidence(
+                    "patch-id",
+                    commit,
+                    f"{short(commit)} in {tag} makes the same change (same patch-id --stable)",
+                )
+            )
+    if state.reverse:
+        found.append(
+            Evidence("content-present", None, f"the patch reverse-applies exactly on {tag}")
+        )
+    if ancestor and state.forward:
+        found.append(
+            Evidence(
+                "still-applies",
+                None,
+                f"the patch still applies forward exactly on {tag}: its change is not there",
+            )
+        )
+    if not state.forward and not state.reverse:
+        detail = state.message
+        if state.reverse_shifted:
+            detail += "; it reverse-applies only at an offset: the change looks present, moved"
+        found.append(Evidence("no-longer-applies", None, detail))
+    return found
+
+
+# -- the report ---------------------------------------------------------------------
+
+
+def absorbed(
+    fork: Fork,
+    git: Git,
+    tag: str,
+    *,
+    probe: ProbeResults | None = None,
+    progress: Progress | None = None,
+) -> AbsorbedResult:
+    """Per patch: is it in ``tag`` by ancestry, its first release, and the other witnesses.
+
+    Exit-2 conditions (raised as FatalError, nothing changed): unknown tag, shallow
+    clone, a mapped or pinned commit that is missing or is not a commit, probe results
+    that do not cover the series.
+    """
+    tag_commit = git.peel_tag(tag)
+    refuse_shallow(git, fork.config)
+    require_commits(fork, git)
+    if probe is not None:
+        probe.require_covers(fork, tag)
+    patches = list(fork.patches)
+    commits = [c for p in patches for c in p.commits]
+    releases = release_tags(git, fork.config.release_tags, prereleases=fork.config.prereleases)
+    since = fork.config.pin_commit
+    # The witnesses are independent read-only git runs: gather them side by side.
+    with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
+        first_f = pool.submit(
+            first_releases, git, releases, {p.name: p.commits for p in patches}, since=since
+        )
+        same_f = pool.submit(same_changes, git, patches, tag_commit, since)
+        states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
+        missing = git.not_in(commits, tag_commit)
+        # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
+        picks = cherry_picks(git, tag_commit, since, sorted(missing))
+        first, same, states = first_f.result(), same_f.result(), states_f.result()
+    results = []
+    for patch in patches:
+        not_in_tag = tuple(c for c in patch.commits if c in missing)
+        ancestor = bool(patch.commits) and not not_in_tag
+        evidence = _evidence(patch, tag, ancestor, picks, same, states[patch.name])
+        verdict, is_ancestor, reason = decide(patch.commits, not_in_tag, evidence, tag)
+        witness = None
+        if probe is not None:
+            arm = probe.arms[patch.name]
+            outcome, detail = combine(verdict, probe.full, arm)
+            witness = ProbeWitness(arm, outcome, detail)
+        results.append(
+            PatchAbsorption(
+                patch.name,
+                patch.commits,
+                verdict,
+                is_ancestor,
+                first[patch.name],
+                tuple(evidence),
+                reason,
+                not_in_tag,
+                witness,
+            )
+        )
+        if progress:
+            progress(1)
+    return AbsorbedResult(tag, tag_commit, tuple(results), probe.full if probe else None)
+
+
+# -- the second witness: probe results ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeResults:
+    """Leave-one-out results: the full series, and each minus-one arm, on one tag."""
+
+    full: ProbeResult
+    arms: dict[str, ProbeResult]
+    tag: str | None = None
+    source: str = "probe results"
+
+    def require_covers(self, fork: Fork, tag: str) -> None:
+        if self.tag is not None and self.tag != tag:
+            raise FatalError(
+                f"{self.source}: the probe ran on '{self.tag}', not on '{tag}'",
+                f"run the probe on {tag}, or pass --tag {self.tag}",
+            )
+        names = [p.name for p in fork.patches]
+        for name in names:
+            if name not in self.arms:
+                raise FatalError(
+                    f"{self.source}: no arm for '{name}'",
+                    "a probe must run the series without each patch in turn",
+                )
+        for name in self.arms:
+            if name not in names:
+                raise FatalError(
+                    f"{self.source}: arm '{name}' is not in the series",
+                    f"series patches: {', '.join(names) or '(none)'}",
+                )
+
+
+def _result(value: object, where: str, source: str) -> ProbeResult:
+    if value == "pass":
+        return "pass"
+    if value == "fail":
+        return "fail"
+    raise FatalError(f'{source}: {where} must be "pass" or "fail", not {json.dumps(value)}')
+
+
+def parse_probe_results(data: bytes, source: str) -> ProbeResults:
+    """``{"full": "pass"|"fail", "arms": {patch: "pass"|"fail"}, "tag": TAG?}``."""
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FatalError(f"{source}: not valid JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise FatalError(f"{source}: expected a JSON object with 'full' and 'arms'")
+    for key in ("full", "arms"):
+        if key not in doc:
+            raise FatalError(f"{source}: missing key '{key}'", "see docs/retirement.md")
+    arms = doc["arms"]
+    if not isinstance(arms, dict):
+        raise FatalError(f'{source}: \'arms\' must map each patch to "pass" or "fail"')
+    tag = doc.get("tag")
+    if tag is not None and not isinstance(tag, str):
+        raise FatalError(f"{source}: 'tag' must be a string")
+    return ProbeResults(
+        full=_result(doc["full"], "'full'", source),
+        arms={str(k): _result(v, f"arm '{k}'", source) for k, v in arms.items()},
+        tag=tag,
+        source=source,
+    )
+
+
+def load_probe_results(path: Path) -> ProbeResults:
+    if not path.is_file():
+        raise FatalError(f"--probe-results {path}: no such file")
+    return parse_probe_results(path.read_bytes(), str(path))
+
+
+# -- for status ------------------------------------------------------------------------
+
+
+def newest_release_preview(fork: Fork, git: Git) -> dict[str, object] | None:
+    """What the newest release tag would retire (for ``status``); None without releases.
+
+    Never raises for missing knowledge: the reason goes into ``note`` instead, because
+    status reports facts and must not fail on a commit that was not fetched yet.
+    """
+    config = fork.config
+    releases = release_tags(git, config.release_tags, prereleases=config.prereleases)
+    if not releases:
+        return None
+    newest = releases[-1]
+    preview: dict[str, object] = {"tag": newest.tag, "tag_commit": newest.commit}
+    try:
+        report = absorbed(fork, git, newest.tag)
+    except FatalError as exc:
+        return {**preview, "would_retire": None, "note": exc.message}
+    return {**preview, "would_retire": [p.patch for p in report.retirable()], "note": None}

@@ -1,0 +1,133 @@
+"""Which upstream tags are releases, in version order.
+
+``release_tags`` in forktool.yaml (default ``v*``) selects the tags; each must parse
+as a version (``packaging.version``, after removing the pattern's literal prefix when
+the tag itself does not parse), or it is ignored: ``v1.1.0rc1 < v1.1.0 < v1.1.1rc0``,
+and a tag like ``v-latest`` is not a release. ``prereleases: false`` drops rc, beta,
+alpha and dev tags.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
+
+from forktool.git import Git
+
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class Release:
+    tag: str
+    commit: str
+    version: Version
+
+
+def parse_release_version(tag: str, pattern: str) -> Version | None:
+    """The version a release tag names, or None when it names none."""
+    prefix = _GLOB.split(pattern, maxsplit=1)[0]
+    candidates = [tag]
+    if prefix and tag.startswith(prefix):
+        candidates.append(tag[len(prefix) :])
+    for candidate in candidates:
+        try:
+            return Version(candidate)
+        except InvalidVersion:
+            continue
+    return None
+
+
+def order_releases(
+    tags: Mapping[str, str], pattern: str, *, prereleases: bool = True
+) -> list[Release]:
+    """``tags`` (name -> commit) that are releases, oldest version first."""
+    found = []
+    for name, commit in tags.items():
+        if not fnmatch.fnmatchcase(name, pattern):
+            continue
+        version = parse_release_version(name, pattern)
+        if version is None or (version.is_prerelease and not prereleases):
+            continue
+        found.append(Release(name, commit, version))
+    return sorted(found, key=lambda r: (r.version, r.tag))
+
+
+def release_tags(git: Git, pattern: str, *, prereleases: bool = True) -> list[Release]:
+    """The repository's release tags, oldest version first (one git call)."""
+    return order_releases(git.tag_commits(pattern), pattern, prereleases=prereleases)
+
+
+def containing_releases(
+    git: Git, releases: Sequence[Release], commits: Iterable[str], since: str | None
+) -> dict[str, int]:
+    """For each commit reachable from a release but not from ``since``: a bitset of the
+    releases containing it (bit i = ``releases[i]``). Commits outside that region are
+    left out. One ``rev-list --topo-order --parents`` walk: children come before their
+    parents, so each commit's set is final when it is reached and is passed on to its
+    parents. Exact inside the region: no path from a release to a commit that ``since``
+    lacks can pass through a commit ``since`` has.
+    """
+    bits: dict[str, int] = {}
+    for index, release in enumerate(releases):
+        bits[release.commit] = bits.get(release.commit, 0) | (1 << index)
+    wanted = set(commits)
+    found: dict[str, int] = {}
+    tips = list(dict.fromkeys(r.commit for r in releases))
+    for commit, *parents in git.parents_graph(tips, [since] if since else []):
+        mine = bits.pop(commit, 0)
+        if commit in wanted:
+            found[commit] = mine
+        for parent in parents:
+            bits[parent] = bits.get(parent, 0) | mine
+    return found
+
+
+def first_releases(
+    git: Git,
+    releases: Sequence[Release],
+    wanted: Mapping[str, tuple[str, ...]],
+    *,
+    since: str | None = None,
+) -> dict[str, str | None]:
+    """For each key of ``wanted``: the earliest release (version order) that contains
+    every one of its commits, or None.
+
+    Containment is not monotonic in version order (a fix made on a release branch and
+    never merged back is in 1.2.1 but not in 1.3.0), so no bisection: one walk of the
+    releases' history since ``since`` (usually the pin) gives every commit's set of
+    containing releases (:func:`containing_releases`). A commit outside that walk is in
+    no release, or ``since`` already has it; the latter (rare: a patch mapped to a
+    commit its own pin contains) is placed by bulk ancestry, one ``rev-list`` per
+    release for all such commits. Never one process per patch.
+    """
+    everything = {c for cs in wanted.values() for c in cs}
+    sets = containing_releases(git, releases, everything, since) if releases else {}
+    rest = sorted(everything - sets.keys())
+    if rest and since:
+        # Outside the walk: in no release at all, or already in ``since``.
+        in_since = sorted(set(rest) - git.not_in(rest, since))
+        if in_since:
+            sets.update(_by_release(git, releases, in_since))
+    found: dict[str, str | None] = {}
+    for key, commits in wanted.items():
+        common = -1
+        for commit in commits:
+            common &= sets.get(commit, 0)
+        found[key] = (
+            releases[(common & -common).bit_length() - 1].tag if commits and common else None
+        )
+    return found
+
+
+def _by_release(git: Git, releases: Sequence[Release], commits: list[str]) -> dict[str, int]:
+    """Bitsets of containing releases, one bulk ancestry question per release."""
+    sets = dict.fromkeys(commits, 0)
+    for index, release in enumerate(releases):
+        for commit in set(commits) - git.not_in(commits, release.commit):
+            sets[commit] |= 1 << index
+    return sets

@@ -1,0 +1,101 @@
+"""Text renderers for ``absorbed`` and ``retire`` (rich)."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from forktool.engine.absorb import HARMFUL_OUTCOMES, AbsorbedResult
+from forktool.engine.retire import RetireResult, UndoResult
+from forktool.output import Output
+
+VERDICT_STYLE = {"retire": "green", "keep": "yellow", "revisit": "bold magenta", "fork-only": "dim"}
+
+
+def _short(oid: str | None) -> str:
+    return oid[:10] if oid else "-"
+
+
+def render_absorbed(out: Output, result: AbsorbedResult) -> None:
+    out.print(f"absorbed by {result.tag} ({_short(result.tag_commit)})")
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("patch", "verdict", "upstream", "in tag", "first release"):
+        table.add_column(column)
+    if result.probe_full is not None:
+        table.add_column("probe")
+    for patch in result.patches:
+        upstream = ",".join(_short(c) for c in patch.upstream_commits) or "none"
+        ancestor = "-" if patch.ancestor is None else ("yes" if patch.ancestor else "no")
+        row: list[str | Text] = [
+            patch.patch,
+            Text(patch.verdict, style=VERDICT_STYLE[patch.verdict]),
+            upstream,
+            ancestor,
+            patch.first_release or "-",
+        ]
+        if patch.probe is not None:
+            style = "bold red" if patch.probe.outcome in HARMFUL_OUTCOMES else ""
+            row.append(Text(patch.probe.outcome, style=style))
+        table.add_row(*row)
+    out.print(table)
+    for patch in result.patches:
+        out.print(f"{patch.patch}: {patch.verdict}: {patch.reason}", markup=False)
+        for evidence in patch.evidence:
+            out.print(f"  {evidence.kind}: {evidence.detail}", markup=False)
+        if patch.probe is not None:
+            out.print(
+                f"  probe (arm {patch.probe.arm}): {patch.probe.outcome}: {patch.probe.detail}",
+                markup=False,
+            )
+    names = [p.patch for p in result.retirable()]
+    summary = (
+        f"{result.tag} would retire: {', '.join(names)}"
+        if names
+        else (f"{result.tag} retires nothing")
+    )
+    out.result(summary, markup=False)
+    if result.harmful:
+        out.result(
+            Text(
+                "FAILED: the probe shows a patch that breaks the tag, or a tag broken without it",
+                style="red",
+            )
+        )
+
+
+def render_retire(out: Output, result: RetireResult) -> None:
+    verb = "would retire" if result.dry_run else "retired"
+    for refusal in result.refused:
+        out.result(
+            Text(
+                f"refused: {refusal.patch}: verdict '{refusal.verdict}' at {result.tag} "
+                f"({refusal.reason}); to retire it anyway: --force --reason TEXT",
+                style="red",
+            ),
+            markup=False,
+        )
+    if result.refused:
+        out.result(Text("nothing was changed", style="red"))
+        return
+    if not result.retired:
+        out.result(f"{result.tag} absorbed no patch: nothing to retire", markup=False)
+        return
+    for item in result.retired:
+        forced = " (FORCED)" if item.forced else ""
+        out.result(
+            f"{verb} {item.patch} at {result.tag}{forced}: {item.entry.witnesses}", markup=False
+        )
+    out.print(("would change: " if result.dry_run else "changed: ") + ", ".join(result.files))
+    for warning in result.warnings:
+        out.warn(warning)
+
+
+def render_undo(out: Output, result: UndoResult) -> None:
+    verb = "would restore" if result.dry_run else "restored"
+    where = (
+        "HEAD (the retirement is not committed)"
+        if result.uncommitted
+        else result.source_commit[:12]
+    )
+    out.result(f"{verb} {result.patch} from {where}", markup=False)
+    out.print(("would change: " if result.dry_run else "changed: ") + ", ".join(result.files))
