@@ -6,7 +6,7 @@ from typing import Literal
 import click
 
 from forktool.cli import App, format_option, pass_app
-from forktool.engine.apply import apply_to_directory
+from forktool.engine.apply import apply_to_directory, progress_steps
 from forktool.errors import InputError
 from forktool.report import text
 
@@ -75,7 +75,8 @@ def command(
     mode: Literal["apply", "verify", "except"] = (
         "verify" if verify else "except" if exclude else "apply"
     )
-    with app.output.progress(len(fork.patches), f"{mode} {target}") as tick:
+    steps = progress_steps(mode, len(fork.patches))
+    with app.output.progress(steps, f"{mode} {target}") as tick:
         result = apply_to_directory(
             fork,
             target.resolve(),

@@ -837,6 +837,12 @@ def _judge(
     return verdict
 
 
+def progress_steps(mode: Literal["apply", "verify", "except"], patches: int) -> int:
+    """How many progress ticks :func:`apply_to_directory` makes at most (``except``
+    first peels every applied patch off, then applies)."""
+    return 2 * patches if mode == "except" else patches
+
+
 def apply_to_directory(
     fork: Fork,
     target: Path,
@@ -968,6 +974,8 @@ def _declare(
     """Peel off whatever is applied (newest first), then apply all but ``exclude``."""
     state: dict[str, str] = {}
     for patch in reversed(patches):
+        if progress:
+            progress(1)
         if _exact(_trial(applier, scratch, patch, reverse=True)):
             applier.attempt(scratch, patch, reverse=True)
             state[patch.name] = "applied"
