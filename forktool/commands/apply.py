@@ -8,7 +8,6 @@ import click
 from forktool.cli import App, format_option, pass_app
 from forktool.engine.apply import apply_to_directory, progress_steps
 from forktool.errors import InputError
-from forktool.report import text
 
 
 @click.command("apply")
@@ -89,5 +88,7 @@ def command(
     if fmt == "json":
         app.output.json(result.to_json())
     else:
+        from forktool.report import text  # rich tables: only needed for text output
+
         text.render_apply(app.output, result)
     return 0 if result.ok else 1
