@@ -88,7 +88,29 @@ def format_option(*choices: str) -> Callable[[F], F]:
 
 
 class ForktoolGroup(click.Group):
+    """Imports a command's module only when that command runs (or help lists them
+    all): start-up is most of a quick command's time, and some commands import
+    heavy libraries."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.loaded: set[str] = set()
+
+    def _load(self, modules: Sequence[str]) -> None:
+        for module in modules:
+            if module not in self.loaded:
+                self.loaded.add(module)
+                self.add_command(importlib.import_module(f"forktool.commands.{module}").command)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        guess = cmd_name.replace("-", "_")
+        self._load([m for m in COMMAND_MODULES if m == guess])
+        if cmd_name not in self.commands:
+            self._load(COMMAND_MODULES)  # a command named unlike its module
+        return super().get_command(ctx, cmd_name)
+
     def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load(COMMAND_MODULES)
         return sorted(super().list_commands(ctx))
 
 
@@ -139,8 +161,7 @@ def cli(
     ctx.obj = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
 
 
-for _name in COMMAND_MODULES:
-    cli.add_command(importlib.import_module(f"forktool.commands.{_name}").command)
+# Commands are added on first use: see ForktoolGroup.
 
 
 def _fail(message: str, hint: str | None, code: int = 2) -> int:

@@ -58,7 +58,7 @@ def test_demo_release_shows_retire_keep_and_revisit(
                     {
                         "kind": "no-longer-applies",
                         "commit": None,
-                        "detail": "pulse/engine.py: hunk 1 applies only at offset +3 on v1.2.0; "
+                        "detail": "pulse/engine.py: hunk 1 applies only at offset +3 (line 99) on v1.2.0; "
                         "run 'forktool refresh'",
                     }
                 ],
@@ -86,8 +86,8 @@ def test_demo_release_shows_retire_keep_and_revisit(
                     {
                         "kind": "no-longer-applies",
                         "commit": None,
-                        "detail": "pulse/engine.py: hunk 1 does not apply at line 39 on v1.2.0; "
-                        "it reverse-applies only at an offset: the change looks present, moved",
+                        "detail": "pulse/engine.py: hunk 1 does not apply at line 39 on v1.2.0: its lines "
+                        "are not there; it reverse-applies only at an offset: the change looks present, moved",
                     },
                 ],
                 "reason": f"{up.fix_utf8[:12]} not an ancestor of v1.2.0, but cherry-pick, "

@@ -6,9 +6,8 @@ from typing import Literal
 import click
 
 from forktool.cli import App, format_option, pass_app
-from forktool.engine.apply import apply_to_directory
+from forktool.engine.apply import apply_to_directory, progress_steps
 from forktool.errors import InputError
-from forktool.report import text
 
 
 @click.command("apply")
@@ -75,7 +74,8 @@ def command(
     mode: Literal["apply", "verify", "except"] = (
         "verify" if verify else "except" if exclude else "apply"
     )
-    with app.output.progress(len(fork.patches), f"{mode} {target}") as tick:
+    steps = progress_steps(mode, len(fork.patches))
+    with app.output.progress(steps, f"{mode} {target}") as tick:
         result = apply_to_directory(
             fork,
             target.resolve(),
@@ -88,5 +88,7 @@ def command(
     if fmt == "json":
         app.output.json(result.to_json())
     else:
+        from forktool.report import text  # rich tables: only needed for text output
+
         text.render_apply(app.output, result)
     return 0 if result.ok else 1

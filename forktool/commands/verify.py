@@ -4,7 +4,6 @@ import click
 
 from forktool.cli import App, format_option, pass_app
 from forktool.engine.apply import resolve_base, verify_series
-from forktool.report import text
 
 
 @click.command("verify")
@@ -41,5 +40,7 @@ def command(app: App, base: str | None, allow_offset: bool, fmt: str) -> int:
     if fmt == "json":
         app.output.json(result.to_json())
     else:
+        from forktool.report import text  # rich tables: only needed for text output
+
         text.render_verify(app.output, result)
     return 0 if result.ok else 1

@@ -15,6 +15,7 @@ A verdict rule lives in exactly one place: :func:`classify`.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -39,10 +40,23 @@ _HUNK_OFFSET = re.compile(
 )
 _GIT_PATCH_FAILED = re.compile(r"^error: patch failed: (.+):(\d+)$")
 _GIT_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
+_GIT_EXISTS = re.compile(r"^error: (.+): already exists in (?:index|working directory)$")
+_GIT_MISSING = re.compile(r"^error: (.+): (?:does not exist in index|No such file or directory)$")
 _GIT_ERROR = re.compile(r"^error: (.+)$")
 _PATCH_FILE = re.compile(r"^(?:patching|checking) (?:file|symbolic link) '?(.+?)'?$")
 _PATCH_FAILED = re.compile(r"^Hunk #(\d+) FAILED at (\d+)")
+# GNU patch words these for the direction it runs in ("when reversed" included).
+_PATCH_CREATE_DELETE = re.compile(
+    r"^The next patch(?:, when reversed,)? would (create|delete) the file '?(.+?)'?,$"
+)
+_PATCH_NO_FILE = re.compile(r"^can't find file to patch at input line (\d+)$")
+_PATCH_NOT_REGULAR = re.compile(r"^File '?(.+?)'? is not a regular file")
 STRAY_SUFFIXES = (".orig", ".rej")
+
+# Why an attempt failed, as far as the applier's output tells: the hunk's lines
+# are not there (context), the file it creates exists, the file it changes or
+# deletes does not, or something else (detail says what).
+Reason = Literal["", "context", "exists", "missing", "other"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +64,7 @@ class HunkPlacement:
     file: str
     line: int  # where the hunk applied (or was expected) in the file before the patch
     offset: int
+    hunk: int = field(default=0, compare=False)  # its number within the file's diff
 
     def to_json(self) -> dict[str, object]:
         return {"file": self.file, "line": self.line, "offset": self.offset}
@@ -72,7 +87,7 @@ class PatchVerdict:
             "message": self.message,
             "hunks": [h.to_json() for h in self.hunks],
         }
-        if self.file is not None:
+        if self.file is not None or self.line is not None:
             data.update(file=self.file, hunk=self.hunk, line=self.line)
         return data
 
@@ -123,6 +138,12 @@ class Attempt:
     failed_at: int | None = None
     fuzz: int = 0
     detail: str = ""
+    reason: Reason = ""
+
+    def fail(self, reason: Reason, path: str, at: int | None = None) -> None:
+        """Record the first failure only: later ones are consequences."""
+        if self.failed_file is None:
+            self.reason, self.failed_file, self.failed_at = reason, path, at
 
 
 def _hunk_by_number(diff: FileDiff | None, number: int) -> Hunk | None:
@@ -150,7 +171,7 @@ def _placements(
     for diff in parsed.files:
         for number, hunk in enumerate(diff.hunks, start=1):
             at, offset = offsets.get((diff.path, number), (_expected_line(hunk, reverse), 0))
-            out.append(HunkPlacement(diff.path, at, offset))
+            out.append(HunkPlacement(diff.path, at, offset, number))
     return out
 
 
@@ -162,28 +183,45 @@ def read_git_apply(parsed: PatchFile, stderr: str, ok: bool, reverse: bool) -> A
     errors: list[str] = []
     for line in stderr.splitlines():
         if match := _GIT_CHECKING.match(line):
-            current = match.group(1)
+            current = match.group(1).split(" => ")[-1]  # a rename names both sides
         elif (match := _HUNK_OFFSET.match(line)) and current is not None:
             number, at = int(match.group(1)), int(match.group(2))
             offsets[(current, number)] = (at, int(match.group(3) or 0))
         elif match := _GIT_PATCH_FAILED.match(line):
-            attempt.failed_file, attempt.failed_at = match.group(1), int(match.group(2))
+            attempt.fail("context", match.group(1), int(match.group(2)))
+        elif match := _GIT_EXISTS.match(line):
+            attempt.fail("exists", match.group(1))
+        elif match := _GIT_MISSING.match(line):
+            attempt.fail("missing", match.group(1))
         elif match := _GIT_ERROR.match(line):
             errors.append(match.group(1))
     attempt.placements = _placements(parsed, offsets, reverse)
-    if attempt.failed_file is not None and attempt.failed_at is not None:
-        diff = _diff_for(parsed, attempt.failed_file)
-        for number, hunk in enumerate(diff.hunks if diff else (), start=1):
-            if _expected_line(hunk, reverse) == attempt.failed_at:
-                attempt.failed_hunk = number
-                break
-    if not ok:
+    if attempt.reason == "context" and attempt.failed_at is not None:
+        attempt.failed_hunk = _hunk_at(parsed, attempt.failed_file, attempt.failed_at, reverse)
+    if not ok and not attempt.reason:
+        attempt.reason = "other"
         attempt.detail = next(
-            (e for e in errors if "patch failed" not in e and "while searching" not in e), ""
+            (e for e in errors if "patch does not apply" not in e and "while searching" not in e),
+            errors[-1] if errors else "git apply failed",
         )
-        if not attempt.detail and errors:
-            attempt.detail = errors[-1]
     return attempt
+
+
+def _hunk_at(parsed: PatchFile, path: str | None, line: int, reverse: bool) -> int | None:
+    diff = _diff_for(parsed, path or "")
+    for number, hunk in enumerate(diff.hunks if diff else (), start=1):
+        if _expected_line(hunk, reverse) == line:
+            return number
+    return None
+
+
+def _diff_at_patch_line(parsed: PatchFile, line: int) -> FileDiff | None:
+    """The file diff whose text contains patch line ``line``."""
+    found = None
+    for diff in parsed.files:
+        if diff.line <= line:
+            found = diff
+    return found
 
 
 def read_gnu_patch(parsed: PatchFile, stdout: str, ok: bool, reverse: bool) -> Attempt:
@@ -198,36 +236,91 @@ def read_gnu_patch(parsed: PatchFile, stdout: str, ok: bool, reverse: bool) -> A
             number, at = int(match.group(1)), int(match.group(2))
             offsets[(current, number)] = (at, int(match.group(3) or 0))
             attempt.fuzz = max(attempt.fuzz, int(match.group(4) or 0))
-        elif (
-            (match := _PATCH_FAILED.match(line))
-            and current is not None
-            and attempt.failed_file is None
-        ):
-            attempt.failed_file, attempt.failed_hunk = current, int(match.group(1))
-            attempt.failed_at = int(match.group(2))
-        elif "Reversed (or previously applied) patch detected" in line:
-            attempt.detail = (
-                "already applied (GNU patch detected a reversed or previously applied patch)"
-            )
-        elif "already exists" in line or "No file to patch" in line or "can't find file" in line:
-            attempt.detail = attempt.detail or line.strip()
+        elif (match := _PATCH_FAILED.match(line)) and current is not None:
+            if attempt.failed_file is None:
+                attempt.failed_hunk = int(match.group(1))
+            attempt.fail("context", current, int(match.group(2)))
+        elif match := _PATCH_CREATE_DELETE.match(line):
+            reason: Reason = "exists" if match.group(1) == "create" else "missing"
+            attempt.fail(reason, match.group(2))
+        elif match := _PATCH_NO_FILE.match(line):
+            diff = _diff_at_patch_line(parsed, int(match.group(1)))
+            attempt.fail("missing", diff.path if diff else "(unknown file)")
+        elif match := _PATCH_NOT_REGULAR.match(line):
+            attempt.fail("other", match.group(1))
+            attempt.detail = "not a regular file"
+        elif line.startswith("Reversed (or previously applied) patch detected") and current:
+            # GNU patch tests for reversal on the file's first hunk.
+            diff = _diff_for(parsed, current)
+            first = diff.hunks[0] if diff and diff.hunks else None
+            if attempt.failed_file is None and first is not None:
+                attempt.failed_hunk = 1
+            attempt.fail("context", current, _expected_line(first, reverse) if first else None)
     attempt.placements = _placements(parsed, offsets, reverse)
+    if not ok and not attempt.reason:
+        attempt.reason = "other"
+        attempt.detail = stdout.strip().splitlines()[-1] if stdout.strip() else "patch failed"
     return attempt
 
 
 # -- what makes a patch unfit before anything runs -------------------------------
 
 
-def _zero_context(diff: FileDiff, hunk: Hunk) -> bool:
-    """A hunk with no context that nothing anchors: only its line number places it.
+def _has_context(hunk: Hunk) -> bool:
+    # An empty body line is a context line whose space was lost (the parser counts it so).
+    return any(line[:1] in (" ", "", "\r") for line in hunk.lines)
 
-    A hunk starting at line 1 with no context is a whole-file change, anchored at the
-    start (and, for git, at the end of the file too): that one is provable.
+
+def whole_file_hunk(diff: FileDiff, hunk: Hunk) -> bool:
+    """A hunk with no context lines that starts at the top of an existing file.
+
+    ``git diff`` writes these when every line of a small file changes (a VERSION
+    file, say). Git anchors such a hunk at both ends of the file; the patch
+    engine is made to do the same (:func:`_anchor_failure`), so both agree.
     """
-    anchored_at_top = hunk.old_start == 0 or (hunk.old_start == 1 and hunk.old_count > 0)
-    if diff.is_new or diff.is_deleted or anchored_at_top:
-        return False
-    return not any(line.startswith(" ") or line == "" for line in hunk.lines)
+    return (
+        not diff.is_new
+        and not diff.is_deleted
+        and len(diff.hunks) == 1
+        and hunk.old_start <= 1
+        and hunk.new_start <= 1
+        and not _has_context(hunk)
+    )
+
+
+def _unplaceable(diff: FileDiff) -> tuple[int, Hunk] | None:
+    """The first hunk with no context that could land anywhere (``diff -U0``)."""
+    if diff.is_new or diff.is_deleted:
+        return None
+    for number, hunk in enumerate(diff.hunks, start=1):
+        if not _has_context(hunk) and not whole_file_hunk(diff, hunk):
+            return number, hunk
+    return None
+
+
+def _contradiction(diff: FileDiff) -> tuple[Hunk, str] | None:
+    """A hunk whose header positions contradict the hunks before it (a hand edit)."""
+    delta = 0
+    previous_end = 0
+    for number, hunk in enumerate(diff.hunks, start=1):
+        # A hunk that removes (or adds) nothing names the line before the change.
+        old_first = hunk.old_start if hunk.old_count else hunk.old_start + 1
+        new_first = hunk.new_start if hunk.new_count else hunk.new_start + 1
+        where = f"{diff.path}: hunk {number}"
+        if old_first < previous_end:
+            return hunk, (
+                f"{where} starts at line {old_first}, inside or before hunk {number - 1}; "
+                "the hunk headers were edited by hand: regenerate the patch"
+            )
+        if new_first - old_first != delta:
+            return hunk, (
+                f"{where} header says -{hunk.old_start} +{hunk.new_start}, but the hunks before "
+                f"it shift lines by {delta:+d}; the hunk headers were edited by hand: "
+                "regenerate the patch"
+            )
+        delta += hunk.new_count - hunk.old_count
+        previous_end = old_first + hunk.old_count
+    return None
 
 
 def precheck(patch: Patch, engine: str) -> PatchVerdict | None:
@@ -238,115 +331,106 @@ def precheck(patch: Patch, engine: str) -> PatchVerdict | None:
         if problems:
             return PatchVerdict(patch.name, kind, problems[0].message, line=problems[0].line)
     for diff in parsed.files:
-        for number, hunk in enumerate(diff.hunks, start=1):
-            if _zero_context(diff, hunk):
-                return PatchVerdict(
-                    patch.name,
-                    "fails",
-                    f"{diff.path}: hunk {number} has no context lines, so where it lands cannot be proven; "
-                    "regenerate the patch with context (git diff -U3)",
-                    file=diff.path,
-                    hunk=number,
-                    line=hunk.line,
-                )
+        if contradiction := _contradiction(diff):
+            hunk, message = contradiction
+            number = diff.hunks.index(hunk) + 1
+            return PatchVerdict(
+                patch.name, "malformed", message, file=diff.path, hunk=number, line=hunk.line
+            )
+    for diff in parsed.files:
+        if unplaceable := _unplaceable(diff):
+            number, hunk = unplaceable
+            return PatchVerdict(
+                patch.name,
+                "fails",
+                f"{diff.path}: hunk {number} has no context lines, so where it lands cannot be "
+                "proven (git refuses it, GNU patch would place it by line number alone); "
+                "regenerate the patch with context (git diff -U3)",
+                file=diff.path,
+                hunk=number,
+                line=hunk.line,
+            )
     if engine == "patch":
-        reason = gnu_patch_unsupported(parsed)
-        if reason:
-            return PatchVerdict(patch.name, "unsupported", reason)
+        unsupported = gnu_patch_unsupported(parsed)
+        if unsupported:
+            path, reason = unsupported
+            return PatchVerdict(patch.name, "unsupported", reason, file=path)
     return None
 
 
-def gnu_patch_unsupported(parsed: PatchFile) -> str | None:
+def gnu_patch_unsupported(parsed: PatchFile) -> tuple[str, str] | None:
+    """(file, reason) for the first change GNU patch cannot represent, or None."""
     for diff in parsed.files:
-        what = (
-            "a rename"
-            if diff.is_rename
-            else "a copy"
-            if diff.is_copy
-            else "a binary diff"
-            if diff.is_binary
-            else "a symlink"
-            if diff.is_symlink
-            else "a mode change"
-            if diff.old_mode and diff.new_mode and diff.old_mode != diff.new_mode
-            else None
-        )
-        if what:
-            return f"{diff.path}: {what} cannot be applied by GNU patch; use --engine git"
+        if diff.is_rename:
+            what = "a rename"
+        elif diff.is_copy:
+            what = "a copy"
+        elif diff.is_binary:
+            what = "a binary diff"
+        elif diff.is_symlink:
+            what = "a symlink"
+        elif diff.old_mode and diff.new_mode and diff.old_mode != diff.new_mode:
+            what = "a mode change"
+        else:
+            continue
+        return diff.path, f"{diff.path}: {what} cannot be applied by GNU patch; use --engine git"
     return None
 
 
 def classify(
     patch: Patch, attempt: Attempt, fuzzy: Attempt | None, reverse_ok: bool, base: str
 ) -> PatchVerdict:
-    """The one place a tried patch gets its status."""
-    if attempt.ok:
+    """The one place a tried patch gets its status.
+
+    ``attempt`` is the strict try; when it failed, ``reverse_ok`` says whether the
+    patch reverse-applies exactly (then it is already applied: never "fuzz"), and
+    ``fuzzy`` is the try with reduced context, made only when it is not.
+    """
+    if attempt.ok and attempt.fuzz == 0:
         moved = [p for p in attempt.placements if p.offset]
-        if not moved and attempt.fuzz == 0:
+        if not moved:
             return PatchVerdict(patch.name, "exact", "", tuple(attempt.placements))
-        first = moved[0] if moved else attempt.placements[0]
-        hunk_no, hunk_line = _locate(patch.parsed, first)
+        first = moved[0]
         sign = "+" if first.offset > 0 else ""
         return PatchVerdict(
             patch.name,
             "offset",
-            f"{first.file}: hunk {hunk_no} applies only at offset {sign}{first.offset} on {base}; "
-            "run 'forktool refresh'",
+            f"{first.file}: hunk {first.hunk} applies only at offset {sign}{first.offset} "
+            f"(line {first.line}) on {base}; run 'forktool refresh'",
             tuple(attempt.placements),
             first.file,
-            hunk_no,
-            hunk_line,
+            first.hunk,
+            _hunk_line(patch.parsed, first.file, first.hunk),
         )
-    hunk = _hunk_by_number(
-        _diff_for(patch.parsed, attempt.failed_file or ""), attempt.failed_hunk or 0
-    )
-    where = (
-        f"{attempt.failed_file}: hunk {attempt.failed_hunk}"
-        if attempt.failed_hunk
-        else attempt.failed_file
-    )
-    if fuzzy is not None and fuzzy.ok:
-        return PatchVerdict(
-            patch.name,
-            "fuzz",
-            f"{where} applies only with reduced context (fuzz) on {base}: the context no longer matches; "
-            "rebase the patch by hand",
-            tuple(attempt.placements),
-            attempt.failed_file,
-            attempt.failed_hunk,
-            hunk.line if hunk else None,
-        )
+    file, number = attempt.failed_file, attempt.failed_hunk
+    line = _hunk_line(patch.parsed, file, number)
+    where = f"{file}: hunk {number}" if number else file or "the patch"
     if reverse_ok:
-        reason = f"already applied: the change is present on {base} (it reverse-applies)"
-    elif where:
-        expected = f" at line {attempt.failed_at}" if attempt.failed_at else ""
-        reason = f"{where} does not apply{expected} on {base}"
-        if attempt.detail and "patch does not apply" not in attempt.detail:
-            reason += f" ({attempt.detail})"
+        message = f"already applied: the change is present on {base} (it reverse-applies exactly)"
+        return PatchVerdict(patch.name, "fails", message, (), file, number, line)
+    if (fuzzy is not None and fuzzy.ok) or attempt.ok:
+        message = (
+            f"{where} applies only with reduced context (fuzz) on {base}: the context "
+            "no longer matches; rebase the patch by hand"
+        )
+        return PatchVerdict(patch.name, "fuzz", message, (), file, number, line)
+    if attempt.reason == "exists":
+        message = f"{file}: the patch creates it, but it already exists on {base}"
+    elif attempt.reason == "missing":
+        message = f"{file}: the patch changes or deletes it, but it does not exist on {base}"
+    elif attempt.reason == "context":
+        at = f" at line {attempt.failed_at}" if attempt.failed_at else ""
+        message = f"{where} does not apply{at} on {base}: its lines are not there"
     else:
-        reason = attempt.detail or f"does not apply on {base}"
-    return PatchVerdict(
-        patch.name,
-        "fails",
-        reason,
-        (),
-        attempt.failed_file,
-        attempt.failed_hunk,
-        hunk.line if hunk else None,
-    )
+        prefix = f"{file}: " if file and not attempt.detail.startswith(file) else ""
+        message = f"{prefix}{attempt.detail or 'does not apply'} on {base}"
+    return PatchVerdict(patch.name, "fails", message, (), file, number, line)
 
 
-def _locate(parsed: PatchFile, placement: HunkPlacement) -> tuple[int | None, int | None]:
-    diff = _diff_for(parsed, placement.file)
-    if diff is None:
-        return None, None
-    for number, hunk in enumerate(diff.hunks, start=1):
-        if (
-            hunk.old_start + placement.offset == placement.line
-            or hunk.new_start + placement.offset == placement.line
-        ):
-            return number, hunk.line
-    return None, None
+def _hunk_line(parsed: PatchFile, path: str | None, number: int | None) -> int | None:
+    """The patch-file line of hunk ``number`` of ``path``'s diff."""
+    hunk = _hunk_by_number(_diff_for(parsed, path or ""), number or 0)
+    return hunk.line if hunk else None
 
 
 # -- verify: a series onto a commit, in a temporary index ------------------------
@@ -461,15 +545,14 @@ def _one_by_one(
             verdicts.append(early)
         else:
             attempt = try_patch(index, patch)
-            fuzzy = reverse_ok = None
+            fuzzy: Attempt | None = None
+            reverse_ok = False
             if not attempt.ok:
-                fuzzy = try_patch(index, patch, context=1)
-                if fuzzy.ok:
-                    pass  # keep the series going so later patches are judged fairly
-                else:
-                    fuzzy = None
-                    reverse_ok = try_patch(index, patch, reverse=True, check=True).ok
-            verdicts.append(classify(patch, attempt, fuzzy, bool(reverse_ok), base))
+                reverse_ok = _exact(try_patch(index, patch, reverse=True, check=True))
+                if not reverse_ok:
+                    # Applied for real when it fits, so later patches are judged fairly.
+                    fuzzy = try_patch(index, patch, context=1)
+            verdicts.append(classify(patch, attempt, fuzzy, reverse_ok, base))
         if progress:
             progress(1)
     return verdicts
@@ -538,6 +621,9 @@ class GnuPatchApplier:
     def attempt(
         self, directory: Path, patch: Patch, *, reverse: bool, fuzz: bool = False
     ) -> Attempt:
+        anchored = _anchor_failure(directory, patch, reverse)
+        if anchored is not None:
+            return anchored
         flags = list(self.STRICT)
         if reverse:
             flags.append("-R")
@@ -546,7 +632,7 @@ class GnuPatchApplier:
         argv = ["patch", *flags, "-d", str(directory), "-i", str(patch.path)]
         try:
             proc = subprocess.run(  # noqa: S603 - fixed argv, no shell
-                argv, capture_output=True, env=hardened_env(), check=False
+                argv, capture_output=True, env=_gnu_patch_env(), check=False
             )
         except FileNotFoundError as exc:
             raise FatalError(
@@ -557,6 +643,48 @@ class GnuPatchApplier:
             "utf-8", "surrogateescape"
         )
         return read_gnu_patch(patch.parsed, out, proc.returncode == 0, reverse)
+
+
+# Variables that change what GNU patch does (POSIX mode picks other file names and
+# makes backups; the others name backup files): never inherited.
+_GNU_PATCH_VARIABLES = (
+    "POSIXLY_CORRECT",
+    "PATCH_GET",
+    "PATCH_VERSION_CONTROL",
+    "VERSION_CONTROL",
+    "SIMPLE_BACKUP_SUFFIX",
+    "QUOTING_STYLE",
+)
+
+
+def _gnu_patch_env() -> dict[str, str]:
+    env = hardened_env()
+    for name in _GNU_PATCH_VARIABLES:
+        env.pop(name, None)
+    return env
+
+
+def _line_count(data: bytes) -> int:
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+def _anchor_failure(directory: Path, patch: Patch, reverse: bool) -> Attempt | None:
+    """Git anchors a whole-file hunk (no context, from line 1) at both ends of the
+    file; GNU patch would place it by content alone. Hold GNU patch to git's rule:
+    the file must have exactly the hunk's lines."""
+    for diff in patch.parsed.files:
+        for number, hunk in enumerate(diff.hunks, start=1):
+            if not whole_file_hunk(diff, hunk):
+                continue
+            try:
+                data = (directory / diff.path).read_bytes()
+            except OSError:
+                continue  # a missing file: GNU patch reports it
+            if _line_count(data) != (hunk.new_count if reverse else hunk.old_count):
+                attempt = Attempt(ok=False, failed_hunk=number)
+                attempt.fail("context", diff.path, _expected_line(hunk, reverse))
+                return attempt
+    return None
 
 
 APPLIERS: dict[str, type[GitDirApplier] | type[GnuPatchApplier]] = {
@@ -601,18 +729,26 @@ def touched(patches: Sequence[Patch]) -> list[str]:
     return paths
 
 
-def _symlink_escape(target: Path, rel: str) -> str | None:
-    """Why writing ``rel`` under ``target`` could land outside it, or None."""
-    root = target.resolve()
+def symlink_problem(target: Path, rel: str, link_diff: bool) -> str | None:
+    """Why writing ``rel`` under ``target`` could land outside it, or None.
+
+    A symlinked directory on the way is refused wherever it points (writes would
+    follow it), and so is a symlink at the file itself unless the patch changes
+    the link as a link (``link_diff``: git's mode 120000), which replaces it
+    without following it.
+    """
     current = target
     parts = Path(rel).parts
     for depth, part in enumerate(parts, start=1):
         current = current / part
-        if current.is_symlink():
-            resolved = current.resolve()
-            leaf = depth == len(parts)
-            if not leaf or (resolved != root and root not in resolved.parents):
-                return f"{rel}: '{'/'.join(parts[:depth])}' is a symlink to {resolved}, outside or through the target"
+        if not current.is_symlink():
+            continue
+        shown = "/".join(parts[:depth])
+        pointee = os.readlink(current)
+        if depth < len(parts):
+            return f"{rel}: '{shown}' is a symlinked directory (to {pointee}); refusing to write through it"
+        if not link_diff:
+            return f"{rel}: is a symlink (to {pointee}); refusing to patch through it"
     return None
 
 
@@ -692,14 +828,19 @@ def _judge(
     fuzzy: Attempt | None = None
     reverse_ok = False
     if not attempt.ok:
-        tried = _trial(applier, scratch, patch, reverse=reverse, fuzz=True)
-        fuzzy = tried if tried.ok else None
-        if fuzzy is None:
-            reverse_ok = _exact(_trial(applier, scratch, patch, reverse=not reverse))
+        reverse_ok = _exact(_trial(applier, scratch, patch, reverse=not reverse))
+        if not reverse_ok:
+            fuzzy = _trial(applier, scratch, patch, reverse=reverse, fuzz=True)
     verdict = classify(patch, attempt, fuzzy, reverse_ok, base)
     if verdict.status == "exact":
         applier.attempt(scratch, patch, reverse=reverse)
     return verdict
+
+
+def progress_steps(mode: Literal["apply", "verify", "except"], patches: int) -> int:
+    """How many progress ticks :func:`apply_to_directory` makes at most (``except``
+    first peels every applied patch off, then applies)."""
+    return 2 * patches if mode == "except" else patches
 
 
 def apply_to_directory(
@@ -738,10 +879,21 @@ def apply_to_directory(
             message="refused before applying anything",
         )
     paths = touched(patches)
-    escapes = [reason for rel in paths if (reason := _symlink_escape(target, rel))]
-    if escapes:
-        verdict = PatchVerdict("(series)", "unsafe", escapes[0])
-        return DirResult(str(target), engine, mode, False, dry_run, (verdict,), message=escapes[0])
+    links = {d.path for p in patches for d in p.parsed.files if d.is_symlink}
+    for patch in patches:
+        for rel in touched([patch]):
+            if reason := symlink_problem(target, rel, rel in links):
+                verdict = PatchVerdict(patch.name, "unsafe", reason, file=rel)
+                return DirResult(
+                    str(target), engine, mode, False, dry_run, (verdict,), message=reason
+                )
+    strays = stray_files(target)
+    if strays:
+        message = (
+            f"leftover files already in the target: {', '.join(strays[:5])}; "
+            "a previous run left them: restore the pristine files first"
+        )
+        return DirResult(str(target), engine, mode, False, dry_run, (), message=message)
     with _scratch_copy(target, paths) as scratch:
         if mode == "verify":
             return _verify_directory(applier, scratch, target, patches, base, dry_run, progress)
@@ -822,6 +974,8 @@ def _declare(
     """Peel off whatever is applied (newest first), then apply all but ``exclude``."""
     state: dict[str, str] = {}
     for patch in reversed(patches):
+        if progress:
+            progress(1)
         if _exact(_trial(applier, scratch, patch, reverse=True)):
             applier.attempt(scratch, patch, reverse=True)
             state[patch.name] = "applied"

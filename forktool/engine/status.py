@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forktool.engine.absorb import newest_release_preview
+from forktool.engine.apply import verify_series
 from forktool.engine.pin import PinState, pin_state, require_pin
 from forktool.fork import Fork
 from forktool.git import Git
@@ -19,6 +20,7 @@ class PatchStatus:
     upstream_pr: str | None
     exit_criterion: str | None
     apply: str | None = None  # the apply engine's status at the pin, when known
+    apply_message: str = ""  # why, when it is not exact
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -29,6 +31,7 @@ class PatchStatus:
             "upstream_pr": self.upstream_pr,
             "exit_criterion": self.exit_criterion,
             "apply": self.apply,
+            "apply_message": self.apply_message,
         }
 
 
@@ -51,10 +54,19 @@ class StatusResult:
 
 def fork_status(fork: Fork, git: Git) -> StatusResult:
     """Facts about the fork; refuses (exit 2) a pin tag that is missing or moved."""
-    require_pin(fork.config, git)
+    pin_commit = require_pin(fork.config, git)
+    # One verify at the pin (two git apply calls when all is well) gives each
+    # patch's state there.
+    at_pin = {
+        verdict.patch: verdict
+        for verdict in verify_series(
+            fork, git, base=fork.config.pin_tag, base_commit=pin_commit
+        ).patches
+    }
     patches = []
     for patch in fork.patches:
         criterion = patch.parsed.header.trailer("Exit-Criterion")
+        verdict = at_pin.get(patch.name)
         patches.append(
             PatchStatus(
                 patch=patch.name,
@@ -63,6 +75,8 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
                 fork_only=patch.mapping is not None and patch.mapping.fork_only,
                 upstream_pr=patch.upstream_pr,
                 exit_criterion=criterion.value if criterion else None,
+                apply=verdict.status if verdict else None,
+                apply_message=verdict.message if verdict else "",
             )
         )
     extra: dict[str, object] = {"newest_release": newest_release_preview(fork, git)}

@@ -677,25 +677,39 @@ class _Parser:
         header = cursor.take()
         body: list[str] = []
         old_left, new_left = old_count, new_count
+        # The hottest loop of a verify: lines are read in place rather than
+        # through peek()/take(), with the same meaning.
+        lines, pos, end = cursor.lines, cursor.pos, len(cursor.lines)
         while old_left > 0 or new_left > 0:
-            line = cursor.peek()
-            if line is None:
+            if pos >= end:
+                cursor.pos = pos
                 self.report(
                     builder,
                     f"{where} is truncated: {old_left} old and {new_left} new lines missing",
                     start,
                 )
                 break
+            raw = lines[pos]
             # An empty context line may lose its space (git accepts that, and so
-            # do we); ``line`` is CR-stripped so CR LF patch files count too.
-            kind = line[:1] or " "
-            wrong = self.misfit(kind, old_left, new_left)
-            if wrong is not None:
-                self.report(builder, f"{where}: {wrong}", cursor.number)
-                break
-            old_left -= kind in " -"
-            new_left -= kind in " +"
-            body.append(cursor.take())
+            # do we); a lone CR counts as empty so CR LF patch files count too.
+            kind = (raw[:1] if raw != "\r" else "") or " "
+            if kind == " " and old_left and new_left:
+                old_left -= 1
+                new_left -= 1
+            elif kind == "-" and old_left:
+                old_left -= 1
+            elif kind == "+" and new_left:
+                new_left -= 1
+            else:
+                wrong = self.misfit(kind, old_left, new_left)
+                if wrong is not None:
+                    cursor.pos = pos
+                    self.report(builder, f"{where}: {wrong}", cursor.number)
+                    break
+            body.append(raw)
+            pos += 1
+        else:
+            cursor.pos = pos
         # "\ No newline at end of file" follows the line it qualifies.
         while (cursor.peek() or "").startswith("\\"):
             body.append(cursor.take())

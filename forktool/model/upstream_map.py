@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from forktool.errors import Finding
 from forktool.model.text import decode_lines
@@ -38,8 +39,16 @@ class UpstreamMap:
     lines: tuple[str, ...]
     findings: tuple[Finding, ...] = ()
 
+    @cached_property
+    def _first_by_patch(self) -> dict[str, MapEntry]:
+        # load_fork looks every series entry up: a scan each time is quadratic.
+        index: dict[str, MapEntry] = {}
+        for entry in self.entries:
+            index.setdefault(entry.patch, entry)
+        return index
+
     def get(self, patch: str) -> MapEntry | None:
-        return next((e for e in self.entries if e.patch == patch), None)
+        return self._first_by_patch.get(patch)
 
     def without(self, patch: str) -> UpstreamMap:
         entry = self.get(patch)

@@ -60,10 +60,12 @@ def render_status(out: Output, result: StatusResult) -> None:
         upstream = (
             "fork-only" if patch.fork_only else ",".join(short(c) for c in patch.upstream_commits)
         )
-        table.add_row(
-            str(index), patch.patch, upstream or "-", patch.upstream_pr or "-", patch.apply or "-"
-        )
+        at_pin = Text(patch.apply or "-", style=_STATUS_STYLE.get(patch.apply or "", ""))
+        table.add_row(str(index), patch.patch, upstream or "-", patch.upstream_pr or "-", at_pin)
     out.print(table)
+    for patch in result.patches:
+        if patch.apply_message:
+            out.print(f"  {patch.patch}: {patch.apply_message}", markup=False)
 
 
 _STATUS_STYLE = {
