@@ -45,6 +45,8 @@ COMMAND_MODULES = (
     "arms",
     "absorbed",
     "retire",
+    "sync",
+    "upstream",
 )
 
 

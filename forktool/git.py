@@ -551,6 +551,56 @@ class Git:
             raise GitError("find the common ancestors", res.argv, res.returncode, res.err)
         return res.out.split()
 
+    # -- the release sync ----------------------------------------------------------
+
+    def common_dir(self) -> Path:
+        """The repository's shared git directory (the same from every worktree)."""
+        out = self.out(["rev-parse", "--git-common-dir"], purpose="find the git directory")
+        return (self.cwd / out).resolve()
+
+    def branch_commit(self, name: str) -> str | None:
+        return self.try_resolve(f"refs/heads/{name}")
+
+    def worktree_add(self, path: Path, branch: str, start: str) -> None:
+        """A new worktree at ``path`` on a new ``branch`` starting at ``start``."""
+        self.run(
+            ["worktree", "add", "--quiet", "-b", branch, "--end-of-options", str(path), start],
+            purpose=f"create a worktree for {branch}",
+        )
+
+    def worktree_remove(self, path: Path) -> None:
+        self.run(
+            ["worktree", "remove", "--force", str(path)], purpose="remove a worktree", check=False
+        )
+        self.run(["worktree", "prune"], purpose="prune worktrees", check=False)
+
+    def delete_branch(self, name: str) -> None:
+        self.run(["branch", "-D", "--end-of-options", name], purpose=f"delete branch {name}")
+
+    def commit_all(self, message: str, identity: Mapping[str, str]) -> str | None:
+        """Stage everything in this worktree and commit it; None when nothing changed."""
+        self.run(["add", "--all"], purpose="stage the changes")
+        if self.run(["diff", "--cached", "--quiet"], purpose="look for changes", check=False).ok:
+            return None
+        self.run(
+            ["commit", "--quiet", "--no-verify", "-F", "-"],
+            purpose="commit",
+            input=message.encode("utf-8"),
+            env=identity,
+        )
+        return self.out(["rev-parse", "HEAD"], purpose="read the new commit")
+
+    def ls_tree(self, rev: str) -> list[tuple[str, str, str]]:
+        """``(mode, oid, path)`` for every file in ``rev``'s tree."""
+        out = self.run(["ls-tree", "-r", "-z", "--full-tree", rev], purpose=f"list {rev}").out
+        entries = []
+        for record in out.split("\0"):
+            if record:
+                meta, path = record.split("\t", 1)
+                mode, _kind, oid = meta.split()
+                entries.append((mode, oid, path))
+        return entries
+
 
 @contextmanager
 def open_repo(path: Path) -> Iterator[object]:

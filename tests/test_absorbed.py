@@ -13,6 +13,7 @@ from forktool.demo import DemoUpstream
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
 P3 = "0003-engine-decode-input-as-UTF-8.patch"
+P4 = "0004-fork-identify-the-fork-s-builds.patch"
 
 APP = "".join(f"line {n}\n" for n in range(1, 21))
 
@@ -93,6 +94,15 @@ def test_demo_release_shows_retire_keep_and_revisit(
                 "reason": f"{up.fix_utf8[:12]} not an ancestor of v1.2.0, but cherry-pick, "
                 "patch-id evidence says the change may be there: decide by hand "
                 "(retire --force --reason, or keep)",
+            },
+            {
+                "patch": P4,
+                "upstream_commits": [],
+                "verdict": "fork-only",
+                "ancestor": None,
+                "first_release": None,
+                "evidence": [],
+                "reason": "mapped to 'none': no upstream commit can retire it",
             },
         ],
     }

@@ -41,7 +41,7 @@ def test_example_fork_is_aligned_and_its_pin_checks(
     assert data["tag"] == "v1.1.0"
     assert data["tag_commit"] == demo_upstream.tags["v1.1.0"]
     assert data["summary"] == {
-        "added": {"total": 13, "undeclared": 0},
+        "added": {"total": 15, "undeclared": 0},
         "deleted": {"total": 0, "undeclared": 0},
         "modified": {"total": 0, "undeclared": 0},
         "type_changed": {"total": 0, "undeclared": 0},
@@ -60,7 +60,7 @@ def test_example_fork_alignment_table(example_fork: RepoBuilder) -> None:
     assert lines[:6] == [
         "fork alignment",
         "  upstream base : v1.1.0 (b444e8a60c)",
-        "  added          13 files, declared         OK",
+        "  added          15 files, declared         OK",
         "  deleted         0 files, declared         OK",
         "  modified        0 upstream files          OK",
         "  type-changed    0 upstream files          OK",
@@ -101,7 +101,7 @@ def test_an_undeclared_added_file_fails_with_its_exact_path(example_fork: RepoBu
     assert result.code == 1
     data = result.json()
     assert data["undeclared"] == ["notes/todo.txt"]
-    assert data["summary"]["added"] == {"total": 14, "undeclared": 1}  # type: ignore[index]
+    assert data["summary"]["added"] == {"total": 16, "undeclared": 1}  # type: ignore[index]
     assert data["findings"] == [
         {
             "severity": "error",
@@ -112,7 +112,7 @@ def test_an_undeclared_added_file_fails_with_its_exact_path(example_fork: RepoBu
         }
     ]
     text = run_cli("-C", example_fork.path, "align")
-    assert "  added          14 files, 1 undeclared     FAIL" in text.out
+    assert "  added          16 files, 1 undeclared     FAIL" in text.out
     assert text.out.splitlines()[-1] == (
         "Not aligned: 1 path(s) diverge from v1.1.0 other than as declared: notes/todo.txt"
     )
@@ -170,7 +170,7 @@ def test_a_missing_ledger_fails_closed(example_fork: RepoBuilder) -> None:
     assert result.code == 1
     data = result.json()
     assert data["ledger"] is None
-    assert len(data["undeclared"]) == 13  # type: ignore[arg-type]
+    assert len(data["undeclared"]) == 15  # type: ignore[arg-type]
 
 
 def test_a_malformed_ledger_is_exit_2(example_fork: RepoBuilder) -> None:

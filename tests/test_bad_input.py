@@ -32,7 +32,7 @@ CASES: list[tuple[str, Breaker, str]] = [
     (
         "series-names-missing-file",
         lambda r: _append(r / "series", "0009-missing.patch\n"),
-        "error: series:5: names '0009-missing.patch' but patches/0009-missing.patch does not exist",
+        "error: series:6: names '0009-missing.patch' but patches/0009-missing.patch does not exist",
     ),
     (
         "unlisted-patch-file",
@@ -44,7 +44,7 @@ CASES: list[tuple[str, Breaker, str]] = [
     (
         "duplicate-series-entry",
         lambda r: _append(r / "series", P1 + "\n"),
-        f"error: series:5: '{P1}' is listed twice (first on line 2)",
+        f"error: series:6: '{P1}' is listed twice (first on line 2)",
     ),
     (
         "series-option-other-than-p1",
@@ -102,7 +102,7 @@ CASES: list[tuple[str, Breaker, str]] = [
     (
         "non-utf8-series",
         lambda r: (r / "series").write_bytes((r / "series").read_bytes() + b"0009-\xff.patch\n"),
-        "error: series:5: line is not valid UTF-8",
+        "error: series:6: line is not valid UTF-8",
     ),
     (
         "config-unknown-key",

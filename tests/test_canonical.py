@@ -17,6 +17,7 @@ from forktool.git import Git
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
 P3 = "0003-engine-decode-input-as-UTF-8.patch"
+P4 = "0004-fork-identify-the-fork-s-builds.patch"
 COMMITTER = {
     "GIT_COMMITTER_NAME": "Re Baser",
     "GIT_COMMITTER_EMAIL": "rebaser@example.com",
@@ -66,7 +67,7 @@ def test_fmt_check_passes_on_the_example_series_and_changes_nothing(
     assert result.code == 0, result.err
     data = result.json()
     assert data["ok"] is True and data["canonical"] is True
-    assert [p["status"] for p in data["patches"]] == ["canonical"] * 3  # type: ignore[index]
+    assert [p["status"] for p in data["patches"]] == ["canonical"] * 4  # type: ignore[index]
     assert snapshot_tree(example_fork.path) == before
     assert status_porcelain(example_fork) == ""
 
@@ -82,7 +83,7 @@ def test_fmt_check_fails_on_a_changed_index_abbreviation(example_fork: RepoBuild
     result = run_cli("-C", example_fork.path, "fmt", "--check", "--format", "json")
     assert result.code == 1
     patches = result.json()["patches"]
-    assert [p["status"] for p in patches] == ["canonical", "cosmetic", "canonical"]  # type: ignore[index]
+    assert [p["status"] for p in patches] == ["canonical", "cosmetic", "canonical", "canonical"]  # type: ignore[index]
     diff = patches[1]["diff"]  # type: ignore[index]
     assert "-index 6ef6211..8c5cf94 100644\n" in diff
     assert f"+{full.decode()} 100644\n" in diff
@@ -230,7 +231,7 @@ def test_import_then_export_is_byte_identical_and_leaves_the_checkout_alone(
     assert imported.code == 0, imported.err
     data = imported.json()
     commits = data["commits"]
-    assert [c["patch"] for c in commits] == [P1, P2, P3]  # type: ignore[index]
+    assert [c["patch"] for c in commits] == [P1, P2, P3, P4]  # type: ignore[index]
     assert example_fork.rev("refs/heads/patches") == data["tip"]
     assert example_fork.rev("HEAD") == head
     assert (example_fork.path / ".git" / "index").read_bytes() == index
@@ -304,15 +305,20 @@ def test_export_deletes_stale_patch_files_keeps_notes_and_rewrites_series_and_ma
     example_fork: RepoBuilder,
 ) -> None:
     assert run_cli("-C", example_fork.path, "import", "--branch", "p").code == 0
-    example_fork.branch("two", "p~1")
+    example_fork.branch("two", "p~2")
     result = run_cli("-C", example_fork.path, "export", "--from", "two", "--format", "json")
     assert result.code == 0, result.err
     data = result.json()
-    assert data["removed"] == [f"patches/{P3}"]
-    assert data["written"] == [f"patches/{P3}", "series", "upstream.map"]
-    assert data["orphaned_notes"] == ["patches/notes/0003-engine-decode-input-as-UTF-8.md"]
+    assert data["removed"] == [f"patches/{P3}", f"patches/{P4}"]
+    assert data["written"] == [f"patches/{P3}", f"patches/{P4}", "series", "upstream.map"]
+    assert data["orphaned_notes"] == [
+        "patches/notes/0003-engine-decode-input-as-UTF-8.md",
+        "patches/notes/0004-fork-identify-the-fork-s-builds.md",
+    ]
     assert not (example_fork.path / "patches" / P3).exists()
+    assert not (example_fork.path / "patches" / P4).exists()
     assert (example_fork.path / "patches/notes/0003-engine-decode-input-as-UTF-8.md").is_file()
+    assert (example_fork.path / "patches/notes/0004-fork-identify-the-fork-s-builds.md").is_file()
     assert (example_fork.path / "series").read_text() == (
         f"# The example fork's patch series (applied in order, -p1).\n{P1}\n{P2}\n"
     )
@@ -581,6 +587,6 @@ def test_demo_refresh_step_rebases_0002_in_a_scratch_clone(
     assert demo.failures == []
     assert fork_files(example_fork.path) == original
     scratch = tmp_path / "fork-refresh"
-    assert (scratch / "series").read_text().splitlines()[1:] == [P2]
+    assert (scratch / "series").read_text().splitlines()[1:] == [P2, P4]
     assert (scratch / "patches" / P2).read_bytes() != original[f"patches/{P2}"]
     assert b"@@ -99,10 +99,15 @@ class Engine:" in (scratch / "patches" / P2).read_bytes()

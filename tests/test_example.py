@@ -41,11 +41,11 @@ def test_example_fork_status_and_verify(example_fork: RepoBuilder) -> None:
         "tag_commit": "b444e8a60cf8ba740d4bf36bdbc98ce348ff5066",
         "ok": True,
     }
-    assert data["series_length"] == 3
+    assert data["series_length"] == 4
     verify = run_cli("-C", example_fork.path, "verify", "--format", "json")
     assert verify.code == 0
     assert verify.json()["ok"] is True
-    assert [p["status"] for p in verify.json()["patches"]] == ["exact"] * 3  # type: ignore[index]
+    assert [p["status"] for p in verify.json()["patches"]] == ["exact"] * 4  # type: ignore[index]
 
 
 def test_init_then_status_shows_the_fork(tmp_path: Path, demo_upstream: DemoUpstream) -> None:

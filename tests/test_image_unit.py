@@ -28,6 +28,7 @@ from forktool.git import run as run_git
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
 P3 = "0003-engine-decode-input-as-UTF-8.patch"
+P4 = "0004-fork-identify-the-fork-s-builds.patch"
 REPO = "127.0.0.1:5000/pulse-fork"
 
 
@@ -207,7 +208,7 @@ def test_minus_arm_builds_from_a_copy_without_the_patch_and_leaves_the_fork_alon
     assert result.json()["candidate"].endswith("-minus-0002")
     built = fake.builds[0]
     assert P2 not in built.series and P1 in built.series and P3 in built.series
-    assert built.patches == [P1, P3]
+    assert built.patches == [P1, P3, P4]
     assert P2 not in built.upstream_map and P1 in built.upstream_map
     assert built.labels["org.forktool.arm"] == f"minus-{P2}"
     fork = load_fork(load_config(example_fork.path / "forktool.yaml"))
@@ -361,6 +362,7 @@ def test_gate_runs_forktool_apply_verify_in_the_image_when_it_has_forktool(
         "tmp/forktool-gate/forktool.yaml",
         f"tmp/forktool-gate/patches/{P1}",
         f"tmp/forktool-gate/patches/{P3}",
+        f"tmp/forktool-gate/patches/{P4}",
         "tmp/forktool-gate/series",
         "tmp/forktool-gate/upstream.map",
     ]
@@ -556,6 +558,9 @@ def test_freeze_without_a_tagger_identity_is_exit_2_with_a_hint(
         "GIT_AUTHOR_EMAIL",
     ):
         monkeypatch.delenv(name, raising=False)
+    # setup_fork gives the demo fork an identity in its own config: take it away.
+    for key in ("user.name", "user.email"):
+        example_fork.git.run(["config", "--unset", key], purpose="unset")
     result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
     assert result.code == 2
     assert result.error_lines[0] == "error: creating the tag fork/v1.1.0 needs a tagger identity"
@@ -627,6 +632,7 @@ def test_arms_lists_full_one_minus_per_patch_and_patchless(example_fork: RepoBui
         f"minus-{P1}",
         f"minus-{P2}",
         f"minus-{P3}",
+        f"minus-{P4}",
         "patchless",
     ]
     assert include[2] == {  # type: ignore[index]
@@ -635,7 +641,7 @@ def test_arms_lists_full_one_minus_per_patch_and_patchless(example_fork: RepoBui
         "args": ["--minus", P2],
         "tag_suffix": "-minus-0002",
     }
-    assert include[4]["args"] == ["--patchless"]  # type: ignore[index]
+    assert include[5]["args"] == ["--patchless"]  # type: ignore[index]
 
 
 def write_waivers(fork: RepoBuilder, text: str) -> None:
@@ -674,7 +680,8 @@ def test_arms_check_fails_when_a_patch_has_no_result_and_no_waiver(
     example_fork: RepoBuilder, tmp_path: Path
 ) -> None:
     path = results_file(
-        tmp_path, {"full": "pass", "arms": {P1: "fail", P2: "pass"}, "patchless": "fail"}
+        tmp_path,
+        {"full": "pass", "arms": {P1: "fail", P2: "pass", P4: "pass"}, "patchless": "fail"},
     )
     result = run_cli(
         "-C", example_fork.path, "arms", "--check", "--results", path, "--format", "json"
@@ -689,7 +696,8 @@ def test_arms_check_passes_with_results_or_waivers_for_every_patch(
 ) -> None:
     write_waivers(example_fork, f"{P3} decided by ancestry alone\n")
     path = results_file(
-        tmp_path, {"full": "pass", "arms": {P1: "fail", P2: "fail"}, "patchless": "fail"}
+        tmp_path,
+        {"full": "pass", "arms": {P1: "fail", P2: "fail", P4: "pass"}, "patchless": "fail"},
     )
     result = run_cli("-C", example_fork.path, "arms", "--check", "--results", path)
     assert result.code == 0, result.out
@@ -699,7 +707,7 @@ def test_arms_check_passes_with_results_or_waivers_for_every_patch(
 def test_arms_check_flags_results_for_patches_not_in_the_series(
     example_fork: RepoBuilder, tmp_path: Path
 ) -> None:
-    arms = {P1: "pass", P2: "pass", P3: "pass", "0009-old.patch": "pass"}
+    arms = {P1: "pass", P2: "pass", P3: "pass", P4: "pass", "0009-old.patch": "pass"}
     path = results_file(tmp_path, {"full": "pass", "arms": arms})
     result = run_cli("-C", example_fork.path, "arms", "--check", "--results", path)
     assert result.code == 1

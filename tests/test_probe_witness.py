@@ -14,6 +14,7 @@ from forktool.engine.absorb import combine
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
 P3 = "0003-engine-decode-input-as-UTF-8.patch"
+P4 = "0004-fork-identify-the-fork-s-builds.patch"
 
 # (ancestry verdict, full series, arm without the patch) -> outcome: the table in
 # docs/retirement.md, every row.
@@ -57,7 +58,12 @@ def _outcomes(result_json: dict[str, object]) -> list[tuple[str, str, str]]:
 
 def test_probe_agreeing_blind_and_required(example_fork: RepoBuilder, tmp_path: Path) -> None:
     probe = _probe(
-        tmp_path, {"tag": "v1.2.0", "full": "pass", "arms": {P1: "pass", P2: "pass", P3: "fail"}}
+        tmp_path,
+        {
+            "tag": "v1.2.0",
+            "full": "pass",
+            "arms": {P1: "pass", P2: "pass", P3: "fail", P4: "fail"},
+        },
     )
     result = run_cli(
         "-C",
@@ -77,6 +83,7 @@ def test_probe_agreeing_blind_and_required(example_fork: RepoBuilder, tmp_path: 
         ("retire", "pass", "retired"),
         ("keep", "pass", "probe-blind"),
         ("revisit", "fail", "still-required"),
+        ("fork-only", "fail", "still-required"),
     ]
     blind = data["patches"][1]["probe"]  # type: ignore[index]
     assert blind["detail"] == (
@@ -86,7 +93,9 @@ def test_probe_agreeing_blind_and_required(example_fork: RepoBuilder, tmp_path: 
 
 
 def test_harmful_and_broken_exit_1(example_fork: RepoBuilder, tmp_path: Path) -> None:
-    probe = _probe(tmp_path, {"full": "fail", "arms": {P1: "pass", P2: "fail", P3: "fail"}})
+    probe = _probe(
+        tmp_path, {"full": "fail", "arms": {P1: "pass", P2: "fail", P3: "fail", P4: "fail"}}
+    )
     result = run_cli(
         "-C",
         example_fork.path,
@@ -103,6 +112,7 @@ def test_harmful_and_broken_exit_1(example_fork: RepoBuilder, tmp_path: Path) ->
         ("retire", "pass", "now-harmful"),
         ("keep", "fail", "broken-on-tag"),
         ("revisit", "fail", "broken-on-tag"),
+        ("fork-only", "fail", "broken-on-tag"),
     ]
     text = run_cli("-C", example_fork.path, "absorbed", "--tag", "v1.2.0", "--probe-results", probe)
     assert text.code == 1
@@ -112,16 +122,23 @@ def test_harmful_and_broken_exit_1(example_fork: RepoBuilder, tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("doc", "message"),
     [
-        ({"full": "pass", "arms": {P1: "pass", P2: "pass"}}, f"no arm for '{P3}'"),
+        ({"full": "pass", "arms": {P1: "pass", P2: "pass", P4: "pass"}}, f"no arm for '{P3}'"),
         (
-            {"full": "pass", "arms": {P1: "pass", P2: "pass", P3: "pass", "0009-x.patch": "fail"}},
+            {
+                "full": "pass",
+                "arms": {P1: "pass", P2: "pass", P3: "pass", P4: "pass", "0009-x.patch": "fail"},
+            },
             "arm '0009-x.patch' is not in the series",
         ),
         ({"full": "ok", "arms": {}}, '\'full\' must be "pass" or "fail", not "ok"'),
         ({"full": "pass", "arms": {P1: True}}, f'arm \'{P1}\' must be "pass" or "fail", not true'),
         ({"arms": {}}, "missing key 'full'"),
         (
-            {"tag": "v1.3.0", "full": "pass", "arms": {P1: "pass", P2: "pass", P3: "pass"}},
+            {
+                "tag": "v1.3.0",
+                "full": "pass",
+                "arms": {P1: "pass", P2: "pass", P3: "pass", P4: "pass"},
+            },
             "the probe ran on 'v1.3.0', not on 'v1.2.0'",
         ),
         ([1, 2], "expected a JSON object with 'full' and 'arms'"),

@@ -17,6 +17,7 @@ from forktool.model.record import parse_record
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
 P3 = "0003-engine-decode-input-as-UTF-8.patch"
+P4 = "0004-fork-identify-the-fork-s-builds.patch"
 NOTE1 = "patches/notes/0001-config-do-not-crash-on-an-empty-config-file.md"
 DATE = "2024-06-01"
 FORK_FILES = ("series", "upstream.map", f"patches/{P1}", NOTE1, "FORK.md")
@@ -71,7 +72,7 @@ def test_retire_removes_exactly_the_absorbed_patch(
     assert not (root / "patches" / P1).exists()
     assert not (root / NOTE1).exists()
     assert (root / "series").read_text() == (
-        f"# The example fork's patch series (applied in order, -p1).\n{P2}\n{P3}\n"
+        f"# The example fork's patch series (applied in order, -p1).\n{P2}\n{P3}\n{P4}\n"
     )
     assert (root / "upstream.map").read_bytes() == b"".join(
         line + b"\n"
@@ -97,7 +98,7 @@ def test_retire_removes_exactly_the_absorbed_patch(
     )  # type: ignore[union-attr]
     status = run_cli("-C", root, "status", "--format", "json")
     assert status.code == 0, status.err
-    assert status.json()["series_length"] == 2
+    assert status.json()["series_length"] == 3
 
 
 def test_dry_run_changes_nothing(example_fork: RepoBuilder) -> None:
@@ -153,7 +154,7 @@ def test_force_with_reason_is_recorded(
     ]
     assert rows[0][7].startswith("FORCED over verdict 'revisit' (")
     assert rows[0][7].endswith(f"): {reason}")
-    assert (example_fork.path / "series").read_text().splitlines()[1:] == [P1, P2]
+    assert (example_fork.path / "series").read_text().splitlines()[1:] == [P1, P2, P4]
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The example fork at the repository root, and how its patches were made.
 
-The example pins the demo upstream's ``v1.1.0`` and carries three upstream fixes
+The example pins the demo upstream's ``v1.1.0`` and carries three upstream fixes and a fork-only patch
 as patches, each made on ``v1.1.0`` with the same hunks as the upstream commit.
 ``tests/test_example.py`` regenerates the patch files from the demo upstream and
 requires the committed bytes to match, so the example can never drift.
@@ -40,10 +40,22 @@ class ExamplePatch:
     body: str
     path: str
     edit: tuple[tuple[str, str], ...]
-    upstream_attr: str
+    upstream_attr: str | None  # None: a fork-only patch (mapped to 'none')
     pr: str
     note: str
+    new_file: str | None = None  # the whole content, for a patch that adds a file
 
+
+FORK_MODULE = '''"""Which build of pulse this is: the fork's own builds say so in bug reports."""
+
+FORK = "pulse-fork"
+FORK_URL = "https://git.example.org/fork/pulse"
+
+
+def describe(version: str) -> str:
+    """The version as the fork's builds report it, e.g. ``1.1.0+pulse-fork``."""
+    return f"{version}+{FORK}"
+'''
 
 EXAMPLE_PATCHES = (
     ExamplePatch(
@@ -77,16 +89,39 @@ EXAMPLE_PATCHES = (
         "Inputs failed to decode under LANG=C in the slim image. Upstream's fix reached\n"
         "release-1.2 as a cherry-pick, under another commit id.\n",
     ),
+    ExamplePatch(
+        "fork: identify the fork's builds",
+        "Bug reports must say which build they come from: the fork's images carry\n"
+        "this patch series on top of an upstream release. Fork-only: upstream has no\n"
+        "use for it.\n",
+        "pulse/fork.py",
+        (),
+        None,
+        "",
+        "Fork-only and permanent: the fork's images identify themselves in bug\n"
+        "reports. Mapped to 'none', so no upstream release ever retires it.\n",
+        new_file=FORK_MODULE,
+    ),
 )
 
 
-def commit_message(patch: ExamplePatch, commit: str) -> str:
+def commit_message(patch: ExamplePatch, commit: str | None) -> str:
+    if commit is None:
+        return (
+            f"{patch.subject}\n\n{patch.body.rstrip()}\n\n"
+            "Upstream-Merge: none\n"
+            "Exit-Criterion: permanent while the fork ships its own builds\n"
+        )
     return (
         f"{patch.subject}\n\n{patch.body.rstrip()}\n\n"
         f"Upstream-PR: {patch.pr}\n"
         f"Upstream-Merge: {commit}\n"
         f"Exit-Criterion: retire when the pinned release contains {commit[:12]}\n"
     )
+
+
+def upstream_commit(up: demo.DemoUpstream, patch: ExamplePatch) -> str | None:
+    return None if patch.upstream_attr is None else str(getattr(up, patch.upstream_attr))
 
 
 def make_example_patches(up: demo.DemoUpstream, dest: Path) -> list[str]:
@@ -96,11 +131,11 @@ def make_example_patches(up: demo.DemoUpstream, dest: Path) -> list[str]:
         repo = RepoBuilder.clone(up.path, work / "fork")
         repo.git.run(["checkout", "-q", "-b", "patches", PIN_TAG], purpose="check out the pin")
         for patch in EXAMPLE_PATCHES:
-            commit = getattr(up, patch.upstream_attr)
-            text = repo.read(patch.path)
+            text = patch.new_file if patch.new_file is not None else repo.read(patch.path)
             for old, new in patch.edit:
                 text = text.replace(old, new)
-            repo.commit(commit_message(patch, commit), {patch.path: text}, author=FORK_AUTHOR)
+            message = commit_message(patch, upstream_commit(up, patch))
+            repo.commit(message, {patch.path: text}, author=FORK_AUTHOR)
         dest.mkdir(parents=True, exist_ok=True)
         out = run_git(
             [*FORMAT_PATCH_ARGS, "-o", str(dest.resolve()), f"{PIN_TAG}..patches"],
@@ -115,7 +150,8 @@ def make_example_patches(up: demo.DemoUpstream, dest: Path) -> list[str]:
 def upstream_map_text(up: demo.DemoUpstream, names: list[str]) -> str:
     lines = ["# <patch-file> <upstream commit(s)> [url or note]"]
     for name, patch in zip(names, EXAMPLE_PATCHES, strict=True):
-        lines.append(f"{name} {getattr(up, patch.upstream_attr)} {patch.pr}")
+        commit = upstream_commit(up, patch)
+        lines.append(f"{name} {commit or 'none'} {patch.pr}".rstrip())
     return "\n".join(lines) + "\n"
 
 

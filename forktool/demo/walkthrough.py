@@ -102,7 +102,13 @@ def setup_fork(root: Path, upstream: DemoUpstream) -> RepoBuilder:
     for path in sorted((source / PATCHES_DIR).rglob("*")):
         if path.is_file():
             files[path.relative_to(source).as_posix()] = path.read_bytes()
-    fork.commit("fork: carry three upstream fixes on v1.1.0\n", files, author=FORK_MAINTAINER)
+    fork.commit(
+        "fork: carry three upstream fixes and a fork-only patch on v1.1.0\n",
+        files,
+        author=FORK_MAINTAINER,
+    )
+    for key, value in (("user.name", "Dana Okoye"), ("user.email", "dana@fork.example")):
+        run_git(["config", key, value], cwd=fork.path, purpose=f"set {key} for the demo fork")
     return fork
 
 
@@ -126,8 +132,9 @@ def pristine_site(demo: Demo, name: str, tag: str = PIN_TAG) -> Path:
 def step_status(demo: Demo) -> None:
     demo.step(
         "The fork at a glance",
-        """The fork pins upstream v1.1.0 and carries three patches, each mapped to the
-        upstream commit that will make it unnecessary.""",
+        """The fork pins upstream v1.1.0 and carries four patches: three upstream fixes,
+        each mapped to the upstream commit that will make it unnecessary, and one
+        fork-only patch (mapped to 'none': no release ever retires it).""",
     )
     demo.run(["status"])
 
@@ -415,6 +422,46 @@ def step_images(demo: Demo) -> None:
         demo.run(["image", "gate", f"{candidate}-minus-0001"], expect=1)
 
 
+def step_poll(demo: Demo) -> None:
+    demo.step(
+        "The nightly job: is there a newer release, and what would a sync do?",
+        """upstream poll fetches upstream's tags, lists the releases newer than the pin in
+        version order, and plans a sync to the newest: v1.3.0 contains all three upstream
+        fixes by ancestry, so they retire; the fork-only patch refreshes cleanly. Exit 3
+        tells the scheduler the plan is clean (0: nothing new; 4: needs hands).""",
+    )
+    demo.run(["upstream", "poll"], expect=3)
+
+
+def step_sync(demo: Demo) -> None:
+    demo.step(
+        "Sync to v1.3.0: retire, refresh, bump, merge the tag, check",
+        """sync works on a new branch in a temporary worktree (this checkout is not
+        touched): it retires what v1.3.0 absorbed (ancestry only), refreshes the rest,
+        bumps every pin site, merges the release TAG (never upstream's main branch),
+        runs check, and writes a report for the pull request.""",
+    )
+    demo.run(["sync", "v1.3.0"])
+    report = demo.fork_path / ".git" / "forktool" / "sync" / "v1.3.0" / "report.md"
+    demo.say(f"   the pull-request body is in {report}")
+
+
+def step_check_after_sync(demo: Demo) -> None:
+    demo.step(
+        "Merge the sync branch; the gate passes on the result",
+        """After review the sync branch is merged (a fast-forward here). check runs every
+        gate that needs no network: files, pin, exact apply and round trip, canonical
+        format, pin sites, alignment with v1.3.0, the retirement record.""",
+    )
+    run_git(
+        ["merge", "--quiet", "--ff-only", "forktool/sync-v1.3.0"],
+        cwd=demo.fork_path,
+        purpose="merge the sync branch",
+    )
+    demo.run(["check"])
+    demo.run(["status"])
+
+
 STEPS: list[Step] = [
     step_status,
     step_verify,
@@ -429,4 +476,7 @@ STEPS: list[Step] = [
     step_pin_bump_preview,
     step_align_bot_workflow,
     step_images,
+    step_poll,
+    step_sync,
+    step_check_after_sync,
 ]

@@ -210,6 +210,14 @@ def _entry(link: Link) -> RefreshEntry:
     return RefreshEntry(patch.name, patch.rel, "rebased", message, commit=link.commit)
 
 
+def plan_refresh(git: Git, onto: str, patches: Sequence[Patch]) -> list[RefreshEntry]:
+    """What a refresh of ``patches`` onto ``onto`` would find; nothing is written."""
+    onto_commit = _onto_commit(git, onto)
+    with git.temp_index() as index:
+        chain = build_chain(index, onto_commit, patches, base_name=onto)
+        return _entries(chain, patches)
+
+
 def _onto_commit(git: Git, onto: str) -> str:
     return git.tag_commit(onto) or git.resolve_commit(onto, what="tag or commit")
 

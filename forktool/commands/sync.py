@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from forktool.cli import App, format_option, pass_app
+from forktool.engine.sync import (
+    abort_sync,
+    continue_sync,
+    plan_sync,
+    render_markdown,
+    resolve_tag,
+    start_sync,
+)
+from forktool.fsutil import fork_lock
+from forktool.report import sync as report
+
+
+@click.command("sync")
+@click.argument("tag", required=False)
+@click.option("--branch", metavar="NAME", help="Branch to create (default: forktool/sync-TAG).")
+@click.option(
+    "--dry-run", is_flag=True, help="Show the plan (retire, refresh, pins); write nothing."
+)
+@click.option("--continue", "resume", is_flag=True, help="Resume a sync stopped on a conflict.")
+@click.option("--abort", is_flag=True, help="Drop a sync in progress: branch, worktree and state.")
+@click.option(
+    "--fetch/--no-fetch",
+    default=True,
+    show_default=True,
+    help="Fetch TAG from the upstream remote first.",
+)
+@format_option("text", "json", "markdown")
+@pass_app
+def command(
+    app: App,
+    tag: str | None,
+    branch: str | None,
+    dry_run: bool,
+    resume: bool,
+    abort: bool,
+    fetch: bool,
+    fmt: str,
+) -> int:
+    """The release procedure: retire what TAG absorbed, refresh the rest, bump pins, merge TAG.
+
+    Works on a new branch in a temporary worktree; your checkout is never switched or
+    dirtied. Retirement is by ancestry only. For a merged-layout fork the release
+    TAG is merged (never upstream's main branch). The result is checked and a report
+    (markdown for a pull request, and JSON) is written under .git/forktool/sync/TAG/.
+    A conflict stops the sync: resolve it and run 'sync --continue', or 'sync --abort'.
+    Exit 0 when synced and the check passed, 1 when stopped or the check failed.
+
+    \b
+    Examples:
+      forktool sync v1.3.0 --dry-run
+      forktool sync v1.3.0
+      forktool sync --continue
+      forktool sync v1.3.0 --format markdown > pr-body.md
+    """
+    if sum((resume, abort, dry_run)) > 1:
+        raise click.UsageError("--continue, --abort and --dry-run are mutually exclusive")
+    if (resume or abort) and tag:
+        raise click.UsageError("--continue and --abort take no TAG")
+    if not (resume or abort) and not tag:
+        raise click.UsageError("missing TAG (or --continue / --abort)")
+    config = app.config()
+    git = app.git()
+    if dry_run:
+        assert tag is not None
+        commit = resolve_tag(config, git, tag, fetch=fetch)
+        result = plan_sync(app.fork(), git, tag, commit)
+    else:
+        with fork_lock(git.common_dir()), app.output.progress(5, "sync") as tick:
+            if abort:
+                result = abort_sync(git)
+            elif resume:
+                result = continue_sync(git, env=os.environ, progress=tick)
+            else:
+                assert tag is not None
+                app.fork()  # the fork must be sound before anything starts
+                result = start_sync(
+                    config, git, tag, branch=branch, fetch=fetch, env=os.environ, progress=tick
+                )
+    if fmt == "json":
+        app.output.json(result.to_json())
+    elif abort and fmt == "text":
+        app.output.result(result.message)
+    elif fmt == "markdown":
+        sys.stdout.write(render_markdown(result))
+    else:
+        report.render_sync(app.output, result)
+    if abort:
+        return 0
+    return 0 if result.ok else 1

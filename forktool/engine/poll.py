@@ -1,0 +1,100 @@
+"""``forktool upstream poll``: for a scheduled job, is there a newer release, and what
+would a sync to it do?
+
+Exit codes a scheduler can branch on (documented in docs/sync.md):
+``0`` nothing new, ``3`` a new release with a clean plan (a sync can run unattended),
+``4`` a new release that needs hands (a conflict, or a patch to revisit), ``2`` the
+poll could not run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from forktool.config import Config
+from forktool.engine.releases import Release, parse_release_version, release_tags
+from forktool.engine.sync import SyncReport, plan_sync
+from forktool.errors import FatalError
+from forktool.fork import Fork
+from forktool.git import Git
+
+EXIT_NOTHING_NEW = 0
+EXIT_CLEAN_PLAN = 3
+EXIT_NEEDS_HANDS = 4
+
+
+@dataclass(frozen=True)
+class PollResult:
+    pin: str
+    fetched: bool
+    newer: tuple[Release, ...]
+    plan: SyncReport | None
+
+    @property
+    def needs_hands(self) -> bool:
+        return self.plan is not None and bool(self.plan.conflicts or self.plan.notes)
+
+    @property
+    def exit_code(self) -> int:
+        if self.plan is None:
+            return EXIT_NOTHING_NEW
+        return EXIT_NEEDS_HANDS if self.needs_hands else EXIT_CLEAN_PLAN
+
+    @property
+    def verdict(self) -> str:
+        return {
+            EXIT_NOTHING_NEW: "nothing-new",
+            EXIT_CLEAN_PLAN: "clean-plan",
+            EXIT_NEEDS_HANDS: "needs-hands",
+        }[self.exit_code]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "pin": self.pin,
+            "fetched": self.fetched,
+            "verdict": self.verdict,
+            "newer": [{"tag": r.tag, "commit": r.commit} for r in self.newer],
+            "newest": self.newer[-1].tag if self.newer else None,
+            "plan": self.plan.to_json() if self.plan else None,
+        }
+
+
+def fetch_tags(config: Config, git: Git) -> None:
+    """Fetch upstream's tags; a tag that moved upstream is refused by git, and so by us."""
+    remote = config.upstream_remote
+    if remote not in git.remotes():
+        raise FatalError(
+            f"no remote named '{remote}' to poll",
+            f"add it (git remote add {remote} <url>), or pass --no-fetch to use local tags",
+        )
+    git.run(
+        [
+            "fetch",
+            "--quiet",
+            "--no-write-fetch-head",
+            "--end-of-options",
+            remote,
+            "refs/tags/*:refs/tags/*",
+        ],
+        purpose=f"fetch tags from {remote}",
+    )
+
+
+def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) -> PollResult:
+    config = fork.config
+    if fetch:
+        fetch_tags(config, git)
+    include_pre = config.prereleases if prereleases is None else prereleases
+    releases = release_tags(git, config.release_tags, prereleases=include_pre)
+    pinned = parse_release_version(config.pin_tag, config.release_tags)
+    if pinned is None:
+        raise FatalError(
+            f"the pinned tag '{config.pin_tag}' is not a release tag (release_tags: "
+            f"'{config.release_tags}')",
+            "pin a release tag, or set release_tags in forktool.yaml",
+        )
+    newer = tuple(r for r in releases if r.version > pinned)
+    if not newer:
+        return PollResult(config.pin_tag, fetch, (), None)
+    newest = newer[-1]
+    return PollResult(config.pin_tag, fetch, newer, plan_sync(fork, git, newest.tag, newest.commit))

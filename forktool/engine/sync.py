@@ -1,0 +1,774 @@
+"""``forktool sync TAG``: the release procedure, in its proper order, on a new branch.
+
+1. **retire** what TAG absorbed: ancestry only, through the retirement engine;
+2. **refresh** what it did not onto TAG (a conflict stops the sync for a human);
+3. **bump** every pin site to TAG;
+4. **merge** the release **tag** (never upstream's main branch) for a merged-layout fork;
+5. **check** the result, and write a report (markdown for a pull request, and JSON).
+
+All of it happens on a new branch in a temporary worktree: the user's checkout is
+never switched or dirtied. A stop leaves the state in ``<git-dir>/forktool/sync/``;
+``sync --continue`` picks it up and ``sync --abort`` removes the branch and worktree.
+A second sync of a TAG whose branch is complete says so and changes nothing.
+
+The merge follows the fork's charter (additive only): the merged tree is TAG's tree
+plus the fork's own files (ledger ``add`` paths, from the sync branch) minus the
+declared deletions. An upstream file the fork edited in place is not carried over;
+a fork file that upstream now ships too is a conflict for a human.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from forktool.config import Config, load_config, parse_config
+from forktool.engine.absorb import AbsorbedResult, absorbed
+from forktool.engine.check import GateResult, run_checks, select_checks
+from forktool.engine.pins import plan_bump
+from forktool.engine.refresh import (
+    RefreshEntry,
+    plan_refresh,
+    refresh_abort,
+    refresh_continue,
+    refresh_onto,
+)
+from forktool.engine.refresh import (
+    load_state as load_refresh_state,
+)
+from forktool.engine.retire import record_date, retire
+from forktool.errors import FatalError
+from forktool.fork import Fork, load_fork
+from forktool.fsutil import write_files
+from forktool.git import Git
+from forktool.model.ledger import Ledger
+
+Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
+STAGES: tuple[Stage, ...] = ("retire", "refresh", "bump", "merge", "check", "done")
+STATE_DIR = Path("forktool") / "sync"
+Progress = Callable[[int], None]
+
+
+# -- results -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Retired:
+    patch: str
+    commits: tuple[str, ...]
+    first_release: str | None
+    witnesses: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "patch": self.patch,
+            "upstream_commits": list(self.commits),
+            "first_release": self.first_release,
+            "witnesses": self.witnesses,
+        }
+
+
+@dataclass(frozen=True)
+class PinChange:
+    file: str
+    line: int
+    old: str
+    new: str
+
+    def to_json(self) -> dict[str, object]:
+        return {"file": self.file, "line": self.line, "old": self.old, "new": self.new}
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a sync did (or, for a plan, would do)."""
+
+    tag: str
+    tag_commit: str
+    previous_tag: str
+    branch: str | None
+    stage: Stage
+    retired: tuple[Retired, ...] = ()
+    kept: tuple[dict[str, object], ...] = ()  # absorbed verdicts of the patches kept
+    refreshed: tuple[RefreshEntry, ...] = ()
+    range_diff: str = ""
+    pins: tuple[PinChange, ...] = ()
+    conflicts: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    check: dict[str, object] | None = None
+    check_ok: bool | None = None
+    commits: tuple[str, ...] = ()
+    message: str = ""
+    dry_run: bool = False
+    worktree: str | None = None
+
+    @property
+    def needs_hands(self) -> bool:
+        return bool(self.conflicts) or self.stage not in ("done",) or self.check_ok is False
+
+    @property
+    def ok(self) -> bool:
+        if self.dry_run:
+            return not self.conflicts
+        return self.stage == "done" and not self.conflicts and self.check_ok is not False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tag": self.tag,
+            "tag_commit": self.tag_commit,
+            "previous_tag": self.previous_tag,
+            "branch": self.branch,
+            "ok": self.ok,
+            "dry_run": self.dry_run,
+            "stage": self.stage,
+            "retired": [r.to_json() for r in self.retired],
+            "kept": list(self.kept),
+            "refreshed": [e.to_json() for e in self.refreshed],
+            "range_diff": self.range_diff,
+            "pins": [p.to_json() for p in self.pins],
+            "conflicts": list(self.conflicts),
+            "notes": list(self.notes),
+            "check": self.check,
+            "check_ok": self.check_ok,
+            "commits": list(self.commits),
+            "worktree": self.worktree,
+            "message": self.message,
+        }
+
+
+# -- state of a sync in progress ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SyncState:
+    tag: str
+    tag_commit: str
+    branch: str
+    worktree: str
+    start: str  # the fork's HEAD when the sync began
+    stage: Stage
+    fork_dir: str  # the fork root relative to the worktree root ("" at the top)
+    report: SyncReport
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tag": self.tag,
+            "tag_commit": self.tag_commit,
+            "branch": self.branch,
+            "worktree": self.worktree,
+            "start": self.start,
+            "stage": self.stage,
+            "fork_dir": self.fork_dir,
+            "report": self.report.to_json(),
+        }
+
+
+def state_dir(git: Git) -> Path:
+    return git.common_dir() / STATE_DIR
+
+
+def _state_file(git: Git) -> Path:
+    return state_dir(git) / "state.json"
+
+
+def load_sync_state(git: Git) -> SyncState | None:
+    path = _state_file(git)
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        report = _report_from_json(data["report"])
+        return SyncState(
+            data["tag"],
+            data["tag_commit"],
+            data["branch"],
+            data["worktree"],
+            data["start"],
+            data["stage"],
+            data["fork_dir"],
+            report,
+        )
+    except (ValueError, KeyError, TypeError) as exc:
+        raise FatalError(
+            f"the sync state in {path} is unreadable ({exc})",
+            "remove it with 'forktool sync --abort'",
+        ) from exc
+
+
+def _list(data: Mapping[str, object], key: str) -> list[object]:
+    value = data.get(key)
+    return list(value) if isinstance(value, list) else []
+
+
+def _dicts(data: Mapping[str, object], key: str) -> list[dict[str, object]]:
+    return [item for item in _list(data, key) if isinstance(item, dict)]
+
+
+def _strings(data: Mapping[str, object], key: str) -> tuple[str, ...]:
+    return tuple(str(item) for item in _list(data, key))
+
+
+def _report_from_json(data: Mapping[str, object]) -> SyncReport:
+    """A report saved in the sync state (or a finished sync's report.json)."""
+    stage = str(data["stage"])
+    if stage not in STAGES:
+        raise ValueError(f"unknown stage {stage!r}")
+    return SyncReport(
+        tag=str(data["tag"]),
+        tag_commit=str(data["tag_commit"]),
+        previous_tag=str(data["previous_tag"]),
+        branch=str(data["branch"]) if data.get("branch") else None,
+        stage=stage,
+        retired=tuple(
+            Retired(
+                str(r["patch"]),
+                _strings(r, "upstream_commits"),
+                str(r["first_release"]) if r.get("first_release") else None,
+                str(r["witnesses"]),
+            )
+            for r in _dicts(data, "retired")
+        ),
+        kept=tuple(_dicts(data, "kept")),
+        refreshed=tuple(
+            RefreshEntry(
+                str(e["patch"]),
+                str(e["path"]),
+                str(e["status"]),  # type: ignore[arg-type]
+                str(e.get("message", "")),
+                bool(e.get("bytes_changed")),
+            )
+            for e in _dicts(data, "refreshed")
+        ),
+        range_diff=str(data.get("range_diff", "")),
+        pins=tuple(
+            PinChange(str(p["file"]), int(str(p["line"])), str(p["old"]), str(p["new"]))
+            for p in _dicts(data, "pins")
+        ),
+        conflicts=_strings(data, "conflicts"),
+        notes=_strings(data, "notes"),
+        commits=_strings(data, "commits"),
+        check=data["check"] if isinstance(data.get("check"), dict) else None,  # type: ignore[arg-type]
+        check_ok=data.get("check_ok") if isinstance(data.get("check_ok"), bool) else None,  # type: ignore[arg-type]
+    )
+
+
+def _save_state(git: Git, state: SyncState) -> None:
+    write_files({_state_file(git): json.dumps(state.to_json(), indent=2).encode("utf-8")})
+
+
+def _drop_state(git: Git) -> None:
+    _state_file(git).unlink(missing_ok=True)
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+
+def default_branch(tag: str) -> str:
+    return f"forktool/sync-{tag}"
+
+
+def resolve_tag(config: Config, git: Git, tag: str, *, fetch: bool) -> str:
+    if fetch:
+        if config.upstream_remote not in git.remotes():
+            raise FatalError(
+                f"no remote named '{config.upstream_remote}' to fetch {tag} from",
+                "add the upstream remote, or pass --no-fetch to use the tags you have",
+            )
+        git.fetch_tag(config.upstream_remote, tag)
+    commit = git.tag_commit(tag)
+    if commit is None:
+        raise FatalError(
+            f"unknown tag '{tag}'",
+            f"fetch it (git fetch {config.upstream_remote} tag {tag}) or drop --no-fetch",
+        )
+    return commit
+
+
+def _retired_entry(report: AbsorbedResult, name: str) -> Retired:
+    verdict = report.patch(name)
+    kinds = ", ".join(sorted({e.kind for e in verdict.evidence}))
+    witnesses = f"ancestry: every commit is in {report.tag}" + (f"; also {kinds}" if kinds else "")
+    return Retired(name, verdict.upstream_commits, verdict.first_release, witnesses)
+
+
+def _kept(report: AbsorbedResult, names: set[str]) -> tuple[dict[str, object], ...]:
+    return tuple(p.to_json() for p in report.patches if p.patch not in names)
+
+
+def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
+    """What ``sync TAG`` would do: retire, refresh, bump. Nothing is written."""
+    report = absorbed(fork, git, tag)
+    retiring = {p.patch for p in report.retirable()}
+    kept = [p for p in fork.patches if p.name not in retiring]
+    refreshed = tuple(plan_refresh(git, tag, kept)) if kept else ()
+    bump = plan_bump(fork.config, git, tag, fetch=False, dry_run=True)
+    conflicts = tuple(f"{e.patch}: {e.message}" for e in refreshed if e.status == "conflict")
+    notes = tuple(
+        f"{p['patch']}: {p['verdict']}: {p.get('reason', '')}"
+        for p in _kept(report, retiring)
+        if p["verdict"] == "revisit"
+    )
+    return SyncReport(
+        tag=tag,
+        tag_commit=tag_commit,
+        previous_tag=fork.config.pin_tag,
+        branch=None,
+        stage="retire",
+        retired=tuple(_retired_entry(report, name) for name in sorted(retiring)),
+        kept=_kept(report, retiring),
+        refreshed=refreshed,
+        pins=tuple(PinChange(e.file, e.line, e.old, e.new) for e in bump.edits),
+        conflicts=conflicts,
+        notes=notes,
+        dry_run=True,
+        message="dry run: nothing was written",
+    )
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    """One sync in its worktree: where things are and how to commit there."""
+
+    main: Git
+    wt: Git
+    fork_root: Path
+    identity: dict[str, str]
+    state: SyncState
+    progress: Progress | None = None
+    commits: list[str] = field(default_factory=list)
+
+    def config(self) -> Config:
+        return load_config(self.fork_root / "forktool.yaml")
+
+    def fork(self) -> Fork:
+        return load_fork(self.config(), strict=True)
+
+    def commit(self, message: str) -> None:
+        commit = self.wt.commit_all(message, self.identity)
+        if commit is not None:
+            self.commits.append(commit)
+
+    def advance(self, stage: Stage, **changes: object) -> None:
+        report = replace(self.state.report, stage=stage, commits=tuple(self.commits), **changes)  # type: ignore[arg-type]
+        self.state = replace(self.state, stage=stage, report=report)
+        _save_state(self.main, self.state)
+        if self.progress:
+            self.progress(1)
+
+
+def commit_identity(git: Git, env: Mapping[str, str]) -> dict[str, str]:
+    """Author and committer for the sync's commits: env first, then the repo's user.*."""
+    name = (
+        env.get("GIT_AUTHOR_NAME") or env.get("GIT_COMMITTER_NAME") or git.local_config("user.name")
+    )
+    email = (
+        env.get("GIT_AUTHOR_EMAIL")
+        or env.get("GIT_COMMITTER_EMAIL")
+        or git.local_config("user.email")
+    )
+    if not name or not email:
+        raise FatalError(
+            "sync commits on a new branch and needs an identity",
+            "set user.name and user.email in this repository (git config user.name ...), "
+            "or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL",
+        )
+    identity = {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
+    for key in ("GIT_AUTHOR_DATE", "GIT_COMMITTER_DATE"):
+        if env.get(key):
+            identity[key] = env[key]
+    return identity
+
+
+def start_sync(
+    config: Config,
+    git: Git,
+    tag: str,
+    *,
+    branch: str | None,
+    fetch: bool,
+    env: Mapping[str, str],
+    progress: Progress | None = None,
+) -> SyncReport:
+    """Begin a sync of ``tag`` on a new branch and run it as far as it goes."""
+    existing = load_sync_state(git)
+    if existing is not None:
+        raise FatalError(
+            f"a sync to {existing.tag} is in progress on {existing.branch} (stopped at {existing.stage})",
+            "finish it with 'forktool sync --continue' or drop it with 'forktool sync --abort'",
+        )
+    tag_commit = resolve_tag(config, git, tag, fetch=fetch)
+    name = branch or default_branch(tag)
+    done = _already_synced(config, git, name, tag)
+    if done is not None:
+        return done
+    if git.branch_commit(name) is not None:
+        raise FatalError(
+            f"branch '{name}' already exists and is not a finished sync to {tag}",
+            f"delete it (git branch -D {name}) or pass --branch NAME",
+        )
+    if config.pin_tag == tag:
+        raise FatalError(f"the fork is already pinned to {tag}", "nothing to sync")
+    identity = commit_identity(git, env)
+    start = git.resolve_commit("HEAD")
+    toplevel = git.toplevel()
+    fork_dir = config.root.resolve().relative_to(toplevel.resolve()).as_posix()
+    fork_dir = "" if fork_dir == "." else fork_dir
+    worktree = Path(tempfile.mkdtemp(prefix="forktool-sync-")) / "wt"
+    git.worktree_add(worktree, name, start)
+    report = SyncReport(tag, tag_commit, config.pin_tag, name, "retire")
+    state = SyncState(tag, tag_commit, name, str(worktree), start, "retire", fork_dir, report)
+    _save_state(git, state)
+    return _drive(git, state, identity, progress)
+
+
+def continue_sync(
+    git: Git, *, env: Mapping[str, str], progress: Progress | None = None
+) -> SyncReport:
+    state = load_sync_state(git)
+    if state is None:
+        raise FatalError("no sync is in progress", "start one with 'forktool sync TAG'")
+    return _drive(git, state, commit_identity(git, env), progress, resume=True)
+
+
+def abort_sync(git: Git) -> SyncReport:
+    """Remove the sync's worktree, branch and state: everything as before the sync."""
+    state = load_sync_state(git)
+    if state is None:
+        raise FatalError("no sync is in progress", "nothing to abort")
+    wt = Git(Path(state.worktree))
+    fork_root = Path(state.worktree) / state.fork_dir
+    if Path(state.worktree).is_dir() and load_refresh_state(wt) is not None:
+        refresh_abort(load_fork(load_config(fork_root / "forktool.yaml"), strict=False), wt)
+    git.worktree_remove(Path(state.worktree))
+    shutil.rmtree(Path(state.worktree).parent, ignore_errors=True)
+    if git.branch_commit(state.branch) is not None:
+        git.delete_branch(state.branch)
+    _drop_state(git)
+    return replace(
+        state.report,
+        stage=state.stage,
+        message=f"sync to {state.tag} aborted: branch {state.branch} and its worktree removed",
+    )
+
+
+def _already_synced(config: Config, git: Git, branch: str, tag: str) -> SyncReport | None:
+    tip = git.branch_commit(branch)
+    if tip is None:
+        return None
+    rel = config.path.resolve().relative_to(git.toplevel().resolve()).as_posix()
+    text = git.blob(tip, rel)
+    try:
+        pinned = parse_config(text.decode("utf-8"), config.path).pin_tag if text else None
+    except (FatalError, UnicodeDecodeError):
+        pinned = None
+    if pinned != tag:
+        return None
+    report_file = state_dir(git) / tag / "report.json"
+    if report_file.is_file():
+        report = _report_from_json(json.loads(report_file.read_text(encoding="utf-8")))
+        return replace(
+            report, stage="done", message=f"already synced: {branch} pins {tag}; nothing to do"
+        )
+    return SyncReport(
+        tag,
+        git.peel_tag(tag),
+        config.pin_tag,
+        branch,
+        "done",
+        message=f"already synced: {branch} pins {tag}; nothing to do",
+    )
+
+
+def _drive(
+    main: Git,
+    state: SyncState,
+    identity: dict[str, str],
+    progress: Progress | None,
+    *,
+    resume: bool = False,
+) -> SyncReport:
+    worktree = Path(state.worktree)
+    if not worktree.is_dir():
+        raise FatalError(
+            f"the sync worktree {worktree} is gone",
+            "drop the sync with 'forktool sync --abort' and start again",
+        )
+    run = _Run(
+        main,
+        Git(worktree),
+        worktree / state.fork_dir,
+        identity,
+        state,
+        progress,
+        list(state.report.commits),
+    )
+    steps: dict[Stage, Callable[[_Run, bool], bool]] = {
+        "retire": _stage_retire,
+        "refresh": _stage_refresh,
+        "bump": _stage_bump,
+        "merge": _stage_merge,
+        "check": _stage_check,
+    }
+    while run.state.stage != "done":
+        stage = run.state.stage
+        if not steps[stage](run, resume):
+            return replace(run.state.report, worktree=str(worktree))
+        resume = False
+    return _finish(run)
+
+
+def _next(stage: Stage) -> Stage:
+    return STAGES[STAGES.index(stage) + 1]
+
+
+def _stage_retire(run: _Run, resume: bool) -> bool:
+    del resume
+    fork = run.fork()
+    report = absorbed(fork, run.wt, run.state.tag)
+    retiring = sorted(p.patch for p in report.retirable())
+    retired = tuple(_retired_entry(report, name) for name in retiring)
+    if retiring:
+        retire(fork, run.wt, report, retiring, today=record_date())
+        run.commit(
+            f"sync {run.state.tag}: retire {len(retiring)} patch(es) absorbed upstream\n\n"
+            + "".join(f"- {r.patch}: {r.witnesses}\n" for r in retired)
+        )
+    notes = tuple(
+        f"{p.patch}: {p.verdict}: {p.reason}" for p in report.patches if p.verdict == "revisit"
+    )
+    run.advance("refresh", retired=retired, kept=_kept(report, set(retiring)), notes=notes)
+    return True
+
+
+def _conflict_stop(run: _Run, entries: tuple[RefreshEntry, ...], message: str) -> bool:
+    conflicts = tuple(f"{e.patch}: {e.message}" for e in entries if e.status == "conflict")
+    run.advance("refresh", refreshed=entries, conflicts=conflicts, message=message)
+    return False
+
+
+def _stage_refresh(run: _Run, resume: bool) -> bool:
+    fork = run.fork()
+    pin_commit = fork.config.pin_commit
+    if resume and load_refresh_state(run.wt) is not None:
+        result = refresh_continue(fork, run.wt, pin_commit=pin_commit)
+    elif not fork.patches:
+        run.advance("bump", refreshed=(), conflicts=())
+        return True
+    else:
+        resolve_dir = Path(run.state.worktree).parent / "resolve"
+        if resolve_dir.exists():
+            shutil.rmtree(resolve_dir)
+        result = refresh_onto(
+            fork, run.wt, run.state.tag, pin_commit=pin_commit, worktree=resolve_dir
+        )
+    if not result.ok or result.in_progress:
+        where = f" in {result.worktree}" if result.worktree else ""
+        message = (
+            f"a patch conflicts on {run.state.tag}: resolve it{where}, then run "
+            "'forktool sync --continue' (or 'forktool sync --abort')"
+        )
+        return _conflict_stop(run, result.entries, message)
+    run.commit(f"sync {run.state.tag}: refresh the series onto {run.state.tag}\n")
+    run.advance(
+        "bump", refreshed=result.entries, range_diff=result.range_diff, conflicts=(), message=""
+    )
+    return True
+
+
+def _stage_bump(run: _Run, resume: bool) -> bool:
+    del resume
+    result = plan_bump(run.config(), run.wt, run.state.tag, fetch=False, dry_run=False)
+    run.commit(f"sync {run.state.tag}: pin {run.state.tag} at every pin site\n")
+    pins = tuple(PinChange(e.file, e.line, e.old, e.new) for e in result.edits)
+    run.advance("merge", pins=pins)
+    return True
+
+
+def _fork_paths(ledger: Ledger, entries: list[tuple[str, str, str]]) -> dict[str, tuple[str, str]]:
+    return {path: (mode, oid) for mode, oid, path in entries if ledger.declaring("add", path)}
+
+
+def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
+    """(tree, conflicts, notes) of TAG plus the fork's own files minus declared deletions."""
+    fork = run.fork()
+    ledger = fork.ledger
+    prefix = f"{run.state.fork_dir}/" if run.state.fork_dir else ""
+    head_files = run.wt.ls_tree("HEAD")
+    tag_files = {path: (mode, oid) for mode, oid, path in run.wt.ls_tree(run.state.tag_commit)}
+    ours = {
+        path: meta
+        for path, meta in _fork_paths(
+            ledger, [(m, o, p[len(prefix) :]) for m, o, p in head_files if p.startswith(prefix)]
+        ).items()
+    }
+    conflicts = [
+        f"{prefix}{path}: upstream {run.state.tag} ships this path too, but the fork owns it "
+        "(ledger 'add'); move the fork's file or drop it from the ledger"
+        for path, meta in ours.items()
+        if f"{prefix}{path}" in tag_files and tag_files[f"{prefix}{path}"] != meta
+    ]
+    if conflicts:
+        return None, conflicts, []
+    notes = []
+    head_paths = {p for _, _, p in head_files}
+    with run.wt.temp_index(run.state.tag_commit, keep_objects=True) as index:
+        for path, (mode, oid) in ours.items():
+            index.run(
+                ["update-index", "--add", "--cacheinfo", f"{mode},{oid},{prefix}{path}"],
+                purpose=f"add {path} to the merge",
+            )
+        for path in tag_files:
+            rel = path[len(prefix) :] if path.startswith(prefix) else None
+            if rel is not None and ledger.declaring("del", rel):
+                index.run(["update-index", "--force-remove", "--", path], purpose=f"drop {path}")
+                if path not in head_paths:
+                    continue
+                notes.append(
+                    f"{path}: the fork deletes it (ledger 'del'); {run.state.tag} still ships it"
+                )
+        previous = run.wt.tag_commit(run.state.report.previous_tag)
+        pinned = {p: (m, o) for m, o, p in run.wt.ls_tree(previous)} if previous else {}
+        edited = [
+            p
+            for m, o, p in head_files
+            if p in pinned
+            and (m, o) != pinned[p]
+            and not (p.startswith(prefix) and ledger.declaring("add", p[len(prefix) :]))
+        ]
+        notes += [
+            f"{p}: was edited in place on the fork; the merge takes {run.state.tag}'s version"
+            for p in edited
+        ]
+        return index.write_tree(), [], notes
+
+
+def _stage_merge(run: _Run, resume: bool) -> bool:
+    del resume
+    if run.config().layout != "merged":
+        run.advance("check", message="")
+        return True
+    tree, conflicts, notes = merged_tree(run)
+    if tree is None:
+        run.advance(
+            "merge",
+            conflicts=tuple(conflicts),
+            message="the merge of the tag conflicts with the fork's own files: "
+            "fix the ledger or the files on the sync branch, then 'forktool sync --continue'",
+        )
+        return False
+    message = f"Merge upstream release {run.state.tag} into the fork\n\nforktool sync: the tree is {run.state.tag} plus the fork's own files.\n"
+    commit = run.wt.run(
+        ["commit-tree", tree, "-p", "HEAD", "-p", run.state.tag_commit, "-F", "-"],
+        purpose=f"merge {run.state.tag}",
+        input=message.encode(),
+        env=run.identity,
+    ).out.strip()
+    run.wt.run(["reset", "--quiet", "--hard", commit], purpose="move the sync branch to the merge")
+    run.commits.append(commit)
+    run.advance("check", notes=run.state.report.notes + tuple(notes), conflicts=(), message="")
+    return True
+
+
+def _stage_check(run: _Run, resume: bool) -> bool:
+    del resume
+    gate: GateResult = run_checks(run.config(), run.wt, select_checks((), ()))
+    run.advance("done", check=gate.to_json(), check_ok=gate.ok)
+    return True
+
+
+def _finish(run: _Run) -> SyncReport:
+    report = replace(run.state.report, stage="done", worktree=None, commits=tuple(run.commits))
+    out = state_dir(run.main) / run.state.tag
+    write_files(
+        {
+            out / "report.json": (json.dumps(report.to_json(), indent=2) + "\n").encode(),
+            out / "report.md": render_markdown(report).encode(),
+        }
+    )
+    run.main.worktree_remove(Path(run.state.worktree))
+    shutil.rmtree(Path(run.state.worktree).parent, ignore_errors=True)
+    _drop_state(run.main)
+    verdict = "check passed" if report.check_ok else "check FAILED: see the report"
+    return replace(
+        report,
+        message=f"synced to {report.tag} on branch {report.branch} ({verdict}); "
+        f"report: {out / 'report.md'}",
+    )
+
+
+# -- the report ---------------------------------------------------------------------------------
+
+
+def render_markdown(report: SyncReport) -> str:
+    """The sync report as a pull-request body."""
+    title = "Sync plan" if report.dry_run else "Sync"
+    lines = [f"# {title}: {report.previous_tag} → {report.tag}", ""]
+    if report.branch:
+        lines += [
+            f"Branch `{report.branch}`, upstream tag `{report.tag}` ({report.tag_commit[:12]}).",
+            "",
+        ]
+    lines += ["## Retired (absorbed by ancestry)", ""]
+    if report.retired:
+        lines += ["| patch | upstream commit(s) | first release | witnesses |", "|---|---|---|---|"]
+        lines += [
+            f"| `{r.patch}` | {', '.join(c[:12] for c in r.commits)} | {r.first_release or '-'} | {r.witnesses} |"
+            for r in report.retired
+        ]
+    else:
+        lines.append(f"None: {report.tag} contains no patch's upstream commit.")
+    lines += ["", "## Kept and refreshed", ""]
+    if report.refreshed:
+        lines += ["| patch | refresh | note |", "|---|---|---|"]
+        lines += [f"| `{e.patch}` | {e.status} | {e.message} |" for e in report.refreshed]
+    else:
+        lines.append("No patch left to refresh.")
+    if report.range_diff:
+        lines += [
+            "",
+            "<details><summary>range-diff of the refreshed series</summary>",
+            "",
+            "```",
+            report.range_diff.rstrip(),
+            "```",
+            "</details>",
+        ]
+    lines += ["", "## Pins", ""]
+    if report.pins:
+        lines += ["| file | line | old | new |", "|---|---|---|---|"]
+        lines += [f"| `{p.file}` | {p.line} | `{p.old}` | `{p.new}` |" for p in report.pins]
+    else:
+        lines.append("No pin site changed.")
+    if report.conflicts or report.notes:
+        lines += ["", "## Needs a human", ""]
+        lines += [f"- **conflict** {c}" for c in report.conflicts]
+        lines += [f"- {n}" for n in report.notes]
+    if report.check is not None:
+        verdict = "passed" if report.check_ok else "**failed**"
+        lines += ["", f"## Check: {verdict}", ""]
+        checks = report.check.get("checks", [])
+        if isinstance(checks, list):
+            lines += ["| check | result |", "|---|---|"]
+            for check in checks:
+                result = (
+                    "skipped"
+                    if check.get("skipped")
+                    else ("ok" if check.get("ok") else "**failed**")
+                )
+                lines.append(f"| `{check.get('id')}` | {result} |")
+    if report.message:
+        lines += ["", report.message]
+    return "\n".join(lines) + "\n"

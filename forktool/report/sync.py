@@ -1,0 +1,77 @@
+"""Text renderers for sync and upstream poll."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+
+from forktool.engine.poll import PollResult
+from forktool.engine.sync import SyncReport
+from forktool.output import Output
+
+
+def _table(*columns: str) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in columns:
+        table.add_column(column, overflow="fold")
+    return table
+
+
+def render_plan_body(out: Output, report: SyncReport) -> None:
+    if report.retired:
+        out.print(Text(f"retire ({len(report.retired)}): absorbed by {report.tag}", style="bold"))
+        table = _table("patch", "first release", "witnesses")
+        for r in report.retired:
+            table.add_row(r.patch, r.first_release or "-", r.witnesses)
+        out.print(table)
+    else:
+        out.print(f"retire: nothing ({report.tag} contains no patch's upstream commit)")
+    if report.refreshed:
+        out.print(Text(f"refresh ({len(report.refreshed)}) onto {report.tag}", style="bold"))
+        table = _table("patch", "refresh", "note")
+        for e in report.refreshed:
+            style = {"conflict": "red", "rebased": "yellow"}.get(e.status, "green")
+            table.add_row(e.patch, Text(e.status, style=style), e.message)
+        out.print(table)
+    if report.pins:
+        out.print(Text(f"pins ({len(report.pins)})", style="bold"))
+        for p in report.pins:
+            out.print(f"  {p.file}:{p.line}: {p.old} -> {p.new}", markup=False)
+    for conflict in report.conflicts:
+        out.result(Text(f"conflict: {conflict}", style="red"), markup=False)
+    for note in report.notes:
+        out.print(Text(f"needs a human: {note}", style="yellow"), markup=False)
+
+
+def render_sync(out: Output, report: SyncReport) -> None:
+    head = "sync plan" if report.dry_run else "sync"
+    out.print(Text(f"{head}: {report.previous_tag} -> {report.tag}", style="bold"))
+    if report.branch:
+        out.print(f"branch : {report.branch}")
+    render_plan_body(out, report)
+    if report.check is not None:
+        verdict = Text("passed", style="green") if report.check_ok else Text("FAILED", style="red")
+        out.print(Text.assemble("check  : ", verdict))
+    if report.message:
+        style = "green" if report.ok else "red"
+        out.result(Text(report.message, style=style), markup=False)
+
+
+def render_poll(out: Output, result: PollResult) -> None:
+    out.print(f"pinned : {result.pin}")
+    if not result.newer:
+        out.result(Text(f"nothing new: no release newer than {result.pin}", style="green"))
+        return
+    out.print("newer  : " + ", ".join(r.tag for r in result.newer))
+    assert result.plan is not None
+    out.print(Text(f"plan for {result.plan.tag}:", style="bold"))
+    render_plan_body(out, result.plan)
+    if result.needs_hands:
+        out.result(Text(f"{result.plan.tag}: a sync needs hands (exit 4)", style="yellow"))
+    else:
+        out.result(
+            Text(
+                f"{result.plan.tag}: clean plan, 'forktool sync {result.plan.tag}' can run (exit 3)",
+                style="green",
+            )
+        )

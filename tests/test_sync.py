@@ -1,0 +1,230 @@
+"""The release sync and the scheduled poll, on a fixture history with every kind of patch.
+
+Upstream ``v1`` is pinned; ``v2`` absorbs fix F (patch 0001 retires), leaves b.py
+alone (0002 unchanged), inserts lines above 0003's hunk (rebased at an offset) and
+rewrites the lines 0004 changes (a conflict a human must resolve).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers import make_patch, run_cli, snapshot_tree
+
+from forktool.builder import RepoBuilder
+from forktool.model.record import empty_section
+
+IDENTITY = {"GIT_AUTHOR_NAME": "Sync Bot", "GIT_AUTHOR_EMAIL": "sync@fork.example"}
+
+
+def _lines(name: str, count: int = 12) -> str:
+    return "".join(f"{name} line {i}\n" for i in range(1, count + 1))
+
+
+V1 = {name: _lines(name) for name in ("a.py", "b.py", "c.py", "d.py")}
+
+
+def _edit(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+@pytest.fixture
+def sync_fork(builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> RepoBuilder:
+    for key, value in IDENTITY.items():
+        monkeypatch.setenv(key, value)
+    repo = builder
+    repo.commit("upstream: import\n", dict(V1))
+    repo.tag("v1")
+    repo.branch("upstream", "v1")
+    repo.checkout("upstream")
+    fix = repo.commit(
+        "a: fix line 5\n", {"a.py": _edit(V1["a.py"], "a.py line 5\n", "a.py line 5 fixed\n")}
+    )
+    repo.commit(
+        "v2 work\n",
+        {
+            "c.py": "c header 1\nc header 2\nc header 3\n" + V1["c.py"],
+            "d.py": _edit(V1["d.py"], "d.py line 6\n", "d.py line 6 rewritten upstream\n"),
+        },
+    )
+    repo.tag("v2")
+    repo.checkout("main")
+    patches = {
+        "0001-a.patch": make_patch(
+            repo,
+            "v1",
+            {"a.py": _edit(V1["a.py"], "a.py line 5\n", "a.py line 5 fixed\n")},
+            "a: fix line 5",
+        ),
+        "0002-b.patch": make_patch(
+            repo,
+            "v1",
+            {"b.py": _edit(V1["b.py"], "b.py line 3\n", "b.py line 3 forked\n")},
+            "b: fork change",
+        ),
+        "0003-c.patch": make_patch(
+            repo,
+            "v1",
+            {"c.py": _edit(V1["c.py"], "c.py line 8\n", "c.py line 8 forked\n")},
+            "c: fork change",
+        ),
+        "0004-d.patch": make_patch(
+            repo,
+            "v1",
+            {"d.py": _edit(V1["d.py"], "d.py line 6\n", "d.py line 6 forked\n")},
+            "d: fork change",
+        ),
+    }
+    files: dict[str, str | bytes | None] = {f"patches/{n}": data for n, data in patches.items()}
+    files["series"] = "".join(f"{n}\n" for n in patches)
+    files["upstream.map"] = f"0001-a.patch {fix}\n" + "".join(
+        f"{n} none\n" for n in list(patches)[1:]
+    )
+    files["forktool.yaml"] = (
+        f"pin:\n  tag: v1\n  commit: {repo.rev('v1')}\nlayout: merged\nrelease_tags: 'v*'\n"
+    )
+    files["alignment.ledger"] = "".join(
+        f"add {p} permanent the fork's own files\n"
+        for p in (
+            "forktool.yaml",
+            "series",
+            "upstream.map",
+            "patches/**",
+            "alignment.ledger",
+            "FORK.md",
+        )
+    )
+    files["FORK.md"] = "# Fork\n\n" + empty_section()
+    repo.commit("fork: carry four patches on v1\n", files)
+    return repo
+
+
+def _worktree_snapshot(root: Path) -> dict[str, bytes]:
+    return {k: v for k, v in snapshot_tree(root).items() if not k.startswith(".git")}
+
+
+def test_poll_reports_the_plan_and_exit_code(sync_fork: RepoBuilder) -> None:
+    result = run_cli("-C", sync_fork.path, "upstream", "poll", "--no-fetch", "--format", "json")
+    assert result.code == 4, result.out  # 0004 conflicts: needs hands
+    data = result.json()
+    assert data["verdict"] == "needs-hands"
+    assert [r["tag"] for r in data["newer"]] == ["v2"]  # type: ignore[union-attr,index]
+    plan = data["plan"]
+    assert [r["patch"] for r in plan["retired"]] == ["0001-a.patch"]  # type: ignore[index]
+    assert {e["patch"]: e["status"] for e in plan["refreshed"]} == {  # type: ignore[index]
+        "0002-b.patch": "unchanged",
+        "0003-c.patch": "rebased",
+        "0004-d.patch": "conflict",
+    }
+
+
+def test_poll_says_nothing_new_at_the_newest_release(sync_fork: RepoBuilder) -> None:
+    config = sync_fork.path / "forktool.yaml"
+    config.write_text(
+        config.read_text()
+        .replace("tag: v1", "tag: v2")
+        .replace(sync_fork.rev("v1"), sync_fork.rev("v2"))
+    )
+    result = run_cli("-C", sync_fork.path, "upstream", "poll", "--no-fetch", "--format", "json")
+    assert result.code == 0
+    assert result.json()["verdict"] == "nothing-new"
+
+
+def test_full_sync_with_a_conflict_resolved_by_hand(sync_fork: RepoBuilder) -> None:
+    root = sync_fork.path
+    head = sync_fork.rev("HEAD")
+    before = _worktree_snapshot(root)
+
+    stopped = run_cli("-C", root, "sync", "v2", "--no-fetch", "--format", "json")
+    assert stopped.code == 1
+    data = stopped.json()
+    assert data["stage"] == "refresh"
+    assert [c.split(":")[0] for c in data["conflicts"]] == ["0004-d.patch"]  # type: ignore[union-attr]
+    assert _worktree_snapshot(root) == before  # the user's checkout is untouched
+    assert sync_fork.rev("HEAD") == head
+
+    resolve = Path(str(data["message"]).split(" in ", 1)[1].split(", then")[0])
+    assert (resolve / "d.py").is_file()
+    v2_d = _edit(V1["d.py"], "d.py line 6\n", "d.py line 6 rewritten upstream\n")
+    (resolve / "d.py").write_text(
+        _edit(v2_d, "d.py line 6 rewritten upstream\n", "d.py line 6 forked\n")
+    )
+    for leftover in resolve.rglob("*.rej"):
+        leftover.unlink()
+
+    done = run_cli("-C", root, "sync", "--continue", "--format", "json")
+    assert done.code == 0, done.out
+    report = done.json()
+    assert report["stage"] == "done"
+    assert [r["patch"] for r in report["retired"]] == ["0001-a.patch"]  # type: ignore[index]
+    assert report["check"]["ok"] is True  # type: ignore[index]
+    assert {p["file"] for p in report["pins"]} == {"forktool.yaml"}  # type: ignore[union-attr]
+    assert _worktree_snapshot(root) == before
+    assert sync_fork.rev("HEAD") == head
+
+    branch = "forktool/sync-v2"
+    tip = sync_fork.rev(branch)
+    parents = sync_fork.git.out(["rev-list", "--parents", "-n1", tip], purpose="parents").split()[
+        1:
+    ]
+    assert parents[1] == sync_fork.rev("v2")  # the release TAG was merged, not upstream's branch
+    series = sync_fork.git.out(["show", f"{branch}:series"], purpose="series")
+    assert series.split() == ["0002-b.patch", "0003-c.patch", "0004-d.patch"]
+    assert "tag: v2" in sync_fork.git.out(["show", f"{branch}:forktool.yaml"], purpose="config")
+    record = sync_fork.git.out(["show", f"{branch}:FORK.md"], purpose="record")
+    assert "| retired | 0001-a.patch |" in record
+    markdown = (sync_fork.git.git_dir() / "forktool" / "sync" / "v2" / "report.md").read_text()
+    assert markdown.startswith("# Sync: v1 → v2\n")
+    assert "| `0003-c.patch` | rebased |" in markdown
+    assert not (sync_fork.git.git_dir() / "forktool" / "sync" / "state.json").exists()
+    worktrees = sync_fork.git.out(["worktree", "list"], purpose="worktrees").splitlines()
+    assert len(worktrees) == 1
+
+    again = run_cli("-C", root, "sync", "v2", "--no-fetch", "--format", "json")
+    assert again.code == 0
+    assert "already synced" in str(again.json()["message"])
+    assert sync_fork.rev(branch) == tip
+
+
+def test_abort_restores_everything(sync_fork: RepoBuilder) -> None:
+    root = sync_fork.path
+    before = _worktree_snapshot(root)
+    branches = sync_fork.git.out(["branch", "--list"], purpose="branches")
+    assert run_cli("-C", root, "sync", "v2", "--no-fetch").code == 1
+    in_progress = run_cli("-C", root, "sync", "v2", "--no-fetch")
+    assert in_progress.code == 2
+    assert in_progress.error_lines[0].startswith("error: a sync to v2 is in progress")
+    aborted = run_cli("-C", root, "sync", "--abort")
+    assert aborted.code == 0
+    assert aborted.out.startswith("sync to v2 aborted")
+    assert _worktree_snapshot(root) == before
+    assert sync_fork.git.out(["branch", "--list"], purpose="branches") == branches
+    assert len(sync_fork.git.out(["worktree", "list"], purpose="wt").splitlines()) == 1
+    assert not (sync_fork.git.git_dir() / "forktool" / "sync" / "state.json").exists()
+
+
+def test_dry_run_writes_nothing(sync_fork: RepoBuilder) -> None:
+    before = snapshot_tree(sync_fork.path)
+    result = run_cli(
+        "-C", sync_fork.path, "sync", "v2", "--no-fetch", "--dry-run", "--format", "json"
+    )
+    assert result.code == 1  # the plan has a conflict
+    assert json.loads(result.out)["dry_run"] is True
+    assert snapshot_tree(sync_fork.path) == before
+
+
+def test_sync_refuses_an_unknown_tag_and_a_missing_identity(
+    sync_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unknown = run_cli("-C", sync_fork.path, "sync", "v9", "--no-fetch")
+    assert unknown.code == 2
+    assert unknown.error_lines[0] == "error: unknown tag 'v9'"
+    for key in IDENTITY:
+        monkeypatch.delenv(key)
+    anonymous = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch")
+    assert anonymous.code == 2
+    assert anonymous.error_lines[0] == "error: sync commits on a new branch and needs an identity"
+    assert sync_fork.git.branch_commit("forktool/sync-v2") is None
