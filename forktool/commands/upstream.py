@@ -9,7 +9,12 @@ from forktool.report import sync as report
 
 @click.group("upstream")
 def command() -> None:
-    """Watch upstream for new releases (for a scheduled job)."""
+    """Watch upstream for new releases (for a scheduled job).
+
+    \b
+    Example:
+      forktool upstream poll --format json > poll.json; echo "exit $?"
+    """
 
 
 @command.command("poll")

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 
-from forktool.engine.apply import DirResult, PatchVerdict, VerifyResult
-from forktool.engine.init import InitResult
-from forktool.engine.status import StatusResult
 from forktool.output import Output
+
+if TYPE_CHECKING:  # renderers need the result types only for annotations; keep start-up lean
+    from forktool.engine.apply import DirResult, PatchVerdict, VerifyResult
+    from forktool.engine.init import InitResult
+    from forktool.engine.status import StatusResult
 
 
 def short(oid: str | None) -> str:
