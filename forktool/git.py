@@ -602,21 +602,5 @@ class Git:
         return entries
 
 
-@contextmanager
-def open_repo(path: Path) -> Iterator[object]:
-    """A GitPython ``Repo`` with the hardened environment, always closed.
-
-    GitPython keeps two ``git cat-file`` children per Repo until closed.
-    """
-    from git import Repo
-
-    repo = Repo(str(path))
-    try:
-        repo.git.update_environment(**hardened_env())
-        yield repo
-    finally:
-        repo.close()
-
-
 def is_hex40(text: str) -> bool:
     return bool(HEX40.match(text))
