@@ -228,3 +228,30 @@ def test_sync_refuses_an_unknown_tag_and_a_missing_identity(
     assert anonymous.code == 2
     assert anonymous.error_lines[0] == "error: sync commits on a new branch and needs an identity"
     assert sync_fork.git.branch_commit("forktool/sync-v2") is None
+
+
+def test_merge_takes_the_tag_for_upstream_files_and_reports_in_place_edits(
+    sync_fork: RepoBuilder,
+) -> None:
+    root = sync_fork.path
+    # Drop the conflicting patch, then break the charter: edit an upstream file in place.
+    series = (root / "series").read_text().replace("0004-d.patch\n", "")
+    umap = (root / "upstream.map").read_text().replace("0004-d.patch none\n", "")
+    sync_fork.commit(
+        "fork: drop 0004; hot-fix b.py in place\n",
+        {
+            "series": series,
+            "upstream.map": umap,
+            "patches/0004-d.patch": None,
+            "b.py": _edit(V1["b.py"], "b.py line 9\n", "b.py line 9 hot-fixed\n"),
+        },
+    )
+    result = run_cli("-C", root, "sync", "v2", "--no-fetch", "--format", "json")
+    data = result.json()
+    assert data["notes"] == [
+        "b.py: was edited in place on the fork; the merge takes v2's version"
+    ], data
+    merged_b = sync_fork.git.out(["show", "forktool/sync-v2:b.py"], purpose="b.py")
+    assert "hot-fixed" not in merged_b
+    assert "b.py line 3 forked" not in merged_b  # patches stay patches; the tree is v2's
+    assert result.code == 0, result.out
