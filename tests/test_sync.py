@@ -255,3 +255,16 @@ def test_merge_takes_the_tag_for_upstream_files_and_reports_in_place_edits(
     assert "hot-fixed" not in merged_b
     assert "b.py line 3 forked" not in merged_b  # patches stay patches; the tree is v2's
     assert result.code == 0, result.out
+
+
+def test_sync_refuses_uncommitted_changes_to_the_fork_files(sync_fork: RepoBuilder) -> None:
+    series = sync_fork.path / "series"
+    series.write_text("# a comment not yet committed\n" + series.read_text())
+    before = snapshot_tree(sync_fork.path)
+    result = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch")
+    assert result.code == 2
+    assert result.error_lines == [
+        "error: uncommitted changes to the fork's files: series",
+        "hint: commit or stash them first: the sync branch starts from HEAD",
+    ]
+    assert snapshot_tree(sync_fork.path) == before

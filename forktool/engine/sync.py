@@ -422,6 +422,7 @@ def start_sync(
     if config.pin_tag == tag:
         raise FatalError(f"the fork is already pinned to {tag}", "nothing to sync")
     identity = commit_identity(git, env)
+    _refuse_uncommitted(config, git)
     start = git.resolve_commit("HEAD")
     toplevel = git.toplevel()
     fork_dir = config.root.resolve().relative_to(toplevel.resolve()).as_posix()
@@ -432,6 +433,31 @@ def start_sync(
     state = SyncState(tag, tag_commit, name, str(worktree), start, "retire", fork_dir, report)
     _save_state(git, state)
     return _drive(git, state, identity, progress)
+
+
+def _refuse_uncommitted(config: Config, git: Git) -> None:
+    """The sync branch starts from HEAD: uncommitted edits to the fork's files would be
+    silently left out of it, so they stop the sync before anything starts."""
+    own = [
+        config.path,
+        config.series_path,
+        config.patches_dir,
+        config.map_path,
+        config.ledger_path,
+        config.record_path,
+        *(config.file(s.file) for s in config.pin_sites),
+    ]
+    res = git.run(
+        ["status", "--porcelain", "--untracked-files=all", "--", *(str(p) for p in own)],
+        purpose="look for uncommitted changes to the fork's files",
+    )
+    dirty = [line[3:] for line in res.out.splitlines() if line]
+    if dirty:
+        raise FatalError(
+            f"uncommitted changes to the fork's files: {', '.join(dirty[:5])}"
+            + (" ..." if len(dirty) > 5 else ""),
+            "commit or stash them first: the sync branch starts from HEAD",
+        )
 
 
 def continue_sync(
