@@ -41,7 +41,7 @@ from forktool.engine.canonical import (
 )
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
-from forktool.fsutil import fork_lock, write_files
+from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
 
 RefreshStatus = Literal["unchanged", "rebased", "conflict", "resolved", "pending"]
@@ -244,9 +244,8 @@ def _write(
             )
         )
     if changes:
-        with fork_lock(git.git_dir()):
-            _require_unchanged(fork, stamp)
-            write_files(changes)
+        _require_unchanged(fork, stamp)
+        write_files(changes)
     return final, tuple(sorted(fork.config.rel(p) for p in changes))
 
 
