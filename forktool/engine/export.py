@@ -26,6 +26,7 @@ from forktool.engine.canonical import (
 )
 from forktool.engine.history import check_history
 from forktool.errors import FatalError
+from forktool.faults import faultpoint
 from forktool.fork import NOTES_DIR, Fork, Patch, load_fork, patch_files_on_disk
 from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
@@ -299,6 +300,7 @@ def import_series(
                 "import needs every patch to apply exactly on the pin: run 'forktool verify' "
                 "and 'forktool fmt'",
             )
+        faultpoint("import.update_ref")
         git.run(
             ["update-ref", "-m", "forktool import", ref, chain.tip, existing or ZERO],
             purpose=f"create branch {branch}",
