@@ -20,7 +20,7 @@ import click
 
 from forktool import __version__
 from forktool.config import Config, find_config, load_config
-from forktool.errors import FatalError
+from forktool.errors import FatalError, Interrupted
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import fork_lock, recover_interrupted
 from forktool.git import Git
@@ -215,7 +215,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _fail(exc.format_message(), None)
     except FatalError as exc:
         return _fail(exc.message, exc.hint)
-    except (KeyboardInterrupt, click.Abort):
+    except (KeyboardInterrupt, click.Abort) as exc:
+        # click turns Ctrl-C into Abort; an Interrupted says what the run left behind.
+        said = exc if isinstance(exc, Interrupted) else exc.__cause__
+        if isinstance(said, Interrupted):
+            return _fail(said.message, said.hint, 130)
         return _fail("interrupted; nothing was left half-written", None, 130)
     if isinstance(result, int):
         return result

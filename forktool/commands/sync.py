@@ -14,6 +14,7 @@ from forktool.engine.sync import (
     resolve_tag,
     start_sync,
 )
+from forktool.errors import Interrupted
 from forktool.report import sync as report
 
 
@@ -75,7 +76,14 @@ def command(
             if abort:
                 result = abort_sync(git)
             elif resume:
-                result = continue_sync(git, env=os.environ, progress=tick)
+                try:
+                    result = continue_sync(git, env=os.environ, progress=tick)
+                except KeyboardInterrupt:
+                    raise Interrupted(
+                        "interrupted; the sync is still in progress",
+                        "go on with 'forktool sync --continue' or drop it with "
+                        "'forktool sync --abort'",
+                    ) from None
             else:
                 assert tag is not None
                 app.fork()  # the fork must be sound before anything starts
