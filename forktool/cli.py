@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -19,8 +20,9 @@ import click
 
 from forktool import __version__
 from forktool.config import Config, find_config, load_config
-from forktool.errors import FatalError
+from forktool.errors import FatalError, Interrupted
 from forktool.fork import Fork, load_fork
+from forktool.fsutil import fork_lock, recover_interrupted
 from forktool.git import Git
 from forktool.output import Output
 
@@ -72,6 +74,29 @@ class App:
         git = Git(self.config().root)
         git.toplevel()  # refuses early, with a hint, outside a repository
         return git
+
+    @contextmanager
+    def lock(self, git: Git | None = None, root: Path | None = None) -> Iterator[None]:
+        """Hold the fork's lock for the whole of a mutating command.
+
+        The lock lives in the repository's COMMON git directory, so a sync's worktree
+        and the main checkout exclude each other. Once it is held, whatever a killed
+        run left behind is finished or removed, with a one-line notice for each.
+        """
+        git = git or self.git()
+        common = git.common_dir()
+        with fork_lock(common) as stale:
+            if stale is not None:
+                notice(f"took over the lock of a forktool run that is gone (pid {stale})")
+            for message in recover_interrupted(common, root or self.config().root):
+                notice(message)
+            self._config = None  # read again: the fork may have changed until now
+            yield
+
+
+def notice(message: str) -> None:
+    """One line on stderr about something forktool did on its own (never wrapped)."""
+    click.echo(f"notice: {message}", err=True)
 
 
 pass_app = click.make_pass_decorator(App)
@@ -190,7 +215,11 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _fail(exc.format_message(), None)
     except FatalError as exc:
         return _fail(exc.message, exc.hint)
-    except (KeyboardInterrupt, click.Abort):
+    except (KeyboardInterrupt, click.Abort) as exc:
+        # click turns Ctrl-C into Abort; an Interrupted says what the run left behind.
+        said = exc if isinstance(exc, Interrupted) else exc.__cause__
+        if isinstance(said, Interrupted):
+            return _fail(said.message, said.hint, 130)
         return _fail("interrupted; nothing was left half-written", None, 130)
     if isinstance(result, int):
         return result

@@ -83,3 +83,12 @@ class GitError(FatalError):
 
 def errors_only(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error"]
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what it left behind said precisely (exit 130)."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.errors import FatalError, GitError
+from forktool.faults import faultpoint
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
@@ -563,18 +564,21 @@ class Git:
 
     def worktree_add(self, path: Path, branch: str, start: str) -> None:
         """A new worktree at ``path`` on a new ``branch`` starting at ``start``."""
+        faultpoint("git.worktree_add")
         self.run(
             ["worktree", "add", "--quiet", "-b", branch, "--end-of-options", str(path), start],
             purpose=f"create a worktree for {branch}",
         )
 
     def worktree_remove(self, path: Path) -> None:
+        faultpoint("git.worktree_remove")
         self.run(
             ["worktree", "remove", "--force", str(path)], purpose="remove a worktree", check=False
         )
         self.run(["worktree", "prune"], purpose="prune worktrees", check=False)
 
     def delete_branch(self, name: str) -> None:
+        faultpoint("git.delete_branch")
         self.run(["branch", "-D", "--end-of-options", name], purpose=f"delete branch {name}")
 
     def commit_all(self, message: str, identity: Mapping[str, str]) -> str | None:
@@ -582,6 +586,7 @@ class Git:
         self.run(["add", "--all"], purpose="stage the changes")
         if self.run(["diff", "--cached", "--quiet"], purpose="look for changes", check=False).ok:
             return None
+        faultpoint("git.commit")
         self.run(
             ["commit", "--quiet", "--no-verify", "-F", "-"],
             purpose="commit",
@@ -600,6 +605,20 @@ class Git:
                 mode, _kind, oid = meta.split()
                 entries.append((mode, oid, path))
         return entries
+
+    # -- interrupted runs ----------------------------------------------------------
+
+    def worktree_checkout(self, path: Path, branch: str) -> None:
+        """A new worktree at ``path`` on the existing ``branch``."""
+        faultpoint("git.worktree_add")
+        self.run(
+            ["worktree", "add", "--quiet", "--end-of-options", str(path), branch],
+            purpose=f"re-create the worktree of {branch}",
+        )
+
+    def worktree_prune(self) -> None:
+        """Forget worktrees whose directory is gone."""
+        self.run(["worktree", "prune"], purpose="prune worktrees")
 
 
 def is_hex40(text: str) -> bool:

@@ -56,12 +56,22 @@ def test_a_failure_midway_restores_every_file(
     assert leftover_temp_files(tmp_path) == []
 
 
+HOLD_LOCK = """
+import sys, time
+from pathlib import Path
+from forktool.fsutil import fork_lock
+with fork_lock(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
 def test_second_mutating_run_is_refused_with_the_holder_pid(tmp_path: Path) -> None:
-    holder = subprocess.Popen(  # a live process that holds the lock
-        [sys.executable, "-c", "import time; time.sleep(30)"]
+    holder = subprocess.Popen(  # a live process that really holds the lock
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path)], stdout=subprocess.PIPE, text=True
     )
     try:
-        (tmp_path / "forktool.lock").write_text(f"{holder.pid}\n")
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
         with pytest.raises(FatalError) as caught, fork_lock(tmp_path):
             pass
         assert caught.value.message == f"another forktool run holds the lock (pid {holder.pid})"
@@ -71,9 +81,20 @@ def test_second_mutating_run_is_refused_with_the_holder_pid(tmp_path: Path) -> N
 
 
 def test_stale_lock_from_a_killed_run_is_taken_over(tmp_path: Path) -> None:
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    (tmp_path / "forktool.lock").write_text(f"{dead.pid}\n")
-    with fork_lock(tmp_path):
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(tmp_path)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    holder.kill()  # SIGKILL: the lock file stays, naming a process that is gone
+    holder.wait()
+    assert (tmp_path / "forktool.lock").read_text() == f"{holder.pid}\n"
+    with fork_lock(tmp_path) as stale:
+        assert stale == holder.pid
         assert (tmp_path / "forktool.lock").read_text() == f"{os.getpid()}\n"
+    assert not (tmp_path / "forktool.lock").exists()
+
+
+def test_the_lock_is_reentrant_within_one_run(tmp_path: Path) -> None:
+    with fork_lock(tmp_path), fork_lock(tmp_path):
+        pass
     assert not (tmp_path / "forktool.lock").exists()

@@ -66,7 +66,8 @@ def command(
         for what in fetch_missing(fork, git, tag):
             app.output.detail(f"fetched {what}")
     if commit_graph:
-        git.write_commit_graph()
+        with app.lock(git):
+            git.write_commit_graph()
     with app.output.progress(len(fork.patches), f"judging against {tag}") as tick:
         result = absorbed(fork, git, tag, probe=probe, progress=tick)
     if fmt == "json":

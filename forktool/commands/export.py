@@ -33,9 +33,9 @@ def command(app: App, rev: str, fmt: str) -> int:
       forktool export --from patches/v1.1.0
       forktool export --from HEAD --format json
     """
-    config = app.config()
     git = app.git()
-    result = export_series(config, git, rev)
+    with app.lock(git):
+        result = export_series(app.config(), git, rev)  # the config is read under the lock
     if fmt == "json":
         app.output.json(result.to_json())
     else:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from forktool.cli import App, format_option, pass_app
@@ -40,17 +42,18 @@ def command(app: App, check: bool, force: bool, fmt: str) -> int:
     """
     if check and force:
         raise click.UsageError("--check and --force cannot be combined")
-    fork = app.fork(strict=False)
-    problems = [f for f in fork.findings if f.severity == "error"]
-    if problems:
-        raise InputError(problems)
     git = app.git()
-    commit = require_pin(fork.config, git)
-    tag = fork.config.pin_tag
-    with app.output.progress(len(fork.patches), f"regenerating on {tag}") as tick:
-        result = fmt_fork(
-            fork, git, base=tag, base_commit=commit, check=check, force=force, progress=tick
-        )
+    with contextlib.nullcontext() if check else app.lock(git):
+        fork = app.fork(strict=False)  # read under the lock
+        problems = [f for f in fork.findings if f.severity == "error"]
+        if problems:
+            raise InputError(problems)
+        commit = require_pin(fork.config, git)
+        tag = fork.config.pin_tag
+        with app.output.progress(len(fork.patches), f"regenerating on {tag}") as tick:
+            result = fmt_fork(
+                fork, git, base=tag, base_commit=commit, check=check, force=force, progress=tick
+            )
     if fmt == "json":
         app.output.json(result.to_json())
     else:

@@ -13,7 +13,6 @@ from forktool.engine.image import (
     promote_candidate,
     require_image_settings,
 )
-from forktool.fsutil import fork_lock
 from forktool.report.image import render_build, render_freeze, render_gate, render_promote
 
 
@@ -92,7 +91,7 @@ def gate(app: App, candidate: str, fmt: str) -> int:
     git = app.git()
     docker = engine()
     steps = len(config.image.gate) + 1 if config.image else 1
-    with fork_lock(git.git_dir()), app.output.progress(steps, f"gating {candidate}") as tick:
+    with app.lock(git), app.output.progress(steps, f"gating {candidate}") as tick:
         record = gate_candidate(config, git, docker, candidate, progress=tick)
     if fmt == "json":
         app.output.json({**record.to_json(), "record": record.record_path})
@@ -121,7 +120,7 @@ def promote(app: App, candidate: str, tag: str, latest: bool, fmt: str) -> int:
     config = app.config()
     require_image_settings(config)
     git = app.git()
-    with fork_lock(git.git_dir()):
+    with app.lock(git):
         result = promote_candidate(config, engine(), candidate, tag, latest=latest)
     if fmt == "json":
         app.output.json(result.to_json())
@@ -154,7 +153,7 @@ def freeze(app: App, digest: str | None, fmt: str) -> int:
     config = app.config()
     require_image_settings(config)
     git = app.git()
-    with fork_lock(git.git_dir()):
+    with app.lock(git):
         result = freeze_release(config, git, tagger_identity(git, os.environ), digest)
     if fmt == "json":
         app.output.json(result.to_json())

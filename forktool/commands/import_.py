@@ -30,10 +30,11 @@ def command(app: App, branch: str, force: bool, fmt: str) -> int:
       forktool import --branch patches/v1.1.0
       forktool import --branch patches/v1.1.0 --force --format json
     """
-    fork = app.fork(strict=True)
     git = app.git()
-    commit = require_pin(fork.config, git)
-    result = import_series(fork, git, branch, base_commit=commit, force=force)
+    with app.lock(git):
+        fork = app.fork(strict=True)  # read under the lock
+        commit = require_pin(fork.config, git)
+        result = import_series(fork, git, branch, base_commit=commit, force=force)
     if fmt == "json":
         app.output.json(result.to_json())
     else:

@@ -46,9 +46,10 @@ def command(
     """
     git = Git(app.cwd)
     git.toplevel()  # refuses, with a hint, outside a git repository
-    result = scaffold(
-        app.cwd, git, tag=tag, remote=upstream_remote, url=upstream_url, layout=layout
-    )
+    with app.lock(git, root=app.cwd):
+        result = scaffold(
+            app.cwd, git, tag=tag, remote=upstream_remote, url=upstream_url, layout=layout
+        )
     if fmt == "json":
         app.output.json(result.to_json())
     else:

@@ -6,7 +6,6 @@ import click
 
 from forktool.cli import App, format_option, pass_app
 from forktool.engine.pins import check_pins, plan_bump, read_pins
-from forktool.fsutil import fork_lock
 from forktool.report import pins as report
 
 
@@ -89,13 +88,12 @@ def bump(app: App, tag: str, fetch: bool, dry_run: bool, fmt: str) -> int:
       forktool pin bump v1.2.0 --dry-run
       forktool pin bump v1.2.0 --fetch
     """
-    config = app.config()
     git = app.git()
     if dry_run and not fetch:
-        result = plan_bump(config, git, tag, fetch=False, dry_run=True)
+        result = plan_bump(app.config(), git, tag, fetch=False, dry_run=True)
     else:
-        with fork_lock(git.git_dir()):
-            result = plan_bump(config, git, tag, fetch=fetch, dry_run=dry_run)
+        with app.lock(git):  # the config is read under the lock
+            result = plan_bump(app.config(), git, tag, fetch=fetch, dry_run=dry_run)
     if fmt == "json":
         app.output.json(result.to_json())
     else:

@@ -51,16 +51,17 @@ def command(
         raise click.UsageError("give exactly one of --onto TAG, --continue, --abort")
     if worktree is not None and onto is None:
         raise click.UsageError("--worktree goes with --onto")
-    fork = app.fork(strict=True)
     git = app.git()
-    pin_commit = require_pin(fork.config, git)
-    if abort:
-        result = refresh_abort(fork, git)
-    elif resume:
-        result = refresh_continue(fork, git, pin_commit=pin_commit)
-    else:
-        assert onto is not None
-        result = refresh_onto(fork, git, onto, pin_commit=pin_commit, worktree=worktree)
+    with app.lock(git):
+        fork = app.fork(strict=True)  # read under the lock
+        pin_commit = require_pin(fork.config, git)
+        if abort:
+            result = refresh_abort(fork, git)
+        elif resume:
+            result = refresh_continue(fork, git, pin_commit=pin_commit)
+        else:
+            assert onto is not None
+            result = refresh_onto(fork, git, onto, pin_commit=pin_commit, worktree=worktree)
     if fmt == "json":
         app.output.json(result.to_json())
     else:

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
+import contextlib
+
 import click
 
 from forktool.cli import App, format_option, pass_app
 from forktool.engine.absorb import absorbed
 from forktool.engine.retire import record_date, retire, undo
-from forktool.fsutil import fork_lock
 from forktool.report import retirement
 
 
@@ -66,9 +67,9 @@ def command(
     if reason and not force and undo_patch is None:
         raise click.UsageError("--reason goes with --force or --undo")
     today = record_date()
-    fork = app.fork()
     git = app.git()
-    with fork_lock(git.git_dir()):
+    with contextlib.nullcontext() if dry_run else app.lock(git):
+        fork = app.fork()  # read under the lock: another run may just have changed it
         if undo_patch is not None:
             restored = undo(fork, git, undo_patch, reason=reason, dry_run=dry_run, today=today)
             if fmt == "json":

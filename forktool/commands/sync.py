@@ -14,7 +14,7 @@ from forktool.engine.sync import (
     resolve_tag,
     start_sync,
 )
-from forktool.fsutil import fork_lock
+from forktool.errors import Interrupted
 from forktool.report import sync as report
 
 
@@ -66,23 +66,35 @@ def command(
         raise click.UsageError("--continue and --abort take no TAG")
     if not (resume or abort) and not tag:
         raise click.UsageError("missing TAG (or --continue / --abort)")
-    config = app.config()
     git = app.git()
     if dry_run:
         assert tag is not None
-        commit = resolve_tag(config, git, tag, fetch=fetch)
+        commit = resolve_tag(app.config(), git, tag, fetch=fetch)
         result = plan_sync(app.fork(), git, tag, commit)
     else:
-        with fork_lock(git.common_dir()), app.output.progress(5, "sync") as tick:
+        with app.lock(git), app.output.progress(5, "sync") as tick:
             if abort:
                 result = abort_sync(git)
             elif resume:
-                result = continue_sync(git, env=os.environ, progress=tick)
+                try:
+                    result = continue_sync(git, env=os.environ, progress=tick)
+                except KeyboardInterrupt:
+                    raise Interrupted(
+                        "interrupted; the sync is still in progress",
+                        "go on with 'forktool sync --continue' or drop it with "
+                        "'forktool sync --abort'",
+                    ) from None
             else:
                 assert tag is not None
                 app.fork()  # the fork must be sound before anything starts
                 result = start_sync(
-                    config, git, tag, branch=branch, fetch=fetch, env=os.environ, progress=tick
+                    app.config(),
+                    git,
+                    tag,
+                    branch=branch,
+                    fetch=fetch,
+                    env=os.environ,
+                    progress=tick,
                 )
     if fmt == "json":
         app.output.json(result.to_json())

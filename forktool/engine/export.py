@@ -26,8 +26,9 @@ from forktool.engine.canonical import (
 )
 from forktool.engine.history import check_history
 from forktool.errors import FatalError
+from forktool.faults import faultpoint
 from forktool.fork import NOTES_DIR, Fork, Patch, load_fork, patch_files_on_disk
-from forktool.fsutil import fork_lock, write_files
+from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
 from forktool.model.patchfile import UPSTREAM_PR, parse_patch
 from forktool.model.series import format_lines, parse_series
@@ -213,8 +214,7 @@ def _write_export(
         if not path.is_file() or path.read_bytes() != data:
             changes[path] = data
     if changes:
-        with fork_lock(git.git_dir()):
-            write_files(changes)
+        write_files(changes)
     stems = {Path(n).stem for n in names}
     notes_dir = config.patches_dir / NOTES_DIR
     orphaned = (
@@ -300,6 +300,7 @@ def import_series(
                 "import needs every patch to apply exactly on the pin: run 'forktool verify' "
                 "and 'forktool fmt'",
             )
+        faultpoint("import.update_ref")
         git.run(
             ["update-ref", "-m", "forktool import", ref, chain.tip, existing or ZERO],
             purpose=f"create branch {branch}",

@@ -17,7 +17,7 @@ from typing import Literal
 from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, unified_diff
 from forktool.errors import FatalError
 from forktool.fork import Fork
-from forktool.fsutil import fork_lock, write_files
+from forktool.fsutil import write_files
 from forktool.git import Git
 
 FmtStatus = Literal["canonical", "rewrite", "cosmetic", "error", "pending"]
@@ -156,16 +156,12 @@ def fmt_fork(
         if e.status in wanted and e.canonical is not None
     }
     if changes:
-        with fork_lock(git.git_dir()):
-            for e in entries:
-                if (
-                    e.status in wanted
-                    and (fork.config.root / e.path).read_bytes() != originals[e.path]
-                ):
-                    raise FatalError(
-                        f"{e.path} changed while fmt was running; nothing was written",
-                        "run 'forktool fmt' again",
-                    )
-            write_files(changes)
+        for e in entries:
+            if e.status in wanted and (fork.config.root / e.path).read_bytes() != originals[e.path]:
+                raise FatalError(
+                    f"{e.path} changed while fmt was running; nothing was written",
+                    "run 'forktool fmt' again",
+                )
+        write_files(changes)
     done = tuple(replace(e, written=e.status in wanted) for e in entries)
     return FmtResult(base, base_commit, check, force, done)

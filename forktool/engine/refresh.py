@@ -26,7 +26,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -40,8 +40,9 @@ from forktool.engine.canonical import (
     range_diff,
 )
 from forktool.errors import FatalError
+from forktool.faults import faultpoint
 from forktool.fork import Fork, Patch
-from forktool.fsutil import fork_lock, write_files
+from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
 
 RefreshStatus = Literal["unchanged", "rebased", "conflict", "resolved", "pending"]
@@ -123,6 +124,7 @@ class RefreshState:
     conflict: str  # the patch being resolved
     done: tuple[RefreshEntry, ...]
     fingerprint: str
+    finished: bool = False  # the files are written; only the worktree is left to remove
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -133,6 +135,7 @@ class RefreshState:
             "conflict": self.conflict,
             "done": [{**e.to_json(), "commit": e.commit} for e in self.done],
             "fingerprint": self.fingerprint,
+            "finished": self.finished,
         }
 
 
@@ -147,7 +150,14 @@ def load_state(git: Git) -> RefreshState | None:
     try:
         data = json.loads(path.read_text())
         done = tuple(
-            RefreshEntry(d["patch"], d["path"], d["status"], d["message"], False, d["commit"])
+            RefreshEntry(
+                d["patch"],
+                d["path"],
+                d["status"],
+                d["message"],
+                bool(d.get("bytes_changed")),
+                d["commit"],
+            )
             for d in data["done"]
         )
         return RefreshState(
@@ -158,6 +168,7 @@ def load_state(git: Git) -> RefreshState | None:
             data["conflict"],
             done,
             data["fingerprint"],
+            bool(data.get("finished", False)),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise FatalError(
@@ -166,9 +177,12 @@ def load_state(git: Git) -> RefreshState | None:
         ) from exc
 
 
+def _state_bytes(state: RefreshState) -> bytes:
+    return (json.dumps(state.to_json(), indent=2) + "\n").encode()
+
+
 def _save_state(git: Git, state: RefreshState) -> None:
-    path = _state_path(git)
-    write_files({path: (json.dumps(state.to_json(), indent=2) + "\n").encode()})
+    write_files({_state_path(git): _state_bytes(state)})
 
 
 def _drop_state(git: Git) -> None:
@@ -230,8 +244,15 @@ def _review(index: TempIndex, fork: Fork, pin_commit: str, onto: str, tip: str) 
 
 
 def _write(
-    fork: Fork, git: Git, entries: list[RefreshEntry], generated: list[bytes], stamp: str
+    fork: Fork,
+    git: Git,
+    entries: list[RefreshEntry],
+    generated: list[bytes],
+    stamp: str,
+    finished: RefreshState | None = None,
 ) -> tuple[list[RefreshEntry], tuple[str, ...]]:
+    """Write the regenerated patches; with ``finished``, mark that state finished in the
+    same write, so a run killed before its worktree is removed is never half done."""
     changes: dict[Path, bytes | None] = {}
     final = []
     for entry, patch, data in zip(entries, fork.patches, generated, strict=True):
@@ -243,11 +264,14 @@ def _write(
                 entry.patch, entry.path, entry.status, entry.message, changed, entry.commit
             )
         )
+    written = tuple(sorted(fork.config.rel(p) for p in changes))
+    if finished is not None:
+        done = replace(finished, done=tuple(final), finished=True)
+        changes[_state_path(git)] = _state_bytes(done)
     if changes:
-        with fork_lock(git.git_dir()):
-            _require_unchanged(fork, stamp)
-            write_files(changes)
-    return final, tuple(sorted(fork.config.rel(p) for p in changes))
+        _require_unchanged(fork, stamp)
+        write_files(changes)
+    return final, written
 
 
 def _require_unchanged(fork: Fork, stamp: str) -> None:
@@ -264,7 +288,10 @@ def refresh_onto(
     fork: Fork, git: Git, onto: str, *, pin_commit: str, worktree: Path | None = None
 ) -> RefreshResult:
     """Regenerate the series against ``onto``; write only when every patch succeeds."""
-    if load_state(git) is not None:
+    state = load_state(git)
+    if state is not None and state.finished:
+        _close(git, Path(state.worktree))  # written already; only its worktree was left
+    elif state is not None:
         raise FatalError(
             "a refresh is already in progress",
             "finish it with 'forktool refresh --continue' or drop it with 'forktool refresh --abort'",
@@ -340,15 +367,19 @@ def _open_worktree(
     base, kept = _persisted_base(fork, git, onto, onto_commit, done)
     conflict = fork.patches[len(kept)]
     directory = worktree.resolve()
-    git.run(
-        ["worktree", "add", "--quiet", "--detach", str(directory), base],
-        purpose=f"create the worktree {directory}",
-    )
-    detail = _apply_3way(Git(directory), conflict)
+    # The state first: if this run is killed from here on, --abort finds and removes
+    # the worktree (and --continue refuses a worktree without the conflict applied).
     _save_state(
         git,
         RefreshState(onto, onto_commit, str(directory), base, conflict.name, tuple(kept), stamp),
     )
+    faultpoint("refresh.worktree_add")
+    git.run(
+        ["worktree", "add", "--quiet", "--detach", str(directory), base],
+        purpose=f"create the worktree {directory}",
+    )
+    faultpoint("refresh.apply_3way")
+    detail = _apply_3way(Git(directory), conflict)
     return _pending_result(
         fork, onto, onto_commit, kept, conflict, directory, f"{reason}; {detail}"
     )
@@ -443,6 +474,8 @@ def _resolution(wt: Git, state: RefreshState) -> str:
 def refresh_continue(fork: Fork, git: Git, *, pin_commit: str) -> RefreshResult:
     """Take the worktree's content as the resolution of the conflicting patch, and go on."""
     state = _require_state(git)
+    if state.finished:
+        return _finish_interrupted(fork, git, state)
     if fingerprint(fork) != state.fingerprint:
         raise FatalError(
             "the series or a patch file changed since the refresh started",
@@ -485,7 +518,7 @@ def refresh_continue(fork: Fork, git: Git, *, pin_commit: str) -> RefreshResult:
         full = Chain(state.onto_commit, tuple(_links(fork, done)))
         generated = chain_bytes(index, full)
         review = _review(index, fork, pin_commit, state.onto_commit, full.tip)
-    final, written = _write(fork, git, done, generated, state.fingerprint)
+    final, written = _write(fork, git, done, generated, state.fingerprint, finished=state)
     _close(git, directory)
     return RefreshResult(
         state.onto, state.onto_commit, fork.config.pin_tag, tuple(final), written, review
@@ -509,6 +542,7 @@ def _move_worktree(
     conflict: Patch,
     reason: str,
 ) -> RefreshResult:
+    faultpoint("refresh.worktree_reset")
     wt.run(["reset", "--quiet", "--hard", base], purpose="move the worktree on")
     wt.run(["clean", "-fdq"], purpose="clean the worktree")
     detail = _apply_3way(wt, conflict)
@@ -536,18 +570,36 @@ def _move_worktree(
 
 
 def _close(git: Git, directory: Path) -> None:
+    faultpoint("refresh.worktree_remove")
     if directory.exists():
         git.run(
             ["worktree", "remove", "--force", str(directory)],
             purpose=f"remove the worktree {directory}",
         )
     git.run(["worktree", "prune"], purpose="forget removed worktrees")
+    faultpoint("refresh.state_drop")
     _drop_state(git)
+
+
+def _finish_interrupted(fork: Fork, git: Git, state: RefreshState) -> RefreshResult:
+    """A refresh whose files a killed run had written: only its worktree was left."""
+    _close(git, Path(state.worktree))
+    return RefreshResult(
+        state.onto,
+        state.onto_commit,
+        fork.config.pin_tag,
+        state.done,
+        tuple(sorted(e.path for e in state.done if e.bytes_changed)),
+        message=f"the refresh onto {state.onto} was already written by a run that was "
+        f"interrupted; removed its worktree {state.worktree}",
+    )
 
 
 def refresh_abort(fork: Fork, git: Git) -> RefreshResult:
     """Drop a refresh in progress: remove its worktree and state; no fork file changes."""
     state = _require_state(git)
+    if state.finished:
+        return _finish_interrupted(fork, git, state)
     _close(git, Path(state.worktree))
     return RefreshResult(
         state.onto,

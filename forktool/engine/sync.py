@@ -20,9 +20,12 @@ a fork file that upstream now ships too is a conflict for a human.
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
+import signal
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -42,7 +45,8 @@ from forktool.engine.refresh import (
     load_state as load_refresh_state,
 )
 from forktool.engine.retire import record_date, retire
-from forktool.errors import FatalError
+from forktool.errors import FatalError, Interrupted
+from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import write_files
 from forktool.git import Git
@@ -262,6 +266,7 @@ def _save_state(git: Git, state: SyncState) -> None:
 
 
 def _drop_state(git: Git) -> None:
+    faultpoint("sync.state_drop")
     _state_file(git).unlink(missing_ok=True)
 
 
@@ -427,12 +432,22 @@ def start_sync(
     toplevel = git.toplevel()
     fork_dir = config.root.resolve().relative_to(toplevel.resolve()).as_posix()
     fork_dir = "" if fork_dir == "." else fork_dir
-    worktree = Path(tempfile.mkdtemp(prefix="forktool-sync-")) / "wt"
-    git.worktree_add(worktree, name, start)
+    # The state is saved before the worktree and the branch exist, so whenever this run
+    # is cut short, 'sync --continue' re-creates them and 'sync --abort' removes them.
+    worktree = Path(tempfile.gettempdir()) / f"forktool-sync-{secrets.token_hex(6)}" / "wt"
     report = SyncReport(tag, tag_commit, config.pin_tag, name, "retire")
     state = SyncState(tag, tag_commit, name, str(worktree), start, "retire", fork_dir, report)
-    _save_state(git, state)
-    return _drive(git, state, identity, progress)
+    try:
+        _save_state(git, state)
+        return _drive(git, state, identity, progress)
+    except KeyboardInterrupt:
+        # Ctrl-C on a sync that only just began: put everything back as it was.
+        with _signals_held():
+            if load_sync_state(git) is not None:
+                abort_sync(git)
+        raise Interrupted(
+            "interrupted; the sync was rolled back: no branch, worktree or state is left"
+        ) from None
 
 
 def _refuse_uncommitted(config: Config, git: Git) -> None:
@@ -476,10 +491,9 @@ def abort_sync(git: Git) -> SyncReport:
         raise FatalError("no sync is in progress", "nothing to abort")
     wt = Git(Path(state.worktree))
     fork_root = Path(state.worktree) / state.fork_dir
-    if Path(state.worktree).is_dir() and load_refresh_state(wt) is not None:
+    if (fork_root / "forktool.yaml").is_file() and load_refresh_state(wt) is not None:
         refresh_abort(load_fork(load_config(fork_root / "forktool.yaml"), strict=False), wt)
-    git.worktree_remove(Path(state.worktree))
-    shutil.rmtree(Path(state.worktree).parent, ignore_errors=True)
+    _remove_worktrees(git, state)
     if git.branch_commit(state.branch) is not None:
         git.delete_branch(state.branch)
     _drop_state(git)
@@ -518,6 +532,55 @@ def _already_synced(config: Config, git: Git, branch: str, tag: str) -> SyncRepo
     )
 
 
+def _remove_worktrees(git: Git, state: SyncState) -> None:
+    """The sync's worktree and a hand-resolution worktree beside it, even half-made."""
+    directory = Path(state.worktree).parent
+    for worktree in (Path(state.worktree), directory / "resolve"):
+        if worktree.exists():
+            git.worktree_remove(worktree)
+    shutil.rmtree(directory, ignore_errors=True)
+    git.worktree_prune()  # also whatever was registered but never made, or deleted
+
+
+@contextmanager
+def _signals_held() -> Iterator[None]:
+    """Let a second Ctrl-C not cut the roll-back of the first one short."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _tip(state: SyncState) -> str:
+    """The sync branch's last commit that the state recorded."""
+    return state.report.commits[-1] if state.report.commits else state.start
+
+
+def _ensure_worktree(main: Git, state: SyncState, *, resume: bool) -> None:
+    """Make the sync's worktree what the state says, whatever a cut-short run left.
+
+    A run killed before the worktree or the branch existed, or a worktree whose
+    directory was deleted (a cleaned /tmp), is re-created from the branch. On a
+    resume that is not after a stop for a human (no conflict recorded), work of a
+    stage the killed run did not record is dropped: the stage runs again.
+    """
+    worktree = Path(state.worktree)
+    if not (worktree / ".git").exists():
+        shutil.rmtree(worktree, ignore_errors=True)
+        main.worktree_prune()
+        worktree.parent.mkdir(parents=True, exist_ok=True)
+        if main.branch_commit(state.branch) is None:
+            main.worktree_add(worktree, state.branch, state.start)
+        else:
+            main.worktree_checkout(worktree, state.branch)
+    if resume and not state.report.conflicts:
+        wt = Git(worktree)
+        faultpoint("sync.worktree_reset")
+        wt.run(["reset", "--quiet", "--hard", _tip(state)], purpose="return to the recorded stage")
+        wt.run(["clean", "-fdq"], purpose="drop the cut-short stage's files")
+
+
 def _drive(
     main: Git,
     state: SyncState,
@@ -527,11 +590,7 @@ def _drive(
     resume: bool = False,
 ) -> SyncReport:
     worktree = Path(state.worktree)
-    if not worktree.is_dir():
-        raise FatalError(
-            f"the sync worktree {worktree} is gone",
-            "drop the sync with 'forktool sync --abort' and start again",
-        )
+    _ensure_worktree(main, state, resume=resume)
     run = _Run(
         main,
         Git(worktree),
@@ -595,8 +654,9 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
         return True
     else:
         resolve_dir = Path(run.state.worktree).parent / "resolve"
-        if resolve_dir.exists():
-            shutil.rmtree(resolve_dir)
+        if resolve_dir.exists():  # left by a run cut short before it recorded a stop
+            run.main.worktree_remove(resolve_dir)
+            shutil.rmtree(resolve_dir, ignore_errors=True)
         result = refresh_onto(
             fork, run.wt, run.state.tag, pin_commit=pin_commit, worktree=resolve_dir
         )
@@ -702,6 +762,7 @@ def _stage_merge(run: _Run, resume: bool) -> bool:
         input=message.encode(),
         env=run.identity,
     ).out.strip()
+    faultpoint("sync.merge")
     run.wt.run(["reset", "--quiet", "--hard", commit], purpose="move the sync branch to the merge")
     run.commits.append(commit)
     run.advance("check", notes=run.state.report.notes + tuple(notes), conflicts=(), message="")
@@ -724,8 +785,7 @@ def _finish(run: _Run) -> SyncReport:
             out / "report.md": render_markdown(report).encode(),
         }
     )
-    run.main.worktree_remove(Path(run.state.worktree))
-    shutil.rmtree(Path(run.state.worktree).parent, ignore_errors=True)
+    _remove_worktrees(run.main, run.state)
     _drop_state(run.main)
     verdict = "check passed" if report.check_ok else "check FAILED: see the report"
     return replace(
