@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -166,10 +167,26 @@ def cli(
 # Commands are added on first use: see ForktoolGroup.
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``).
+
+    Messages quote user input (a tag, a path, a file's line); a newline in it
+    must not forge a second ``error:`` line or split the one a script reads.
+    """
+    if text.isprintable():
+        return text
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp")
+        else ch
+        for ch in text
+    )
+
+
 def _fail(message: str, hint: str | None, code: int = 2) -> int:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {one_line(message)}", err=True)
     if hint:
-        click.echo(f"hint: {hint}", err=True)
+        click.echo(f"hint: {one_line(hint)}", err=True)
     return code
 
 
