@@ -12,6 +12,7 @@ import os
 import sys
 import unicodedata
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from forktool.config import Config, find_config, load_config
 from forktool.errors import FatalError
 from forktool.fork import Fork, load_fork
 from forktool.git import Git
+from forktool.inputs import describe_os_error, is_input_os_error
 from forktool.output import Output
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -76,6 +78,29 @@ class App:
 
 
 pass_app = click.make_pass_decorator(App)
+
+# The App of the running command, for the error handler in run() (input roots).
+_current_app: ContextVar[App | None] = ContextVar("forktool_app", default=None)
+
+
+def _input_roots() -> tuple[Path, ...]:
+    """Where the user's files live: the working directory and the fork's root."""
+    app = _current_app.get()
+    if app is None:
+        return ()
+    roots = [app.cwd]
+    if app._config is not None:
+        roots.append(app._config.root)
+    return tuple(roots)
+
+
+def _shown(filename: str | bytes) -> str:
+    """A file named in an error: relative to the fork (or the working directory)."""
+    path = Path(os.fsdecode(filename)).absolute()
+    for root in reversed(_input_roots()):
+        if path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
+    return str(path)
 
 
 def format_option(*choices: str) -> Callable[[F], F]:
@@ -162,6 +187,7 @@ def cli(
     if config_file is not None and not config_file.is_absolute():
         config_file = (cwd / config_file).resolve()
     ctx.obj = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
+    _current_app.set(ctx.obj)
 
 
 # Commands are added on first use: see ForktoolGroup.
@@ -192,6 +218,7 @@ def _fail(message: str, hint: str | None, code: int = 2) -> int:
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (also used by the tests)."""
+    _current_app.set(None)
     try:
         result = cli.main(
             args=list(argv) if argv is not None else None,
@@ -209,6 +236,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _fail(exc.message, exc.hint)
     except (KeyboardInterrupt, click.Abort):
         return _fail("interrupted; nothing was left half-written", None, 130)
+    except OSError as exc:
+        # A user's file that is missing, unreadable or of the wrong kind is bad
+        # input (exit 2, naming the file); any other OSError is a bug: re-raised.
+        if not is_input_os_error(exc, _input_roots()):
+            raise
+        return _fail(f"{_shown(exc.filename)}: {describe_os_error(exc)}", None)
     if isinstance(result, int):
         return result
     return 0

@@ -18,6 +18,7 @@ import yaml
 
 from forktool.errors import FatalError
 from forktool.git import is_hex40
+from forktool.inputs import read_input
 
 CONFIG_NAME = "forktool.yaml"
 Layout = Literal["merged", "overlay"]
@@ -352,7 +353,7 @@ def load_config(path: Path) -> Config:
             f"{path}: no such file",
             "run 'forktool init --pin TAG' in the fork, or pass -C DIR / --config FILE",
         )
-    data = path.read_bytes()
+    data = read_input(path, str(path))
     if len(data) > MAX_CONFIG_BYTES:
         raise FatalError(f"{path}: {len(data)} bytes is too large for a config file")
     try:
