@@ -10,8 +10,10 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -24,6 +26,7 @@ from forktool.errors import FatalError, Interrupted
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import fork_lock, recover_interrupted
 from forktool.git import Git
+from forktool.inputs import describe_os_error, is_input_os_error
 from forktool.output import Output
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -100,6 +103,29 @@ def notice(message: str) -> None:
 
 
 pass_app = click.make_pass_decorator(App)
+
+# The App of the running command, for the error handler in run() (input roots).
+_current_app: ContextVar[App | None] = ContextVar("forktool_app", default=None)
+
+
+def _input_roots() -> tuple[Path, ...]:
+    """Where the user's files live: the working directory and the fork's root."""
+    app = _current_app.get()
+    if app is None:
+        return ()
+    roots = [app.cwd]
+    if app._config is not None:
+        roots.append(app._config.root)
+    return tuple(roots)
+
+
+def _shown(filename: str | bytes) -> str:
+    """A file named in an error: relative to the fork (or the working directory)."""
+    path = Path(os.fsdecode(filename)).absolute()
+    for root in reversed(_input_roots()):
+        if path.is_relative_to(root):
+            return path.relative_to(root).as_posix()
+    return str(path)
 
 
 def format_option(*choices: str) -> Callable[[F], F]:
@@ -186,20 +212,38 @@ def cli(
     if config_file is not None and not config_file.is_absolute():
         config_file = (cwd / config_file).resolve()
     ctx.obj = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
+    _current_app.set(ctx.obj)
 
 
 # Commands are added on first use: see ForktoolGroup.
 
 
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``).
+
+    Messages quote user input (a tag, a path, a file's line); a newline in it
+    must not forge a second ``error:`` line or split the one a script reads.
+    """
+    if text.isprintable():
+        return text
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp")
+        else ch
+        for ch in text
+    )
+
+
 def _fail(message: str, hint: str | None, code: int = 2) -> int:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {one_line(message)}", err=True)
     if hint:
-        click.echo(f"hint: {hint}", err=True)
+        click.echo(f"hint: {one_line(hint)}", err=True)
     return code
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (also used by the tests)."""
+    _current_app.set(None)
     try:
         result = cli.main(
             args=list(argv) if argv is not None else None,
@@ -221,6 +265,12 @@ def run(argv: Sequence[str] | None = None) -> int:
         if isinstance(said, Interrupted):
             return _fail(said.message, said.hint, 130)
         return _fail("interrupted; nothing was left half-written", None, 130)
+    except OSError as exc:
+        # A user's file that is missing, unreadable or of the wrong kind is bad
+        # input (exit 2, naming the file); any other OSError is a bug: re-raised.
+        if not is_input_os_error(exc, _input_roots()):
+            raise
+        return _fail(f"{_shown(exc.filename)}: {describe_os_error(exc)}", None)
     if isinstance(result, int):
         return result
     return 0

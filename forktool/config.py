@@ -18,6 +18,8 @@ import yaml
 
 from forktool.errors import FatalError
 from forktool.git import is_hex40
+from forktool.inputs import read_input
+from forktool.regex_safety import nested_repeat
 
 CONFIG_NAME = "forktool.yaml"
 Layout = Literal["merged", "overlay"]
@@ -211,6 +213,12 @@ def _pin_site(node: _Node) -> PinSite:
         regex = re.compile(pattern, re.MULTILINE)
     except re.error as exc:
         raise items["pattern"].fail(f"pin_sites pattern does not compile: {exc}") from exc
+    if nested_repeat(pattern):
+        raise items["pattern"].fail(
+            "pin_sites pattern nests a repeat inside a repeat, like (a+)+: "
+            "it can backtrack for ever on a near-miss line",
+            "repeat a plain item instead, e.g. (?P<tag>\\S+)",
+        )
     if "tag" not in regex.groupindex:
         raise items["pattern"].fail(
             "pin_sites pattern has no (?P<tag>...) group",
@@ -352,7 +360,7 @@ def load_config(path: Path) -> Config:
             f"{path}: no such file",
             "run 'forktool init --pin TAG' in the fork, or pass -C DIR / --config FILE",
         )
-    data = path.read_bytes()
+    data = read_input(path, str(path))
     if len(data) > MAX_CONFIG_BYTES:
         raise FatalError(f"{path}: {len(data)} bytes is too large for a config file")
     try:

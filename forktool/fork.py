@@ -14,6 +14,7 @@ from pathlib import Path
 
 from forktool.config import Config
 from forktool.errors import FatalError, Finding, InputError
+from forktool.inputs import UnreadableInput, read_input
 from forktool.model.ledger import Ledger, parse_ledger
 from forktool.model.patchfile import PatchFile, parse_patch
 from forktool.model.series import Series, SeriesEntry, parse_series
@@ -91,12 +92,12 @@ class Fork:
 
 def _read_required(config: Config, relative: str, what: str) -> bytes:
     path = config.file(relative)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise FatalError(
             f"{relative}: no such file ({what})",
             "run 'forktool init' to scaffold the fork's files, or fix the path in forktool.yaml",
         )
-    return path.read_bytes()
+    return read_input(path, relative, follow=False)
 
 
 def patch_files_on_disk(patches_dir: Path) -> list[str]:
@@ -116,7 +117,7 @@ def patch_files_on_disk(patches_dir: Path) -> list[str]:
 def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) -> Patch | Finding:
     path = config.patches_dir / entry.name
     rel = f"{config.patches}/{entry.name}"
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return Finding(
             "error",
             f"names '{entry.name}' but {rel} does not exist",
@@ -124,11 +125,16 @@ def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) ->
             entry.line,
             "restore the file, or remove the line from the series",
         )
-    if path.stat().st_size > MAX_PATCH_BYTES:
+    if path.is_file() and path.stat().st_size > MAX_PATCH_BYTES:
         return Finding(
             "error", f"{rel} is larger than {MAX_PATCH_BYTES >> 20} MiB", config.series, entry.line
         )
-    data = path.read_bytes()
+    try:
+        data = read_input(path, rel, follow=False, limit=MAX_PATCH_BYTES)
+    except UnreadableInput as exc:
+        return Finding(
+            "error", f"names '{entry.name}' but {exc.message}", config.series, entry.line, exc.hint
+        )
     return Patch(entry, path, data, parse_patch(data, strip=entry.strip), mapping, rel)
 
 
@@ -205,8 +211,8 @@ def load_fork(config: Config, *, strict: bool = True) -> Fork:
     )
     ledger_path = config.ledger_path
     ledger = (
-        parse_ledger(ledger_path.read_bytes(), config.ledger)
-        if ledger_path.is_file()
+        parse_ledger(read_input(ledger_path, config.ledger, follow=False), config.ledger)
+        if ledger_path.exists() or ledger_path.is_symlink()
         else Ledger(())
     )
     findings = [*series.findings, *umap.findings, *ledger.findings]

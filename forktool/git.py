@@ -211,6 +211,10 @@ class Git:
     def resolve_commit(self, rev: str, *, what: str = "revision") -> str:
         oid = self.try_resolve(rev)
         if oid is None:
+            found = self.try_resolve(rev, kind="object")
+            if found is not None:
+                kind = self.object_types([found]).get(found) or "object"
+                raise FatalError(f"{what} '{rev}' is a {kind}, not a commit")
             raise FatalError(
                 f"unknown {what} '{rev}'",
                 "fetch it first (git fetch <remote> --tags), or check the spelling",

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,7 +20,7 @@ def snapshot_tree(path: Path) -> dict[str, bytes]:
     Keys are POSIX paths relative to ``path``, marked the way ``ls -F`` marks them:
     a plain file maps to its bytes, an executable file is keyed ``name*`` (so a
     mode change shows), a symlink ``name@`` maps to its target, and a directory
-    (empty ones too) is keyed ``name/`` and maps to ``b""``.
+    (empty ones too) is keyed ``name/`` and a FIFO ``name|``, both mapping to ``b""``.
     """
     root = Path(path)
     snapshot: dict[str, bytes] = {}
@@ -37,6 +38,8 @@ def _entry(entry: Path) -> tuple[str, bytes]:
         return "@", os.fsencode(os.readlink(entry))
     if entry.is_dir():
         return "/", b""
+    if stat.S_ISFIFO(entry.stat().st_mode):
+        return "|", b""  # never read: it would block
     if os.access(entry, os.X_OK):
         return "*", entry.read_bytes()
     return "", entry.read_bytes()

@@ -521,7 +521,10 @@ def test_a_catastrophic_pattern_is_stopped_not_hung(
     monkeypatch.setattr(pins, "PATTERN_TIMEOUT_SECONDS", 1.0)
     config = pin_fork.read("forktool.yaml").decode()
     (pin_fork.root / "forktool.yaml").write_text(
-        config.replace('\'^UPSTREAM_TAG = "(?P<tag>[^"]+)"$\'', "'^(?P<tag>(a+)+)$'")
+        # Overlapping alternatives under a repeat: not the nested-repeat shape the
+        # config parser refuses (see test_a_nested_repeat_pattern_is_refused_when_read),
+        # so only the matcher's time limit can stop it.
+        config.replace('\'^UPSTREAM_TAG = "(?P<tag>[^"]+)"$\'', "'^(?P<tag>(a|aa)+)$'")
     )
     (pin_fork.root / "app/buildinfo.py").write_text("a" * 64 + "!\n")
     for args in (("pin", "check"), ("pin", "show"), ("pin", "bump", "v1.1.0")):
@@ -532,6 +535,23 @@ def test_a_catastrophic_pattern_is_stopped_not_hung(
             "within 1 s (catastrophic backtracking?)",
             "hint: simplify the pattern: anchor it and avoid nested repetition like (a+)+",
         ]
+
+
+def test_a_nested_repeat_pattern_is_refused_when_read(pin_fork: PinFork) -> None:
+    config = pin_fork.read("forktool.yaml").decode()
+    (pin_fork.root / "forktool.yaml").write_text(
+        config.replace('\'^UPSTREAM_TAG = "(?P<tag>[^"]+)"$\'', "'^(?P<tag>(a+)+)$'")
+    )
+    (pin_fork.root / "app/buildinfo.py").write_text("a" * 64 + "!\n")
+    before = snapshot_tree(pin_fork.root)
+    result = pin_fork.cli("pin", "show")
+    assert result.code == 2
+    assert result.error_lines == [
+        f"error: {pin_fork.root}/forktool.yaml:14: pin_sites pattern nests a repeat inside "
+        "a repeat, like (a+)+: it can backtrack for ever on a near-miss line",
+        "hint: repeat a plain item instead, e.g. (?P<tag>\\S+)",
+    ]
+    assert snapshot_tree(pin_fork.root) == before
 
 
 def test_a_site_that_is_a_symlink_is_refused(pin_fork: PinFork) -> None:

@@ -7,6 +7,7 @@ import click
 from forktool.cli import App, format_option, pass_app
 from forktool.engine.arms import check_arms, list_arms, load_waivers, parse_arm_results
 from forktool.errors import FatalError
+from forktool.inputs import read_input
 from forktool.report.image import render_arms
 
 
@@ -55,7 +56,7 @@ def command(app: App, check: bool, results: Path | None, waivers: Path | None, f
         if not path.is_file():
             raise FatalError(f"{results}: no such file (arm results)")
         report = check_arms(
-            report, parse_arm_results(path.read_bytes(), str(results)), str(results)
+            report, parse_arm_results(read_input(path, str(results)), str(results)), str(results)
         )
     if fmt == "json":
         app.output.json(report.to_json())

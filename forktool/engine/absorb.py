@@ -33,6 +33,7 @@ from forktool.engine.releases import first_releases, release_tags
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
+from forktool.inputs import parse_json, read_input
 from forktool.model.patchfile import PatchFile, touched_paths
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only"]
@@ -589,10 +590,7 @@ def _result(value: object, where: str, source: str) -> ProbeResult:
 
 def parse_probe_results(data: bytes, source: str) -> ProbeResults:
     """``{"full": "pass"|"fail", "arms": {patch: "pass"|"fail"}, "tag": TAG?}``."""
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FatalError(f"{source}: not valid JSON: {exc}") from exc
+    doc = parse_json(data, source)
     if not isinstance(doc, dict):
         raise FatalError(f"{source}: expected a JSON object with 'full' and 'arms'")
     for key in ("full", "arms"):
@@ -615,7 +613,7 @@ def parse_probe_results(data: bytes, source: str) -> ProbeResults:
 def load_probe_results(path: Path) -> ProbeResults:
     if not path.is_file():
         raise FatalError(f"--probe-results {path}: no such file")
-    return parse_probe_results(path.read_bytes(), str(path))
+    return parse_probe_results(read_input(path, str(path)), str(path))
 
 
 # -- for status ------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from forktool.config import Config
 from forktool.engine.pin import require_pin
 from forktool.errors import FatalError, Finding, InputError
 from forktool.git import Git
+from forktool.inputs import read_input
 from forktool.model.ledger import Action, Ledger, LedgerEntry, parse_ledger
 
 KINDS = ("added", "deleted", "modified", "type-changed", "tracked")
@@ -142,9 +143,9 @@ _ALWAYS_FINDING = ("modified", "type-changed")
 def load_ledger(config: Config) -> tuple[Ledger, str | None]:
     """The ledger and its path; an empty ledger when the fork has none. Exit 2 if malformed."""
     path = config.ledger_path
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return Ledger(()), None
-    ledger = parse_ledger(path.read_bytes(), config.ledger)
+    ledger = parse_ledger(read_input(path, config.ledger, follow=False), config.ledger)
     problems = [f for f in ledger.findings if f.severity == "error"]
     if problems:
         raise InputError(problems)

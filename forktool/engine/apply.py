@@ -855,7 +855,8 @@ def apply_to_directory(
 ) -> DirResult:
     """Bring ``target`` to the declared state, or prove it is there (``verify``)."""
     if not target.is_dir():
-        raise FatalError(f"--target {target}: no such directory")
+        problem = "not a directory" if target.exists() else "no such directory"
+        raise FatalError(f"--target {target}: {problem}")
     if not fork.patches:
         raise FatalError(
             f"{fork.config.series} lists no patches: refusing to report an empty series as applied",

@@ -18,6 +18,7 @@ from typing import Literal
 
 from forktool.errors import FatalError, Finding
 from forktool.fork import Fork, Patch
+from forktool.inputs import parse_json, read_input
 from forktool.model.text import decode_lines
 
 FULL = "full"
@@ -167,7 +168,7 @@ def load_waivers(fork: Fork, override: Path | None) -> tuple[tuple[Waiver, ...],
     shown = fork.config.rel(path)
     if not path.is_file():
         raise FatalError(f"{shown}: no such file (arm waivers)", "create it, or fix image.waivers")
-    return parse_waivers(path.read_bytes(), shown, fork), shown
+    return parse_waivers(read_input(path, shown, follow=override is not None), shown, fork), shown
 
 
 # -- arm results --------------------------------------------------------------------
@@ -186,10 +187,7 @@ class ArmResults:
 
 
 def parse_arm_results(data: bytes, path: str) -> ArmResults:
-    try:
-        obj = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FatalError(f"{path}: not valid JSON: {exc}") from exc
+    obj = parse_json(data, path)
     if not isinstance(obj, dict):
         raise FatalError(f"{path}: expected a JSON object with full, arms, patchless")
     unknown = sorted(set(obj) - {"full", "arms", "patchless"})

@@ -17,6 +17,7 @@ from forktool.config import Config
 from forktool.errors import FatalError, Finding
 from forktool.fork import Fork, load_fork
 from forktool.git import Git
+from forktool.inputs import read_text
 from forktool.model.record import parse_record
 
 
@@ -139,9 +140,7 @@ def check_record(ctx: CheckContext) -> list[Finding]:
             )
         ]
     try:
-        record = parse_record(path.read_text(encoding="utf-8"), config.record)
-    except UnicodeDecodeError:
-        return [Finding("error", "not valid UTF-8", config.record, None)]
+        record = parse_record(read_text(path, config.record, follow=False), config.record)
     except FatalError as exc:
         return [Finding("error", exc.message, config.record, None, exc.hint)]
     findings = []

@@ -29,6 +29,7 @@ from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git
+from forktool.inputs import read_text
 from forktool.model.patchfile import parse_patch
 from forktool.model.record import Record, RecordEntry, parse_record
 from forktool.model.series import Series, parse_series
@@ -61,12 +62,13 @@ def _changes(fork: Fork, changes: Mapping[Path, bytes | None]) -> list[str]:
 
 def _load_record(fork: Fork) -> tuple[Path, Record]:
     path = fork.config.record_path
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise FatalError(
             f"{fork.config.record}: no such file (it holds the retirement record)",
             "create it with the record markers ('forktool init' writes them), or set 'record'",
         )
-    return path, parse_record(path.read_text(encoding="utf-8"), fork.config.record)
+    text = read_text(path, fork.config.record, follow=False)
+    return path, parse_record(text, fork.config.record)
 
 
 # -- retire ---------------------------------------------------------------------------

@@ -33,7 +33,7 @@ from typing import Literal
 from forktool.config import Config, load_config, parse_config
 from forktool.engine.absorb import AbsorbedResult, absorbed
 from forktool.engine.check import GateResult, run_checks, select_checks
-from forktool.engine.pins import plan_bump
+from forktool.engine.pins import plan_bump, validate_tag_name
 from forktool.engine.refresh import (
     RefreshEntry,
     plan_refresh,
@@ -278,6 +278,7 @@ def default_branch(tag: str) -> str:
 
 
 def resolve_tag(config: Config, git: Git, tag: str, *, fetch: bool) -> str:
+    validate_tag_name(git, tag)  # TAG becomes the pin: the pin's naming rule, before any fetch
     if fetch:
         if config.upstream_remote not in git.remotes():
             raise FatalError(

@@ -1,0 +1,126 @@
+"""Reading the user's files: the one place where an unreadable input becomes exit 2.
+
+Every file forktool reads on the user's behalf (the fork's files, and files named
+on the command line) goes through :func:`read_input`, :func:`read_text` or
+:func:`parse_json`. Each turns the ways a hostile or broken input fails into one
+``FatalError`` naming the file:
+
+- not a regular file: a directory, a FIFO (reading it would block for ever), a
+  device, a socket;
+- a symlink, for the fork's own files (``follow=False``): git stores a link, not
+  its target, so the file that was verified is not the file that ships;
+- larger than the caller's limit;
+- not UTF-8 (:func:`read_text`), or not JSON / nested deeper than a parser can
+  follow (:func:`parse_json`);
+- any ``OSError`` on open or read (permission denied, a loop of links, ...).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+
+from forktool.errors import FatalError
+
+# OSErrors that describe the input rather than a bug: a path the user gave or a
+# file in the fork that is missing, unreadable or of the wrong kind.
+INPUT_ERRNOS = frozenset(
+    {
+        errno.ENOENT,
+        errno.ENOTDIR,
+        errno.EISDIR,
+        errno.EACCES,
+        errno.EPERM,
+        errno.ELOOP,
+        errno.ENAMETOOLONG,
+        errno.ENXIO,
+        errno.EFBIG,
+    }
+)
+
+
+class UnreadableInput(FatalError):
+    """A user's file could not be read as what it should be (exit 2)."""
+
+
+def describe_os_error(exc: OSError) -> str:
+    """``strerror`` in lower case, the way forktool's messages read."""
+    text = exc.strerror or type(exc).__name__
+    return text[:1].lower() + text[1:]
+
+
+def read_input(path: Path, shown: str, *, follow: bool = True, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (``shown`` names it in messages).
+
+    ``follow=False`` refuses a symlink at ``path`` itself (the fork's own files).
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= os.O_NOFOLLOW
+    try:
+        if not follow and path.is_symlink():
+            raise UnreadableInput(
+                f"{shown}: is a symlink; forktool reads the fork's files only as regular files",
+                "git commits the link, not its target: replace the link with the file itself",
+            )
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise UnreadableInput(f"{shown}: {describe_os_error(exc)}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise UnreadableInput(f"{shown}: is {kind}")
+        if limit is not None and info.st_size > limit:
+            raise UnreadableInput(f"{shown}: {info.st_size} bytes is larger than {limit} bytes")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    except OSError as exc:
+        raise UnreadableInput(f"{shown}: {describe_os_error(exc)}") from exc
+    finally:
+        os.close(fd)
+
+
+def decode_text(data: bytes, shown: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise UnreadableInput(
+            f"{shown}:{line}: not valid UTF-8 (byte {exc.start})", "save the file as UTF-8"
+        ) from exc
+
+
+def read_text(path: Path, shown: str, *, follow: bool = True, limit: int | None = None) -> str:
+    """The UTF-8 text of the regular file ``path``."""
+    return decode_text(read_input(path, shown, follow=follow, limit=limit), shown)
+
+
+def parse_json(data: bytes, shown: str) -> object:
+    """A JSON document, or exit 2 naming the file (garbage, bad UTF-8, absurd nesting)."""
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UnreadableInput(f"{shown}: not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise UnreadableInput(f"{shown}: not valid JSON: nested too deeply") from None
+
+
+def is_input_os_error(exc: OSError, roots: tuple[Path, ...]) -> bool:
+    """Whether ``exc`` is an expected failure to read or write a user's file.
+
+    True only for the errnos in :data:`INPUT_ERRNOS` on a file under one of
+    ``roots`` (the fork, the working directory, paths given on the command
+    line). Anything else (a temporary file of forktool's own, an unexpected
+    errno) is a bug or an environment failure and keeps its traceback.
+    """
+    if exc.errno not in INPUT_ERRNOS or not exc.filename:
+        return False
+    try:
+        target = Path(os.fsdecode(exc.filename)).absolute()
+    except (TypeError, ValueError):
+        return False
+    return any(target == root or target.is_relative_to(root) for root in roots)
