@@ -185,13 +185,21 @@ def synthesize(path: Path, *, files: int, commits: int, seed: int = 7) -> None:
             name = rng.choice(sorted(tree))
             del tree[name]
             changes.extend(b"D " + name.encode() + b"\n")
+        edited: dict[str, bool] = {}
         for name in rng.sample(sorted(tree), rng.randint(1, 4)):
             lines = tree[name]
+            before = list(lines)
             for _ in range(rng.randint(1, 3)):
                 at = rng.randint(0, max(0, len(lines) - 1))
                 removed = rng.randint(0, 6)
                 lines[at : at + removed] = source.take(rng.randint(0, 12))
-            changes.extend(b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(lines)))
+            edited[name] = lines != before
+        if not changes and not any(edited.values()):
+            # Edits that changed nothing would make an empty commit (a patch with no
+            # diff); no random draw here, so the rest of the history stays the same.
+            tree[name].append(f"# commit {mark}")
+        for name in edited:
+            changes.extend(b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(tree[name])))
         commit(mark, f"change {mark}\n\nSynthetic commit {mark}.\n", bytes(changes))
     subprocess.run(
         git_argv(["init", "-q", "-b", "main", str(path)]), check=True, env=hardened_env()
