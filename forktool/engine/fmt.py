@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, unified_diff
+from forktool.engine.canonical_fast import regenerate_if_canonical
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.fsutil import write_files
@@ -89,6 +90,14 @@ def plan_fmt(
     fork: Fork, git: Git, *, base: str, base_commit: str, progress: Progress | None = None
 ) -> tuple[FmtEntry, ...]:
     """Regenerate every patch on ``base_commit`` and compare; nothing is written."""
+    fast = regenerate_if_canonical(git, base_commit, fork.patches)
+    if fast is not None:
+        if progress:
+            progress(len(fork.patches))
+        return tuple(
+            FmtEntry(patch.name, patch.rel, "canonical", canonical=data)
+            for patch, data in zip(fork.patches, fast, strict=True)
+        )
     with git.temp_index() as index:
         chain = build_chain(index, base_commit, fork.patches, base_name=base)
         applied = Chain(chain.base, tuple(link for link in chain.links if link.commit))

@@ -1,0 +1,268 @@
+"""Shared by the benchmarks: synthetic histories (git fast-import) and measurement.
+
+Two generators:
+
+* :func:`build_upstream`: a long, cheap history (one tiny commit per step) with
+  upstream fixes spread along it and a release tag every :data:`RELEASE_EVERY`
+  commits; the fixes are what a fork's patches map to (``bench/absorbed``,
+  ``bench/check``);
+* :func:`synthesize`: a short history of real-sized, source-like commits whose
+  diffs make realistic patches (``bench/verify``).
+
+And the measurements every script reports the same way: :func:`median_time`,
+:func:`measure_cli` (seconds and peak memory of a ``forktool`` subprocess),
+:func:`load_average` and :func:`write_summary` (the JSON rows ``bench/run`` reads).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from forktool.git import git_argv, hardened_env  # noqa: E402
+
+EPOCH = 1_704_067_200
+RELEASE_EVERY = 500
+
+
+# -- a long history with upstream fixes and release tags ----------------------------------
+
+
+def _data(payload: bytes) -> bytes:
+    return b"data %d\n" % len(payload) + payload + b"\n"
+
+
+def module_text(index: int, value: int) -> str:
+    """The content of module file ``m/NNNN.txt`` whose value is ``value``."""
+    return f"# module {index}\nheader = {index}\nvalue = {value}\nfooter = {index}\n"
+
+
+def build_upstream(path: Path, commits: int, fixes: int) -> list[str]:
+    """A linear history of ``commits`` commits on ``main``; returns the fix commits.
+
+    Commit 1 adds ``fixes`` module files ``m/NNNN.txt`` (value 0) and is tagged
+    ``v0.1.0``; fix k (evenly spaced, in order) sets module k's value to 1; every
+    other commit bumps ``counter.txt``. Every :data:`RELEASE_EVERY` commits get a
+    ``v1.N.0rc0`` (one commit before) and a ``v1.N.0`` tag.
+    """
+    subprocess.run(
+        git_argv(["init", "-q", "--template=", str(path)]), check=True, env=hardened_env()
+    )
+    stream = bytearray()
+    fix_every = max(1, commits // (fixes + 1))
+    fix_marks: list[int] = []
+    for n in range(1, commits + 1):
+        when = EPOCH + n * 60
+        stream += b"commit refs/heads/main\nmark :%d\n" % n
+        stream += b"author A <a@example.com> %d +0000\n" % when
+        stream += b"committer C <c@example.com> %d +0000\n" % when
+        fix = n > 1 and (n - 1) % fix_every == 0 and len(fix_marks) < fixes
+        stream += _data((f"fix {len(fix_marks)}" if fix else f"change {n}").encode())
+        if n == 1:
+            for i in range(fixes):
+                stream += b"M 100644 inline m/%04d.txt\n" % i + _data(module_text(i, 0).encode())
+        if fix:
+            k = len(fix_marks)
+            stream += b"M 100644 inline m/%04d.txt\n" % k + _data(module_text(k, 1).encode())
+            fix_marks.append(n)
+        else:
+            stream += b"M 100644 inline counter.txt\n" + _data(f"{n}\n".encode())
+        stream += b"\n"
+        if n == 1:
+            stream += b"reset refs/tags/v0.1.0\nfrom :1\n\n"
+        elif n % RELEASE_EVERY == 0:
+            minor = n // RELEASE_EVERY
+            stream += b"reset refs/tags/v1.%d.0rc0\nfrom :%d\n\n" % (minor, n - 1)
+            stream += b"reset refs/tags/v1.%d.0\nfrom :%d\n\n" % (minor, n)
+    marks = path / "marks"
+    subprocess.run(
+        git_argv(["fast-import", "--quiet", f"--export-marks={marks}"]),
+        cwd=path,
+        input=bytes(stream),
+        check=True,
+        env=hardened_env(),
+    )
+    by_mark = dict(line.split() for line in marks.read_text().splitlines())
+    marks.unlink()
+    return [by_mark[f":{m}"] for m in fix_marks]
+
+
+def last_release(commits: int) -> str:
+    """The newest ``v1.N.0`` tag :func:`build_upstream` makes for ``commits`` commits."""
+    if commits < RELEASE_EVERY:
+        return "v0.1.0"
+    return f"v1.{commits // RELEASE_EVERY}.0"
+
+
+# -- a short history of real-sized commits --------------------------------------------------
+
+WORDS = (
+    "alpha beta gamma delta config engine retry timeout decode buffer stream token "
+    "parser window cache index report value result handler session client server"
+).split()
+
+
+def _source_line(rng: random.Random) -> str:
+    indent = "    " * rng.randint(0, 3)
+    a, b, c = rng.choice(WORDS), rng.choice(WORDS), rng.choice(WORDS)
+    n = rng.randint(0, 99999)
+    form = rng.randint(0, 5)
+    if form == 0:
+        return f"{indent}{a}_{b} = {c}({n}, '{a}{b}')"
+    if form == 1:
+        return f"{indent}if {a}.{b} > {n}:"
+    if form == 2:
+        return f"{indent}return {a}_{b}({c}, timeout={n})"
+    if form == 3:
+        return f"{indent}# {a} {b} {c} {n}"
+    if form == 4:
+        return f"{indent}def {a}_{b}_{n}(self, {c}):"
+    return ""
+
+
+class _Lines:
+    """Source-like lines, drawn from a pool (drawing each line afresh is too slow)."""
+
+    def __init__(self, rng: random.Random, size: int = 20_000) -> None:
+        self.rng = rng
+        self.pool = [_source_line(rng) for _ in range(size)]
+
+    def take(self, count: int) -> list[str]:
+        return self.rng.choices(self.pool, k=count)
+
+
+def _blob(lines: list[str]) -> bytes:
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def synthesize(path: Path, *, files: int, commits: int, seed: int = 7) -> None:
+    """A linear history: one import of ``files`` source files, then ``commits`` commits
+    that each edit 1-4 files in 1-3 places (and now and then add or delete a file)."""
+    rng = random.Random(seed)
+    source = _Lines(rng)
+    tree: dict[str, list[str]] = {}
+    for n in range(files):
+        name = f"src/{rng.choice(WORDS)}_{n // 50}/{rng.choice(WORDS)}_{n}.py"
+        tree[name] = source.take(rng.randint(40, 900))
+    stream = bytearray()
+    clock = 1_700_000_000
+
+    def commit(mark: int, message: str, changes: bytes) -> None:
+        nonlocal clock
+        clock += 60
+        stream.extend(b"commit refs/heads/main\nmark :%d\n" % mark)
+        who = b"Bench <bench@example.org> %d +0000\n" % clock
+        stream.extend(b"author " + who + b"committer " + who)
+        stream.extend(_data(message.encode()))
+        if mark > 1:
+            stream.extend(b"from :%d\n" % (mark - 1))
+        stream.extend(changes)
+
+    initial = b"".join(
+        b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(lines))
+        for name, lines in tree.items()
+    )
+    commit(1, "import\n", initial)
+    for mark in range(2, commits + 2):
+        changes = bytearray()
+        roll = rng.random()
+        if roll < 0.05:
+            name = f"src/new/{rng.choice(WORDS)}_{mark}.py"
+            tree[name] = source.take(rng.randint(20, 300))
+            changes.extend(b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(tree[name])))
+        elif roll < 0.07 and len(tree) > 10:
+            name = rng.choice(sorted(tree))
+            del tree[name]
+            changes.extend(b"D " + name.encode() + b"\n")
+        edited: dict[str, bool] = {}
+        for name in rng.sample(sorted(tree), rng.randint(1, 4)):
+            lines = tree[name]
+            before = list(lines)
+            for _ in range(rng.randint(1, 3)):
+                at = rng.randint(0, max(0, len(lines) - 1))
+                removed = rng.randint(0, 6)
+                lines[at : at + removed] = source.take(rng.randint(0, 12))
+            edited[name] = lines != before
+        if not changes and not any(edited.values()):
+            # Edits that changed nothing would make an empty commit (a patch with no
+            # diff); no random draw here, so the rest of the history stays the same.
+            tree[name].append(f"# commit {mark}")
+        for name in edited:
+            changes.extend(b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(tree[name])))
+        commit(mark, f"change {mark}\n\nSynthetic commit {mark}.\n", bytes(changes))
+    subprocess.run(
+        git_argv(["init", "-q", "-b", "main", str(path)]), check=True, env=hardened_env()
+    )
+    subprocess.run(
+        git_argv(["fast-import", "--quiet"]),
+        cwd=path,
+        input=bytes(stream),
+        check=True,
+        env=hardened_env(),
+    )
+
+
+# -- measuring ---------------------------------------------------------------------------
+
+
+def median_time(run: Callable[[], object], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+# Runs a command and reports its exit code, time and peak memory. A small process of
+# its own does the spawning: a child forked from a benchmark (a large process) would
+# count the benchmark's pages in its ru_maxrss.
+_MEASURE = """
+import os, subprocess, sys, time
+start = time.perf_counter()
+child = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(child.pid, 0)
+print(os.waitstatus_to_exitcode(status), time.perf_counter() - start, usage.ru_maxrss)
+"""
+
+
+def measure_cli(args: Sequence[str], *, expect: int = 0) -> tuple[float, int]:
+    """Seconds and peak resident KiB (it and its git children) of ``forktool ARGS``."""
+    argv = [sys.executable, "-m", "forktool", *args]
+    res = subprocess.run(
+        [sys.executable, "-c", _MEASURE, *argv], capture_output=True, check=True, cwd=ROOT
+    )
+    code, seconds, peak = res.stdout.split()
+    if int(code) != expect:
+        raise SystemExit(f"forktool {' '.join(args)} exited {int(code)}, not {expect}")
+    return float(seconds), int(peak)
+
+
+def load_average() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def write_summary(path: Path | None, rows: list[dict[str, object]]) -> None:
+    """Append result rows (one JSON object a line) for ``bench/run``'s table.
+
+    A row: ``bench``, ``size`` (e.g. "200 patches"), ``contender``, ``seconds``
+    (median; None when skipped), ``baseline`` (the name of what it is compared with),
+    ``baseline_seconds``, ``peak_mib`` (or None), ``load`` (load averages), ``note``.
+    """
+    if path is None:
+        return
+    with path.open("a", encoding="utf-8") as out:
+        for row in rows:
+            out.write(json.dumps(row) + "\n")
