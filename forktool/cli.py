@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shlex
 import sys
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
@@ -25,7 +26,7 @@ from forktool.config import Config, find_config, load_config
 from forktool.errors import FatalError, Interrupted
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import fork_lock, recover_interrupted
-from forktool.git import Git
+from forktool.git import Git, set_observer
 from forktool.inputs import describe_os_error, is_input_os_error
 from forktool.output import Output
 
@@ -186,7 +187,12 @@ class ForktoolGroup(click.Group):
     metavar="FILE",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print only verdicts and errors.")
-@click.option("-v", "--verbose", is_flag=True, help="Explain each step on stderr.")
+@click.option(
+    "-v",
+    "--verbose",
+    is_flag=True,
+    help="Show every git command forktool runs, and why, on stderr.",
+)
 @click.version_option(__version__, prog_name="forktool")
 @click.pass_context
 def cli(
@@ -213,6 +219,7 @@ def cli(
         config_file = (cwd / config_file).resolve()
     ctx.obj = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
     _current_app.set(ctx.obj)
+    set_observer(_git_narrator(ctx.obj.output) if verbose else None)
 
 
 # Commands are added on first use: see ForktoolGroup.
@@ -232,6 +239,16 @@ def one_line(text: str) -> str:
         else ch
         for ch in text
     )
+
+
+def _git_narrator(output: Output) -> Callable[[str, Sequence[str], int], None]:
+    """With -v, each git command forktool runs, on stderr: what for, what, and its exit."""
+
+    def narrate(purpose: str, args: Sequence[str], code: int) -> None:
+        shown = " ".join(shlex.quote(a) for a in args)
+        output.detail(f"git {shown}  # {purpose} (exit {code})")
+
+    return narrate
 
 
 def _fail(message: str, hint: str | None, code: int = 2) -> int:

@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +93,17 @@ class GitResult:
         return self.stderr.decode("utf-8", "surrogateescape")
 
 
+# Who wants to hear about each git command (``forktool -v``); set by the CLI only.
+Observer = Callable[[str, Sequence[str], int], None]
+_observer: Observer | None = None
+
+
+def set_observer(observer: Observer | None) -> None:
+    """Report every git command run from now on (purpose, args, exit code), or stop."""
+    global _observer
+    _observer = observer
+
+
 def run(
     args: Sequence[str],
     *,
@@ -118,6 +129,8 @@ def run(
             "git is not installed or not on PATH", "install git 2.30 or newer"
         ) from exc
     result = GitResult(argv, proc.returncode, proc.stdout, proc.stderr)
+    if _observer is not None:
+        _observer(purpose, args, result.returncode)
     if check and not result.ok:
         raise GitError(purpose, argv, result.returncode, result.err)
     return result

@@ -54,8 +54,9 @@ class Output:
         self.out.print(*objects, **kwargs)
 
     def detail(self, *objects: Any) -> None:
+        """A step explained on stderr with -v (plain text: paths and refs are not markup)."""
         if self.verbose:
-            self.err.print(*objects)
+            self.err.print(*objects, markup=False, highlight=False)
 
     def json(self, payload: dict[str, Any]) -> None:
         sys.stdout.write(json.dumps(payload, indent=2) + "\n")

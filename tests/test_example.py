@@ -73,3 +73,15 @@ def test_init_refuses_an_unknown_tag_and_writes_nothing(
     assert result.error_lines[0] == "error: unknown tag 'v9.9.9'"
     assert not (fork.path / "forktool.yaml").exists()
     assert not (fork.path / "series").exists()
+
+
+def test_verbose_explains_every_git_command_on_stderr_only(example_fork: RepoBuilder) -> None:
+    quiet = run_cli("-C", example_fork.path, "verify", "--format", "json")
+    loud = run_cli("-C", example_fork.path, "-v", "verify", "--format", "json")
+    assert loud.code == quiet.code == 0
+    assert loud.out == quiet.out  # stdout stays one JSON object
+    assert quiet.err == ""
+    lines = loud.err.splitlines()
+    assert "git apply --cached -v --whitespace=nowarn -p1 " in loud.err
+    assert all(line.startswith("git ") and line.endswith(")") for line in lines), lines
+    assert any(line.endswith("# apply the series (exit 0)") for line in lines)
