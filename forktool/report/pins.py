@@ -28,7 +28,7 @@ def render_show(out: Output, result: PinsResult) -> None:
     _pin_line(out, result)
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("site", "line", "value", "note"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for site in result.sites:
         if site.is_config:
             note = "pin.tag"

@@ -20,7 +20,7 @@ def render_absorbed(out: Output, result: AbsorbedResult) -> None:
     out.print(f"absorbed by {result.tag} ({_short(result.tag_commit)})")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("patch", "verdict", "upstream", "in tag", "first release"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     if result.probe_full is not None:
         table.add_column("probe")
     for patch in result.patches:

@@ -58,7 +58,7 @@ def render_status(out: Output, result: StatusResult) -> None:
         return
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in ("#", "patch", "upstream", "PR", "at pin"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for index, patch in enumerate(result.patches, start=1):
         upstream = (
             "fork-only" if patch.fork_only else ",".join(short(c) for c in patch.upstream_commits)
@@ -84,7 +84,7 @@ _STATUS_STYLE = {
 
 def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("patch")
+    table.add_column("patch", overflow="fold")
     table.add_column("status")
     table.add_column("detail", overflow="fold")
     for verdict in verdicts:
