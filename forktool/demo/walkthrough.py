@@ -265,7 +265,7 @@ def step_align_bot_workflow(demo: Demo) -> None:
     if scratch_path.exists():
         shutil.rmtree(scratch_path)
     scratch = RepoBuilder.clone(demo.fork_path, scratch_path)
-    where = ["-C", str(scratch.path)]
+    there = replace(demo, fork=scratch)
     demo.step(
         "Upstream adds a bot workflow; the fork deletes it, and must say why",
         f"""In a scratch clone ({scratch_path.name}/) the fork merges v1.2.0 and bumps its pin.
@@ -287,12 +287,12 @@ def step_align_bot_workflow(demo: Demo) -> None:
         },
     )
     scratch.commit("Merge upstream v1.2.0\n", author=FORK_MAINTAINER)
-    demo.run([*where, "pin", "bump", "v1.2.0"])
+    there.run(["pin", "bump", "v1.2.0"])
     scratch.commit("fork: pin v1.2.0\n", author=FORK_MAINTAINER)
     scratch.commit(
         "fork: we do not run upstream's bots\n", {STALE_BOT: None}, author=FORK_MAINTAINER
     )
-    demo.run([*where, "align"], expect=1)
+    there.run(["align"], expect=1)
     ledger = scratch.path / "alignment.ledger"
     line = f"del {STALE_BOT} permanent we do not run upstream's bots\n"
     scratch.commit(
@@ -301,7 +301,7 @@ def step_align_bot_workflow(demo: Demo) -> None:
         author=FORK_MAINTAINER,
     )
     demo.say(f"   appended to alignment.ledger: {line.strip()}")
-    demo.run([*where, "align"])
+    there.run(["align"])
 
 
 def step_absorbed(demo: Demo) -> None:

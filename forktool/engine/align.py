@@ -19,14 +19,12 @@ release is information only.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
-
 from forktool.config import Config
 from forktool.engine.pin import require_pin
+from forktool.engine.releases import release_tags
 from forktool.errors import FatalError, Finding, InputError
 from forktool.git import Git
 from forktool.inputs import read_input
@@ -223,31 +221,11 @@ def _retirable(config: Config, git: Git, ledger: Ledger, tag_commit: str) -> lis
     return [e for e in pending if e.until_commit not in missing]
 
 
-def version_of(tag: str) -> Version | None:
-    """The version a release tag names (``v1.2.0rc0`` -> 1.2.0rc0), or None."""
-    try:
-        return Version(re.sub(r"^[^0-9]*", "", tag))
-    except InvalidVersion:
-        return None
-
-
-def newest_release(config: Config, git: Git) -> tuple[str, str] | None:
-    """The newest release tag (version order) matching ``release_tags``, and its commit."""
-    best: tuple[Version, str, str] | None = None
-    for tag, commit in git.tag_commits(config.release_tags).items():
-        version = version_of(tag)
-        if version is None or (version.is_prerelease and not config.prereleases):
-            continue
-        if best is None or (version, tag) > (best[0], best[1]):
-            best = (version, tag, commit)
-    return (best[1], best[2]) if best else None
-
-
 def _newest(config: Config, git: Git, tag_commit: str, head: str) -> NewestRelease | None:
-    found = newest_release(config, git)
-    if found is None:
+    releases = release_tags(git, config.release_tags, prereleases=config.prereleases)
+    if not releases:
         return None
-    tag, commit = found
+    tag, commit = releases[-1].tag, releases[-1].commit
     base = tag_commit if config.layout == "overlay" else head
     return NewestRelease(tag, commit, git.count_commits(commit, base))
 

@@ -136,7 +136,7 @@ def _upstream_pr(patch: Patch) -> str:
     return note or "-"
 
 
-def _witnesses(report: PatchAbsorption, tag: str, reason: str | None) -> str:
+def witnesses(report: PatchAbsorption, tag: str, reason: str | None) -> str:
     if reason is not None:
         return f"FORCED over verdict '{report.verdict}' ({report.reason}): {reason}"
     kinds = [e.kind for e in report.evidence]
@@ -190,7 +190,7 @@ def retire(
             commits=patch.commits or ("none",),
             first_release=verdict.first_release or "-",
             tag=report.tag,
-            witnesses=_witnesses(verdict, report.tag, reason if forced else None),
+            witnesses=witnesses(verdict, report.tag, reason if forced else None),
         )
         record = record.with_entry(entry)
         series = series.without(patch.name)

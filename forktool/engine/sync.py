@@ -44,7 +44,7 @@ from forktool.engine.refresh import (
 from forktool.engine.refresh import (
     load_state as load_refresh_state,
 )
-from forktool.engine.retire import record_date, retire
+from forktool.engine.retire import record_date, retire, witnesses
 from forktool.errors import FatalError, Interrupted
 from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
@@ -296,10 +296,11 @@ def resolve_tag(config: Config, git: Git, tag: str, *, fetch: bool) -> str:
 
 
 def _retired_entry(report: AbsorbedResult, name: str) -> Retired:
+    """The report's line for a retired patch: the same witnesses the record gets."""
     verdict = report.patch(name)
-    kinds = ", ".join(sorted({e.kind for e in verdict.evidence}))
-    witnesses = f"ancestry: every commit is in {report.tag}" + (f"; also {kinds}" if kinds else "")
-    return Retired(name, verdict.upstream_commits, verdict.first_release, witnesses)
+    return Retired(
+        name, verdict.upstream_commits, verdict.first_release, witnesses(verdict, report.tag, None)
+    )
 
 
 def _kept(report: AbsorbedResult, names: set[str]) -> tuple[dict[str, object], ...]:
