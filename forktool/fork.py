@@ -42,8 +42,16 @@ class Patch:
 
     @property
     def upstream_pr(self) -> str | None:
+        """The one rule for a patch's PR: the Upstream-PR trailer, else the map note's URL."""
         trailer = self.parsed.header.trailer("Upstream-PR")
-        return trailer.value if trailer else None
+        if trailer:
+            return trailer.value
+        return self.mapping.pr if self.mapping else None
+
+    @property
+    def pending(self) -> bool:
+        """Mapped ``pending``: waiting for upstream, never retired."""
+        return self.mapping is not None and self.mapping.pending
 
     @property
     def commits(self) -> tuple[str, ...]:

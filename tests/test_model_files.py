@@ -88,6 +88,15 @@ def test_map_parses_commits_none_and_notes() -> None:
     assert umap.get("0003-c.patch").fork_only  # type: ignore[union-attr]
 
 
+def test_map_pending_entry_is_not_fork_only_and_keeps_its_pr() -> None:
+    umap = parse_map(b"0001-a.patch pending https://example.org/pull/7 waiting on review\n")
+    entry = umap.get("0001-a.patch")
+    assert entry is not None and umap.findings == ()
+    assert (entry.pending, entry.fork_only, entry.commits) == (True, False, ())
+    assert entry.pr == "https://example.org/pull/7"
+    assert entry.render() == "0001-a.patch pending https://example.org/pull/7 waiting on review"
+
+
 def test_map_refuses_short_and_non_hex_commits_and_duplicates() -> None:
     umap = parse_map(
         f"0001-a.patch abc123\n0002-b.patch {'g' * 40}\n0004-d.patch none\n0004-d.patch none\n"
@@ -100,25 +109,34 @@ def test_map_refuses_short_and_non_hex_commits_and_duplicates() -> None:
             f"0002-b.patch: '{'g' * 40}' is not a 40-hex commit id (abbreviated ids are ambiguous)",
         ),
         (4, "'0004-d.patch' is mapped twice (first on line 3)"),
-        (5, "'0003-c.patch' has no commit (write 'none' if there is none yet)"),
+        (
+            5,
+            "'0003-c.patch' has no commit (write 'pending [PR-url]' while upstream has not "
+            "merged it, or 'none' for a fork-only patch)",
+        ),
     ]
 
 
-_sha = st.from_regex(r"\A[0-9a-f]{40}\Z")
+_sha = st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)
 _note = st.from_regex(r"\A([a-z0-9:/.#-]+( [a-z0-9:/.#-]+)*)?\Z")
 
 
 @given(
     st.lists(
-        st.tuples(_names, st.lists(_sha, unique=True, max_size=3), _note),
+        st.tuples(
+            _names,
+            st.lists(_sha, unique=True, max_size=3),
+            _note,
+            st.sampled_from(["none", "pending"]),
+        ),
         max_size=10,
         unique_by=lambda t: t[0],
     )
 )
-def test_map_round_trip(rows: list[tuple[str, list[str], str]]) -> None:
+def test_map_round_trip(rows: list[tuple[str, list[str], str, str]]) -> None:
     entries = [
-        MapEntry(name, tuple(commits), note, i)
-        for i, (name, commits, note) in enumerate(rows, start=1)
+        MapEntry(name, tuple(commits), note, i, "commits" if commits else empty)  # type: ignore[arg-type]
+        for i, (name, commits, note, empty) in enumerate(rows, start=1)
     ]
     parsed = parse_map(format_map(entries))
     assert parsed.findings == ()

@@ -36,7 +36,7 @@ from forktool.git import Git, TempIndex
 from forktool.inputs import parse_json, read_input
 from forktool.model.patchfile import PatchFile, touched_paths
 
-Verdict = Literal["retire", "keep", "revisit", "fork-only"]
+Verdict = Literal["retire", "keep", "revisit", "fork-only", "pending"]
 EvidenceKind = Literal[
     "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies"
 ]
@@ -93,7 +93,7 @@ class PatchAbsorption:
     patch: str
     upstream_commits: tuple[str, ...]
     verdict: Verdict
-    ancestor: bool | None  # None only for fork-only
+    ancestor: bool | None  # None only for fork-only and pending
     first_release: str | None
     evidence: tuple[Evidence, ...]
     reason: str  # the verdict, spelled out
@@ -150,9 +150,23 @@ class AbsorbedResult:
 
 
 def decide(
-    commits: Sequence[str], not_in_tag: Sequence[str], evidence: Sequence[Evidence], tag: str
+    commits: Sequence[str],
+    not_in_tag: Sequence[str],
+    evidence: Sequence[Evidence],
+    tag: str,
+    *,
+    pending_pr: str | None = None,
+    pending: bool = False,
 ) -> tuple[Verdict, bool | None, str]:
     """The one verdict rule: (verdict, ancestor, the reason in words)."""
+    if not commits and pending:
+        waiting = f"PR {pending_pr}" if pending_pr else "an upstream change"
+        return (
+            "pending",
+            None,
+            f"waiting for {waiting}: never retired until its commit is in upstream.map "
+            "(forktool upstream resolve)",
+        )
     if not commits:
         return "fork-only", None, "mapped to 'none': no upstream commit can retire it"
     if not not_in_tag:
@@ -523,7 +537,14 @@ def absorbed(
         not_in_tag = tuple(c for c in patch.commits if c in missing)
         ancestor = bool(patch.commits) and not not_in_tag
         evidence = _evidence(patch, tag, ancestor, picks, same, states[patch.name])
-        verdict, is_ancestor, reason = decide(patch.commits, not_in_tag, evidence, tag)
+        verdict, is_ancestor, reason = decide(
+            patch.commits,
+            not_in_tag,
+            evidence,
+            tag,
+            pending=patch.pending,
+            pending_pr=patch.upstream_pr,
+        )
         witness = None
         if probe is not None:
             arm = probe.arms[patch.name]

@@ -44,7 +44,8 @@ Maintained by `forktool retire`; do not edit between the markers.
 SERIES = "# Patch series, applied in this order with -p1. One patch file name per line.\n"
 UPSTREAM_MAP = (
     "# <patch-file> <40-hex upstream commit>[,<commit>...] [url or note]\n"
-    "# 'none' marks a patch with no upstream commit yet.\n"
+    "# 'pending [PR-url]' marks a patch waiting for upstream (never retired);\n"
+    "# 'none' marks a fork-only patch that no upstream commit will ever retire.\n"
 )
 LEDGER = (
     "# Declared divergence from the pinned tag.\n"

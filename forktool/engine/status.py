@@ -17,6 +17,7 @@ class PatchStatus:
     file_present: bool
     upstream_commits: tuple[str, ...]
     fork_only: bool
+    pending: bool
     upstream_pr: str | None
     exit_criterion: str | None
     apply: str | None = None  # the apply engine's status at the pin, when known
@@ -28,6 +29,7 @@ class PatchStatus:
             "file_present": self.file_present,
             "upstream_commits": list(self.upstream_commits),
             "fork_only": self.fork_only,
+            "pending": self.pending,
             "upstream_pr": self.upstream_pr,
             "exit_criterion": self.exit_criterion,
             "apply": self.apply,
@@ -73,6 +75,7 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
                 file_present=patch.path.is_file(),
                 upstream_commits=patch.commits,
                 fork_only=patch.mapping is not None and patch.mapping.fork_only,
+                pending=patch.pending,
                 upstream_pr=patch.upstream_pr,
                 exit_criterion=criterion.value if criterion else None,
                 apply=verdict.status if verdict else None,

@@ -1,8 +1,10 @@
 """``upstream.map``: which upstream commit(s) retire each patch.
 
 Format: ``<patch-file> <commit>[,<commit>...] [<url-or-note>...]`` with ``#``
-comments. A commit is 40 hex digits; ``none`` marks a patch with no upstream
-commit yet. Edits keep every other line as written.
+comments. A commit is 40 hex digits. ``none`` marks a fork-only patch (no upstream
+commit will ever retire it); ``pending [PR-url] [note...]`` marks a patch waiting for
+upstream (never retired until the commit is written in). Edits keep every other line
+as written.
 """
 
 from __future__ import annotations
@@ -10,26 +12,47 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Literal
 
 from forktool.errors import Finding
 from forktool.model.text import decode_lines
 
 _HEX40 = re.compile(r"^[0-9a-fA-F]{40}$")
+_URL = re.compile(r"^https?://\S+$")
+
+# What the second column says: commits that retire the patch, ``none`` (fork-only for
+# good) or ``pending`` (waiting for upstream: a PR not merged yet).
+MapKind = Literal["commits", "none", "pending"]
+
+
+# The word written for an entry without commits (a bare entry reads as fork-only).
+_EMPTY_WORD: dict[MapKind, str] = {"commits": "none", "none": "none", "pending": "pending"}
 
 
 @dataclass(frozen=True)
 class MapEntry:
     patch: str
-    commits: tuple[str, ...]  # empty for ``none``
+    commits: tuple[str, ...]  # empty for ``none`` and ``pending``
     note: str
     line: int
+    kind: MapKind = "commits"
 
     @property
     def fork_only(self) -> bool:
-        return not self.commits
+        return self.kind == "none"
+
+    @property
+    def pending(self) -> bool:
+        return self.kind == "pending"
+
+    @property
+    def pr(self) -> str | None:
+        """The PR (or merge request) URL: the note's first word when it is a URL."""
+        first = self.note.split(None, 1)[0] if self.note else ""
+        return first if _URL.match(first) else None
 
     def render(self) -> str:
-        commits = ",".join(self.commits) if self.commits else "none"
+        commits = ",".join(self.commits) if self.commits else _EMPTY_WORD[self.kind]
         return " ".join(part for part in (self.patch, commits, self.note) if part)
 
 
@@ -81,8 +104,8 @@ def format_map(entries: list[MapEntry]) -> bytes:
 
 
 def parse_commit_list(text: str) -> tuple[tuple[str, ...] | None, str | None]:
-    """``a,b`` or ``none`` -> (commits, None); garbage -> (None, reason)."""
-    if text == "none":
+    """``a,b``, ``none`` or ``pending`` -> (commits, None); garbage -> (None, reason)."""
+    if text in ("none", "pending"):
         return (), None
     commits = text.split(",")
     for commit in commits:
@@ -109,7 +132,8 @@ def parse_map(data: bytes, path: str = "upstream.map") -> UpstreamMap:
             findings.append(
                 Finding(
                     "error",
-                    f"'{parts[0]}' has no commit (write 'none' if there is none yet)",
+                    f"'{parts[0]}' has no commit (write 'pending [PR-url]' while upstream has "
+                    "not merged it, or 'none' for a fork-only patch)",
                     path,
                     number,
                 )
@@ -132,5 +156,10 @@ def parse_map(data: bytes, path: str = "upstream.map") -> UpstreamMap:
             )
             continue
         seen[patch] = number
-        entries.append(MapEntry(patch, commits, note, number))
+        kind: MapKind = "commits"
+        if commit_text == "none":
+            kind = "none"
+        elif commit_text == "pending":
+            kind = "pending"
+        entries.append(MapEntry(patch, commits, note, number, kind))
     return UpstreamMap(tuple(entries), text.lines, tuple(findings))

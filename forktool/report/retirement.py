@@ -9,7 +9,13 @@ from forktool.engine.absorb import HARMFUL_OUTCOMES, AbsorbedResult
 from forktool.engine.retire import RetireResult, UndoResult
 from forktool.output import Output
 
-VERDICT_STYLE = {"retire": "green", "keep": "yellow", "revisit": "bold magenta", "fork-only": "dim"}
+VERDICT_STYLE = {
+    "retire": "green",
+    "keep": "yellow",
+    "revisit": "bold magenta",
+    "fork-only": "dim",
+    "pending": "cyan",
+}
 
 
 def _short(oid: str | None) -> str:

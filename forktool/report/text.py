@@ -61,7 +61,11 @@ def render_status(out: Output, result: StatusResult) -> None:
         table.add_column(column, overflow="fold")
     for index, patch in enumerate(result.patches, start=1):
         upstream = (
-            "fork-only" if patch.fork_only else ",".join(short(c) for c in patch.upstream_commits)
+            "fork-only"
+            if patch.fork_only
+            else "pending"
+            if patch.pending
+            else ",".join(short(c) for c in patch.upstream_commits)
         )
         at_pin = Text(patch.apply or "-", style=_STATUS_STYLE.get(patch.apply or "", ""))
         table.add_row(str(index), patch.patch, upstream or "-", patch.upstream_pr or "-", at_pin)
