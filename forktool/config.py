@@ -58,6 +58,7 @@ class HistorySettings:
     required_trailers: tuple[str, ...] = ("Upstream-Merge",)
     gnu_patch: bool = False  # images apply with GNU patch: no renames, modes, symlinks, binaries
     branch: str | None = None  # the release branch whose commits are exported (check runs on it)
+    configured: bool = False  # a 'history:' section is written: export enforces the contract
 
 
 @dataclass(frozen=True)
@@ -264,7 +265,7 @@ def _history(node: _Node) -> HistorySettings:
     items = node.mapping("history")
     allowed = {"prefixes", "required_trailers", "gnu_patch", "branch"}
     _check_keys(node, items, "history", allowed, set())
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {"configured": True}
     if "prefixes" in items:
         prefixes = []
         for item in items["prefixes"].sequence("history.prefixes"):

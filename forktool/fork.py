@@ -22,6 +22,7 @@ from forktool.model.upstream_map import MapEntry, UpstreamMap, parse_map
 
 PATCH_SUFFIXES = (".patch", ".diff")
 NOTES_DIR = "notes"
+NOTES_README = "README.md"  # what init writes into notes/: the directory's guide, nobody's note
 MAX_PATCH_BYTES = 64 << 20
 
 

@@ -121,10 +121,13 @@ def render_export(out: Output, result: ExportResult) -> None:
         f"export {result.base}..{result.rev} ({result.rev_commit[:10]}): "
         f"{len(result.patches)} patch(es)"
     )
-    table = _table("patch", "status", "upstream", "commit")
+    table = _table("patch", "status", "upstream.map", "derived from", "commit")
     for patch in result.patches:
-        upstream = ",".join(c[:10] for c in patch.upstream_commits) or "none"
-        table.add_row(patch.patch, _status(patch.status), upstream, patch.commit[:10])
+        upstream = ",".join(c[:10] for c in patch.upstream_commits) or patch.kind
+        if patch.kind == "pending" and patch.upstream_pr:
+            upstream += f" {patch.upstream_pr}"
+        source = patch.source or "no upstream reference in the message"
+        table.add_row(patch.patch, _status(patch.status), upstream, source, patch.commit[:10])
     out.print(table)
     for name in result.removed:
         out.print(f"removed {name}", markup=False)
