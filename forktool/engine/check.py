@@ -18,7 +18,7 @@ from forktool.errors import FatalError, Finding
 from forktool.fork import Fork, load_fork
 from forktool.git import Git
 from forktool.inputs import read_text
-from forktool.model.record import parse_record
+from forktool.model.record import parse_record, section_state
 
 
 @dataclass
@@ -139,8 +139,19 @@ def check_record(ctx: CheckContext) -> list[Finding]:
                 "run 'forktool init' or restore the file",
             )
         ]
+    text = read_text(path, config.record, follow=False)
+    if section_state(text) == "missing":
+        return [
+            Finding(
+                "info",
+                f"{config.record} has no retirement record section yet: no retirement is "
+                "recorded; 'forktool retire' and 'sync' append it (or run 'forktool init')",
+                config.record,
+                None,
+            )
+        ]
     try:
-        record = parse_record(read_text(path, config.record, follow=False), config.record)
+        record = parse_record(text, config.record)
     except FatalError as exc:
         return [Finding("error", exc.message, config.record, None, exc.hint)]
     findings = []

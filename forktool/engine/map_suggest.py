@@ -11,7 +11,7 @@ guessed. ``--write`` fills the map entries that are missing, ``none`` or
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -129,16 +129,18 @@ def _decide(ref: UpstreamRef, current: MapEntry | None) -> tuple[Action, str]:
     return "unchanged" if ref.kind == current.kind else "kept", entry_value(current)
 
 
-def suggest(fork: Fork, git: Git, *, write: bool = False) -> SuggestResult:
-    """Suggestions for every patch of the series; with ``write``, fill the map (all or nothing)."""
-    resolved = resolve_refs(git, patch_refs(fork.patches))
+def build_suggestions(
+    git: Git, patches: Sequence[Patch], current_of: Callable[[str], MapEntry | None]
+) -> tuple[tuple[Suggestion, ...], list[MapEntry]]:
+    """A suggestion per patch whose header says something, and the map entries to write."""
+    resolved = resolve_refs(git, patch_refs(patches))
     suggestions: list[Suggestion] = []
     entries: list[MapEntry] = []
-    for patch in fork.patches:
+    for patch in patches:
         if patch.name not in resolved:
             continue
         ref, present, dropped = resolved[patch.name]
-        current = fork.upstream_map.get(patch.name)
+        current = current_of(patch.name)
         action, entry = _decide(ref, current)
         suggestions.append(
             Suggestion(
@@ -158,5 +160,11 @@ def suggest(fork: Fork, git: Git, *, write: bool = False) -> SuggestResult:
             note = entry.partition(" ")[2]
             kind: RefKind = "commits" if ref.commits else ref.kind
             entries.append(MapEntry(patch.name, ref.commits, note, 0, kind))
+    return tuple(suggestions), entries
+
+
+def suggest(fork: Fork, git: Git, *, write: bool = False) -> SuggestResult:
+    """Suggestions for every patch of the series; with ``write``, fill the map (all or nothing)."""
+    suggestions, entries = build_suggestions(git, fork.patches, fork.upstream_map.get)
     written = apply_map_changes(fork.config, entries) if write and entries else ()
-    return SuggestResult(tuple(suggestions), written, write, fork.config.upstream_map)
+    return SuggestResult(suggestions, written, write, fork.config.upstream_map)
