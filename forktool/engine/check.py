@@ -144,8 +144,8 @@ def check_record(ctx: CheckContext) -> list[Finding]:
         return [
             Finding(
                 "info",
-                f"{config.record} has no retirement record section yet: no retirement is "
-                "recorded; 'forktool retire' and 'sync' append it (or run 'forktool init')",
+                "has no retirement record section yet (nothing is retired): "
+                "'forktool retire' and 'sync' append it, or run 'forktool init'",
                 config.record,
                 None,
             )
