@@ -256,3 +256,225 @@ def test_merged_ledger_entries_for_uncommitted_files_are_not_called_stale(
     assert [f["message"] for f in result.json()["findings"]] == [  # type: ignore[union-attr]
         "'add docs/**' matches only files not committed yet"
     ]
+
+
+# -- headers become the map: map suggest and init --from-quilt ------------------------
+
+UNFETCHED = "0123456789abcdef0123456789abcdef01234567"
+
+
+class HeaderFork:
+    """Upstream fixes after ``v1`` and a fork whose patches name them in their own
+    ecosystem's headers: Debian DEP-3, Yocto, openSUSE, Linux stable, none at all."""
+
+    def __init__(self, repo: RepoBuilder) -> None:
+        files = {f"{n}.py": lines(n) for n in "abcdef"}
+        self.fork = mini_fork(repo, files)
+        self.fix_a = repo.commit("a: fix\n", {"a.py": lines("a").replace("a5\n", "A5\n")})
+        self.fix_b = repo.commit("b: fix\n", {"b.py": lines("b").replace("b5\n", "B5\n")})
+        self.fix_d = repo.commit("d: fix\n", {"d.py": lines("d").replace("d5\n", "D5\n")})
+
+        def diff(name: str, subject: str) -> bytes:
+            data = make_patch(repo, "v1", {name: lines(name[0]).replace("5\n", "x\n", 1)}, subject)
+            return data
+
+        def body(data: bytes) -> bytes:
+            return data[data.index(b"diff --git ") :]
+
+        self.patches = {
+            "debian-a.patch": (
+                b"Description: a: fix\n"
+                b"Author: Dana <dana@example.org>\n"
+                b"Origin: upstream, https://git.example.org/app/commit/"
+                + self.fix_a.encode()
+                + b"\nBug: https://bugs.example.org/7\n\n"
+                + body(diff("a.py", "a"))
+            ),
+            "yocto-b.patch": diff(
+                "b.py",
+                "b: fix\n\nUpstream-Status: Backport [https://git.example.org/app/commit/"
+                + self.fix_b[:12]
+                + "]\n\nSigned-off-by: Dana <dana@example.org>",
+            ),
+            "suse-c.patch": (
+                b"From: Dana <dana@example.org>\n"
+                b"Subject: c: fix\n"
+                b"Git-commit: " + UNFETCHED.encode() + b"\n"
+                b"Patch-mainline: v2\n"
+                b"References: bsc#1\n\n" + body(diff("c.py", "c"))
+            ),
+            "stable-d.patch": diff(
+                "d.py", f"d: fix\n\ncommit {self.fix_d} upstream.\n\nBackported to v1."
+            ),
+            "submitted-e.patch": diff(
+                "e.py", "e: fix\n\nUpstream-Status: Submitted [https://lists.example.org/m/9]"
+            ),
+            "local-f.patch": diff("f.py", "f: ours\n\nUpstream-Status: Inappropriate [local]"),
+        }
+        self.repo = repo
+
+    @property
+    def root(self) -> Path:
+        return self.repo.path
+
+
+@pytest.fixture
+def headers(builder: RepoBuilder) -> HeaderFork:
+    return HeaderFork(builder)
+
+
+def test_map_suggest_reads_each_ecosystems_headers(headers: HeaderFork) -> None:
+    fork = headers.fork
+    fork.write(headers.patches)
+    result = fork.cli("map", "suggest", "--format", "json")
+    assert result.code == 0, result.err
+    found = {
+        s["patch"]: (s["commits"], s["pr"], s["source"], s["present"], s["kind"])
+        for s in result.json()["suggestions"]  # type: ignore[union-attr]
+    }
+    url = "https://git.example.org/app/commit/"
+    assert found == {
+        "debian-a.patch": (
+            [headers.fix_a],
+            "https://bugs.example.org/7",
+            f"Origin: upstream, {url}{headers.fix_a}",
+            True,
+            "commits",
+        ),
+        "yocto-b.patch": (
+            [headers.fix_b],
+            None,
+            f"Upstream-Status: Backport [{url}{headers.fix_b[:12]}]",
+            True,
+            "commits",
+        ),
+        "suse-c.patch": ([UNFETCHED], None, f"Git-commit: {UNFETCHED}", False, "commits"),
+        "stable-d.patch": (
+            [headers.fix_d],
+            None,
+            f"commit {headers.fix_d} upstream.",
+            True,
+            "commits",
+        ),
+        "submitted-e.patch": (
+            [],
+            "https://lists.example.org/m/9",
+            "Upstream-Status: Submitted [https://lists.example.org/m/9]",
+            False,
+            "pending",
+        ),
+        "local-f.patch": ([], None, "Upstream-Status: Inappropriate [local]", False, "none"),
+    }
+    assert list(result.json()) == ["suggestions", "write", "written", "map"]
+    first = result.json()["suggestions"][0]  # type: ignore[index]
+    assert set(first) >= {"patch", "commits", "pr", "source", "present"}
+
+
+def test_map_suggest_write_fills_only_missing_none_and_pending(headers: HeaderFork) -> None:
+    fork = headers.fork
+    fork.write(headers.patches)
+    mine = headers.fix_b  # a commit the user wrote: never replaced
+    (fork.root / "upstream.map").write_text(
+        "# the map\n"
+        "debian-a.patch none\n"
+        f"stable-d.patch {mine} my note\n"
+        "submitted-e.patch pending\n"
+        "local-f.patch none\n"
+    )
+    dry = fork.cli("map", "suggest")
+    assert dry.code == 0
+    assert "entr(y/ies) to fill: run 'forktool map suggest --write'" in dry.out
+    result = fork.cli("map", "suggest", "--write", "--format", "json")
+    assert result.code == 0, result.err
+    assert (fork.root / "upstream.map").read_text() == (
+        "# the map\n"
+        f"debian-a.patch {headers.fix_a} https://bugs.example.org/7\n"
+        f"stable-d.patch {mine} my note\n"
+        "submitted-e.patch pending https://lists.example.org/m/9\n"
+        "local-f.patch none\n"
+        f"yocto-b.patch {headers.fix_b}\n"
+        f"suse-c.patch {UNFETCHED}\n"
+    )
+    assert [c["patch"] for c in result.json()["written"]] == [  # type: ignore[union-attr]
+        "debian-a.patch",
+        "yocto-b.patch",
+        "suse-c.patch",
+        "submitted-e.patch",
+    ]
+    actions = {s["patch"]: s["action"] for s in result.json()["suggestions"]}  # type: ignore[union-attr]
+    assert actions["stable-d.patch"] == "kept"
+    assert actions["local-f.patch"] == "unchanged"
+    text = fork.cli("map", "suggest", "--write")
+    assert text.code == 0
+    assert text.out.splitlines()[-1] == "OK: upstream.map already says all of this"
+
+
+def test_map_suggest_never_guesses_an_abbreviation(headers: HeaderFork) -> None:
+    fork = headers.fork
+    patch = make_patch(
+        headers.repo,
+        "v1",
+        {"a.py": lines("a").replace("a7\n", "A7\n")},
+        "a: seven\n\n[ Upstream commit deadbeef12 ]",
+    )
+    fork.write({"0001-a.patch": patch})
+    result = fork.cli("map", "suggest", "--format", "json")
+    (suggestion,) = result.json()["suggestions"]  # type: ignore[misc]
+    assert suggestion["commits"] == []
+    assert suggestion["kind"] == "pending"
+    assert suggestion["unresolved"] == ["deadbeef12"]
+    text = fork.cli("map", "suggest")
+    assert "'deadbeef12' names no single commit in this repository" in " ".join(text.err.split())
+
+
+def test_init_from_quilt_adopts_the_directory_and_maps_its_headers(headers: HeaderFork) -> None:
+    root = headers.root
+    quilt = root / "debian" / "patches"
+    quilt.mkdir(parents=True)
+    for name, data in headers.patches.items():
+        (quilt / name).write_bytes(data)
+    (quilt / "series").write_text(
+        "# quilt series\n" + "".join(f"{n} -p1\n" for n in headers.patches)
+    )
+    (root / "FORK.md").write_text(NOTES)
+    before = {p.name: p.read_bytes() for p in quilt.iterdir()}
+    result = run_cli("-C", root, "init", "--pin", "v1", "--from-quilt", "debian/patches")
+    assert result.code == 0, result.err
+    assert {p.name: p.read_bytes() for p in quilt.iterdir()} == before
+    config = (root / "forktool.yaml").read_text()
+    assert "series: debian/patches/series\npatches: debian/patches\n" in config
+    mapped = (root / "upstream.map").read_text().splitlines()
+    assert [line for line in mapped if not line.startswith("#")] == [
+        f"debian-a.patch {headers.fix_a} https://bugs.example.org/7",
+        f"yocto-b.patch {headers.fix_b}",
+        f"suse-c.patch {UNFETCHED}",
+        f"stable-d.patch {headers.fix_d}",
+        "submitted-e.patch pending https://lists.example.org/m/9",
+        "local-f.patch none",
+    ]
+    assert (root / "FORK.md").read_text().startswith(NOTES + "\n## Retirement record\n")
+    assert not (root / "series").exists()
+    verify = run_cli("-C", root, "verify")
+    assert verify.code == 0, verify.out
+    check = run_cli("-C", root, "check", "--only", "files", "--only", "record")
+    assert check.code == 0, check.out
+
+
+def test_init_from_quilt_refuses_other_quilt_options_and_writes_nothing(
+    headers: HeaderFork,
+) -> None:
+    root = headers.root
+    quilt = root / "debian" / "patches"
+    quilt.mkdir(parents=True)
+    (quilt / "x.patch").write_bytes(headers.patches["debian-a.patch"])
+    (quilt / "series").write_text("x.patch -p0\n")
+    before = snapshot_tree(root)
+    result = run_cli("-C", root, "init", "--pin", "v1", "--from-quilt", "debian/patches")
+    assert result.code == 2
+    assert result.error_lines == [
+        "error: debian/patches/series:1: unsupported option '-p0' for 'x.patch' "
+        "(only -p1 is allowed)",
+        "hint: forktool applies every patch with -p1 and nothing else: regenerate a -p0/-p2 "
+        "patch with -p1 paths (quilt refresh -p ab), and drop -R/--fuzz options",
+    ]
+    assert snapshot_tree(root) == before
