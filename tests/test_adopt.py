@@ -478,3 +478,72 @@ def test_init_from_quilt_refuses_other_quilt_options_and_writes_nothing(
         "patch with -p1 paths (quilt refresh -p ab), and drop -R/--fuzz options",
     ]
     assert snapshot_tree(root) == before
+
+
+# -- import then export: a round trip on any fork that passes check -------------------
+
+
+def _work_tree(root: Path) -> dict[str, bytes]:
+    return {k: v for k, v in snapshot_tree(root).items() if not k.startswith(".git")}
+
+
+def _body(data: bytes) -> bytes:
+    return data[data.index(b"diff --git ") :]
+
+
+def test_import_then_export_gives_back_every_file_byte_for_byte(builder: RepoBuilder) -> None:
+    fork = mini_fork(builder, {f"{n}.py": lines(n) for n in "abcd"})
+    fix = builder.commit("a: fix\n", {"a.py": lines("a").replace("a2\n", "A2\n")})
+    builder.checkout("v1")
+    builder.checkout("main")
+    mail = make_patch(
+        builder,
+        "v1",
+        {"a.py": lines("a").replace("a2\n", "A2\n")},
+        f"a: fix\n\nUpstream-PR: {PR}\nUpstream-Merge: {fix}",
+    )
+    plain = b"# Upstream-Merge: " + fix.encode() + b"\n# Upstream-PR: " + PR.encode() + b"\n\n"
+    plain += _body(make_patch(builder, "v1", {"b.py": lines("b").replace("b2\n", "B2\n")}, "b"))
+    dep3 = b"Description: c: waiting upstream\nAuthor: Dana <dana@example.org>\n---\n"
+    dep3 += _body(make_patch(builder, "v1", {"c.py": lines("c").replace("c2\n", "C2\n")}, "c"))
+    bare = _body(make_patch(builder, "v1", {"d.py": lines("d").replace("d2\n", "D2\n")}, "d"))
+    names = ["0001-a-fix.patch", "fix-b.diff", "dep3-c.patch", "bare-d.diff"]
+    fork.write(
+        dict(zip(names, [mail, plain, dep3, bare], strict=True)),
+        series="# our series\n0001-a-fix.patch\nfix-b.diff\ndep3-c.patch -p1\nbare-d.diff\n",
+    )
+    (fork.root / "upstream.map").write_text(
+        "# our map\n"
+        f"0001-a-fix.patch {fix} {PR}\n"
+        f"fix-b.diff {fix} {PR}\n"
+        "dep3-c.patch pending https://git.example.org/app/pulls/13 reviewed twice\n"
+        "bare-d.diff none\n"
+    )
+    notes = fork.root / "patches" / "notes"
+    notes.mkdir()
+    (notes / "README.md").write_text("notes\n")
+    (notes / "fix-b.md").write_text("why b\n")
+    (fork.root / "FORK.md").write_text(NOTES)
+    gate = fork.cli("check", "--skip", "align", "--skip", "pins")
+    assert gate.code == 0, gate.out
+    before = _work_tree(fork.root)
+    imported = fork.cli("import", "--branch", "work", "--format", "json")
+    assert imported.code == 0, imported.err
+    pin_date = builder.git.out(["log", "-1", "--format=%ad", "--date=raw", "v1"], purpose="date")
+    dates = builder.git.out(
+        ["log", "--format=%ad", "--date=raw", "v1..work"], purpose="dates"
+    ).splitlines()
+    assert dates[:3] == [pin_date.strip()] * 3  # the plain diffs: the pin's date, stated
+    history = fork.cli("check-history", "work")
+    assert history.code == 1  # the pending patch has no Upstream-Merge: the policy says so
+    assert "dep3-c.patch" not in history.out and "no Upstream-Merge: trailer" in history.out
+    # The branch alone carries everything: take the patch files away, then export.
+    for name in names:
+        (fork.root / "patches" / name).unlink()
+    (fork.root / "series").write_text("# our series\n")
+    (fork.root / "upstream.map").write_text("# our map\n")
+    exported = fork.cli("export", "--from", "work", "--format", "json")
+    assert exported.code == 0, exported.err
+    assert _work_tree(fork.root) == before
+    again = fork.cli("export", "--from", "work", "--format", "json")
+    assert again.json()["written"] == []
