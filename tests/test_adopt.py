@@ -547,3 +547,40 @@ def test_import_then_export_gives_back_every_file_byte_for_byte(builder: RepoBui
     assert _work_tree(fork.root) == before
     again = fork.cli("export", "--from", "work", "--format", "json")
     assert again.json()["written"] == []
+
+
+# -- pending: shown with its PR everywhere, never retired ---------------------------
+
+
+def test_a_pending_patch_shows_its_pr_everywhere_and_is_never_retired(
+    builder: RepoBuilder,
+) -> None:
+    fork = mini_fork(builder, {"a.py": lines("a"), "b.py": lines("b")})
+    builder.commit("upstream: more\n", {"b.py": lines("b") + "b31\n"})
+    builder.tag("v2")
+    patch = make_patch(builder, "v1", {"a.py": lines("a").replace("a3\n", "A3\n")}, "a: three")
+    fork.write({"0001-a-three.patch": patch})
+    (fork.root / "upstream.map").write_text(f"0001-a-three.patch pending {PR}\n")
+    (fork.root / "FORK.md").write_text(NOTES)
+    builder.commit("fork: files\n")
+    status = fork.cli("status")
+    assert " ".join(status.out.split()).count(PR) == 1
+    assert "pending" in status.out
+    absorbed = fork.cli("absorbed", "--tag", "v2", "--format", "json")
+    (entry,) = absorbed.json()["patches"]  # type: ignore[misc]
+    assert (entry["verdict"], entry["upstream_pr"], entry["ancestor"]) == ("pending", PR, None)
+    text = fork.cli("absorbed", "--tag", "v2")
+    assert f"0001-a-three.patch: pending: waiting for PR {PR}" in text.out
+    before = snapshot_tree(fork.root)
+    refused = fork.cli("retire", "0001-a-three.patch", "--tag", "v2")
+    assert refused.code == 1
+    assert f"refused: 0001-a-three.patch: verdict 'pending' at v2 (waiting for PR {PR}" in (
+        " ".join(refused.out.split())
+    )
+    assert snapshot_tree(fork.root) == before
+    plan = fork.cli("sync", "v2", "--dry-run", "--no-fetch", "--format", "markdown")
+    assert plan.code == 0, plan.err
+    assert "## Waiting for upstream (pending: kept, never retired)" in plan.out
+    assert f"- `0001-a-three.patch`: PR {PR}" in plan.out
+    poll = fork.cli("upstream", "poll", "--no-fetch")
+    assert f"0001-a-three.patch: pending, PR {PR}" in " ".join(poll.out.split())

@@ -800,6 +800,16 @@ def _finish(run: _Run) -> SyncReport:
 # -- the report ---------------------------------------------------------------------------------
 
 
+def pending_patches(report: SyncReport) -> list[tuple[str, str | None]]:
+    """The kept patches mapped ``pending``, with their PR: (patch, PR or None)."""
+    found = []
+    for entry in report.kept:
+        if entry.get("verdict") == "pending":
+            pr = entry.get("upstream_pr")
+            found.append((str(entry.get("patch")), pr if isinstance(pr, str) else None))
+    return found
+
+
 def render_markdown(report: SyncReport) -> str:
     """The sync report as a pull-request body."""
     title = "Sync plan" if report.dry_run else "Sync"
@@ -834,6 +844,10 @@ def render_markdown(report: SyncReport) -> str:
             "```",
             "</details>",
         ]
+    waiting = pending_patches(report)
+    if waiting:
+        lines += ["", "## Waiting for upstream (pending: kept, never retired)", ""]
+        lines += [f"- `{name}`: PR {pr or '(none named)'}" for name, pr in waiting]
     lines += ["", "## Pins", ""]
     if report.pins:
         lines += ["| file | line | old | new |", "|---|---|---|---|"]
