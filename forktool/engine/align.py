@@ -55,6 +55,7 @@ class PathChange:
             "kind": self.kind,
             "declared": self.declared,
             "ledger_line": self.entry.line if self.entry else None,
+            "own": self.own,
         }
 
 
