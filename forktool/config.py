@@ -105,6 +105,23 @@ class Config:
     def record_path(self) -> Path:
         return self.file(self.record)
 
+    def own_files(self) -> tuple[str, ...]:
+        """The fork's bookkeeping files and directories, relative to the fork root: declared
+        divergence by definition (align, sync's merge)."""
+        items = (
+            self.path,
+            self.series_path,
+            self.patches_dir,
+            self.map_path,
+            self.ledger_path,
+            self.record_path,
+        )
+        return tuple(Path(self.rel(p)).as_posix() for p in items)
+
+    def owns(self, path: str) -> bool:
+        """Whether ``path`` (relative to the fork root) is or lies under an own file."""
+        return any(path == own or path.startswith(own + "/") for own in self.own_files())
+
     def rel(self, path: Path) -> str:
         """``path`` as the user sees it: relative to the fork root."""
         try:

@@ -584,3 +584,62 @@ def test_a_pending_patch_shows_its_pr_everywhere_and_is_never_retired(
     assert f"- `0001-a-three.patch`: PR {PR}" in plan.out
     poll = fork.cli("upstream", "poll", "--no-fetch")
     assert f"0001-a-three.patch: pending, PR {PR}" in " ".join(poll.out.split())
+
+
+# -- the README quickstart, followed literally ---------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _quickstart_lines() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Quickstart for a real fork") :]
+    block = section[section.index("```sh\n") + 6 : section.index("```\n", section.index("```sh"))]
+    commands = [line.split("  #")[0].strip() for line in block.splitlines()]
+    return [line for line in commands if line and not line.startswith("#")]
+
+
+def test_the_readme_quickstart_passes_check(tmp_path: Path, demo_upstream: object) -> None:
+    upstream = demo_upstream.path  # type: ignore[attr-defined]
+    repo = RepoBuilder.clone(upstream, tmp_path / "my-fork")
+    repo.git.run(["remote", "remove", "origin"], purpose="a fork without the remote yet")
+    repo.git.run(["config", "user.name", "Dev"], purpose="identity")
+    repo.git.run(["config", "user.email", "dev@example.org"], purpose="identity")
+    # The fork's fixes, kept as commits by people who never heard of forktool.
+    repo.git.run(["switch", "-q", "-c", "my-fixes", "v1.1.0"], purpose="fixes branch")
+    repo.cherry_pick("5b0817d52277e23f33db6615a89bbe5b8aef0028")
+    for name, drop in (
+        ("0002-engine-retry-on-timeout.patch", ("Upstream-Merge:", "Exit-Criterion:")),
+        ("0004-fork-identify-the-fork-s-builds.patch", ("Upstream-", "Exit-Criterion:")),
+    ):
+        text = (ROOT / "patches" / name).read_text()
+        kept = "".join(line for line in text.splitlines(True) if not line.startswith(drop))
+        repo.git.run(["am", "-q"], purpose="apply", input=kept.encode())
+    repo.git.run(["switch", "-q", "main"], purpose="back")
+    tags = {
+        "v0.25.1": "v1.1.0",
+        "v0.26.0": "v1.2.0",
+        "https://example.org/project.git": str(upstream),
+    }
+    codes = {}
+    for line in _quickstart_lines():
+        for old, new in tags.items():
+            line = line.replace(old, new)
+        words = line.split()
+        if words[0] in ("pip", "cd"):
+            continue
+        if words[0] == "git":
+            parts = line.split(" && ") if "&&" in line else [line]
+            for part in parts:
+                argv = part.split()[1:]
+                if argv[:2] == ["commit", "-m"]:
+                    argv = ["commit", "-q", "-m", part.split('"')[1]]
+                repo.git.run(argv, purpose=part)
+            continue
+        result = run_cli("-C", repo.path, *words[1:])
+        codes[words[1]] = result.code
+        assert result.code != 2, (line, result.err)
+        if words[1] == "check":
+            assert result.code == 0, result.out
+    assert codes["export"] == codes["status"] == codes["check"] == codes["sync"] == 0
+    assert run_cli("-C", repo.path, "check").code == 0

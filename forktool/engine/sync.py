@@ -685,8 +685,15 @@ def _stage_bump(run: _Run, resume: bool) -> bool:
     return True
 
 
-def _fork_paths(ledger: Ledger, entries: list[tuple[str, str, str]]) -> dict[str, tuple[str, str]]:
-    return {path: (mode, oid) for mode, oid, path in entries if ledger.declaring("add", path)}
+def _fork_paths(
+    ledger: Ledger, entries: list[tuple[str, str, str]], config: Config | None = None
+) -> dict[str, tuple[str, str]]:
+    """The fork's own paths: declared ``add`` in the ledger, or its bookkeeping files."""
+    return {
+        path: (mode, oid)
+        for mode, oid, path in entries
+        if ledger.declaring("add", path) or (config is not None and config.owns(path))
+    }
 
 
 def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
@@ -699,7 +706,9 @@ def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
     ours = {
         path: meta
         for path, meta in _fork_paths(
-            ledger, [(m, o, p[len(prefix) :]) for m, o, p in head_files if p.startswith(prefix)]
+            ledger,
+            [(m, o, p[len(prefix) :]) for m, o, p in head_files if p.startswith(prefix)],
+            fork.config,
         ).items()
     }
     conflicts = [
