@@ -641,7 +641,7 @@ CASES: list[Case] = [
         append("FORK.md", b"\nNotes in latin-1: caf\xe9\n"),
         ("retire", "--tag", "v1.2.0"),
         2,
-        "FORK.md:91: not valid UTF-8 (byte 4964)",
+        "FORK.md:129: not valid UTF-8 (byte 7783)",
         "the record is UTF-8 text; rewriting it must not mangle bytes",
     ),
     # probe results, arm results, waivers

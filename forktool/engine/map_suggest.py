@@ -111,22 +111,30 @@ def resolve_refs(
     return resolved
 
 
+def _note(ref: UpstreamRef, current: MapEntry | None) -> str:
+    """The note to write: the map's own note kept, the header's PR put first when the
+    note does not start with a URL already (so it stays the patch's PR)."""
+    if current is None or not current.note:
+        return ref.pr or ""
+    if current.pr or not ref.pr:
+        return current.note
+    return f"{ref.pr} {current.note}"
+
+
 def _decide(ref: UpstreamRef, current: MapEntry | None) -> tuple[Action, str]:
-    """What --write does with ``ref`` given the map's entry now, and the entry it writes."""
-    note = current.note if current is not None and current.note else (ref.pr or "")
+    """What --write does with ``ref`` given the map's entry now, and the entry ``ref`` implies."""
     first = ",".join(ref.commits) if ref.commits else ref.kind
-    wanted = f"{first} {note}".strip()
+    wanted = f"{first} {_note(ref, current)}".strip()
     if current is None:
         return "write", wanted
     if current.kind == "commits":
-        return "kept", wanted  # never replace commits someone wrote
-    if ref.kind == "commits":
+        same = set(current.commits) == set(ref.commits)
+        return ("unchanged" if same else "kept"), wanted  # never replace commits someone wrote
+    if ref.kind == "commits" or (ref.kind == "pending" and current.kind == "none"):
         return "write", wanted
-    if ref.kind == "pending" and current.kind == "none":
+    if ref.kind == "pending" and current.kind == "pending" and not current.pr and ref.pr:
         return "write", wanted
-    if ref.kind == "pending" and current.kind == "pending" and not current.note and ref.pr:
-        return "write", wanted
-    return "unchanged" if ref.kind == current.kind else "kept", entry_value(current)
+    return ("unchanged" if ref.kind == current.kind else "kept"), wanted
 
 
 def build_suggestions(
