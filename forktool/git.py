@@ -273,19 +273,7 @@ class Git:
 
     def object_types(self, oids: Iterable[str]) -> dict[str, str | None]:
         """Type of each object (``commit``, ``tree``...), None when missing. One process."""
-        items = list(dict.fromkeys(oids))
-        if not items:
-            return {}
-        res = self.run(
-            ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
-            purpose="look up objects",
-            input=("\n".join(items) + "\n").encode(),
-        )
-        types: dict[str, str | None] = {}
-        for oid, line in zip(items, res.out.splitlines(), strict=True):
-            parts = line.split()
-            types[oid] = parts[1] if len(parts) == 2 and parts[1] != "missing" else None
-        return types
+        return {oid: hit[1] if hit else None for oid, hit in self.resolve_names(oids).items()}
 
     def resolve_names(self, names: Iterable[str]) -> dict[str, tuple[str, str] | None]:
         """Each object name (full or abbreviated) -> (full id, type); None when it is

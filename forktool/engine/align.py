@@ -350,41 +350,19 @@ def _uncommitted_finding(config: Config, entry: LedgerEntry) -> Finding:
     )
 
 
-def _before_first_commit(
-    config: Config, git: Git, ledger: Ledger, ledger_file: str | None, tag_commit: str
-) -> AlignResult:
-    """Nothing is committed yet: nothing diverges; entries wait for the first commit."""
-    findings = [
-        Finding(
-            "info",
-            "HEAD has no commit yet: alignment is measured once the fork's files are committed",
-            None,
-            None,
-            "commit the fork's files",
-        )
-    ]
-    return AlignResult(
-        tag=config.pin_tag,
-        tag_commit=tag_commit,
-        head=None,
-        layout=config.layout,
-        ledger=ledger_file,
-        changes=(),
-        resurrected=(),
-        stale=(),
-        retirable=tuple(_retirable(config, git, ledger, tag_commit)),
-        newest_release=_newest(config, git, tag_commit, tag_commit),
-        findings=tuple(findings),
-    )
+NO_COMMIT = Finding(
+    "info",
+    "HEAD has no commit yet: alignment is measured once the fork's files are committed",
+    None,
+    None,
+    "commit the fork's files",
+)
 
 
-def align(config: Config, git: Git) -> AlignResult:
-    """Measure HEAD's divergence from the pinned tag against the ledger."""
-    ledger, ledger_file = load_ledger(config)
-    tag_commit = require_pin(config, git)
-    head = git.head()
-    if head is None:
-        return _before_first_commit(config, git, ledger, ledger_file, tag_commit)
+def _measure(
+    config: Config, git: Git, ledger: Ledger, tag_commit: str, head: str
+) -> tuple[list[PathChange], list[Resurrected], list[LedgerEntry], list[Finding]]:
+    """HEAD's changes, resurrected deletions, stale entries, and the findings about them."""
     changes = _classify(git, config, ledger, tag_commit, head)
     head_paths = (
         [c.path for c in changes] if config.layout == "overlay" else git.tracked_paths(head)
@@ -393,9 +371,26 @@ def align(config: Config, git: Git) -> AlignResult:
     stale = _stale(config, git, ledger, changes, resurrected, tag_commit)
     waiting = _waiting_for_commit(git, stale) if stale else []
     stale = [e for e in stale if e not in waiting]
+    findings = [_uncommitted_finding(config, entry) for entry in waiting]
+    return changes, resurrected, stale, findings
+
+
+def align(config: Config, git: Git) -> AlignResult:
+    """Measure HEAD's divergence from the pinned tag against the ledger.
+
+    Before the first commit nothing is measured: every entry waits for it.
+    """
+    ledger, ledger_file = load_ledger(config)
+    tag_commit = require_pin(config, git)
+    head = git.head()
+    changes: list[PathChange] = []
+    resurrected: list[Resurrected] = []
+    stale: list[LedgerEntry] = []
+    notes = [NO_COMMIT]
+    if head is not None:
+        changes, resurrected, stale, notes = _measure(config, git, ledger, tag_commit, head)
     retirable = _retirable(config, git, ledger, tag_commit)
-    findings = _findings(config, config.pin_tag, changes, resurrected, stale, retirable)
-    findings += [_uncommitted_finding(config, entry) for entry in waiting]
+    findings = _findings(config, config.pin_tag, changes, resurrected, stale, retirable) + notes
     return AlignResult(
         tag=config.pin_tag,
         tag_commit=tag_commit,
@@ -406,6 +401,6 @@ def align(config: Config, git: Git) -> AlignResult:
         resurrected=tuple(resurrected),
         stale=tuple(stale),
         retirable=tuple(retirable),
-        newest_release=_newest(config, git, tag_commit, head),
+        newest_release=_newest(config, git, tag_commit, head or tag_commit),
         findings=tuple(findings),
     )
