@@ -584,6 +584,12 @@ def test_a_pending_patch_shows_its_pr_everywhere_and_is_never_retired(
     assert f"- `0001-a-three.patch`: PR {PR}" in plan.out
     poll = fork.cli("upstream", "poll", "--no-fetch")
     assert f"0001-a-three.patch: pending, PR {PR}" in " ".join(poll.out.split())
+    check = fork.cli("check", "--only", "files")
+    assert check.code == 0
+    assert (
+        f"notice: [files] upstream.map:1: '0001-a-three.patch' is pending (PR {PR}): kept, "
+        "never retired until its upstream commit is written in"
+    ) in " ".join(check.out.split())
 
 
 # -- the README quickstart, followed literally ---------------------------------------

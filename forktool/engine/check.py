@@ -94,7 +94,26 @@ class GateResult:
 
 def check_files(ctx: CheckContext) -> list[Finding]:
     """Config and files: series, map, ledger, trailers, patch syntax and path safety."""
-    return ctx.fork.all_findings()
+    return ctx.fork.all_findings() + _pending_notices(ctx.fork)
+
+
+def _pending_notices(fork: Fork) -> list[Finding]:
+    """One notice per patch waiting for upstream, with its PR: never retired until resolved."""
+    found = []
+    for patch in fork.patches:
+        if not patch.pending or patch.mapping is None:
+            continue
+        waiting = f"PR {patch.upstream_pr}" if patch.upstream_pr else "no PR named"
+        found.append(
+            Finding(
+                "info",
+                f"'{patch.name}' is pending ({waiting}): kept, never retired until its "
+                "upstream commit is written in",
+                fork.config.upstream_map,
+                patch.mapping.line,
+            )
+        )
+    return found
 
 
 def check_pin(ctx: CheckContext) -> list[Finding]:
