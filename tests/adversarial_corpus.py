@@ -445,9 +445,11 @@ CASES: list[Case] = [
         "record-end-before-begin",
         transform(
             "FORK.md",
-            lambda d: d.replace(RECORD_BEGIN.encode(), b"@@B@@")
-            .replace(RECORD_END.encode(), RECORD_BEGIN.encode())
-            .replace(b"@@B@@", RECORD_END.encode()),
+            lambda d: (
+                d.replace(RECORD_BEGIN.encode(), b"@@B@@")
+                .replace(RECORD_END.encode(), RECORD_BEGIN.encode())
+                .replace(b"@@B@@", RECORD_END.encode())
+            ),
         ),
         ("check", "--only", "record"),
         1,

@@ -649,3 +649,26 @@ def test_the_readme_quickstart_passes_check(tmp_path: Path, demo_upstream: objec
             assert result.code == 0, result.out
     assert codes["export"] == codes["status"] == codes["check"] == codes["sync"] == 0
     assert run_cli("-C", repo.path, "check").code == 0
+
+
+def test_sync_appends_the_record_section_when_it_is_missing(builder: RepoBuilder) -> None:
+    fork = mini_fork(builder, {"a.py": lines("a"), "b.py": lines("b")})
+    fix = builder.commit("a: fix\n", {"a.py": lines("a").replace("a3\n", "A3\n")})
+    builder.tag("v2")
+    builder.checkout("v1")
+    builder.git.run(["switch", "-q", "-c", "fork"], purpose="fork branch")
+    patch = make_patch(builder, "v1", {"a.py": lines("a").replace("a3\n", "A3\n")}, "a: three")
+    keep = make_patch(builder, "v1", {"b.py": lines("b").replace("b3\n", "B3\n")}, "b: three")
+    fork.write(
+        {"0001-a-three.patch": patch, "0002-b-three.patch": keep},
+        commits={"0001-a-three.patch": fix},
+    )
+    (fork.root / "FORK.md").write_text(NOTES)
+    builder.commit("fork: files\n")
+    for key, value in (("user.name", "Sync"), ("user.email", "sync@example.org")):
+        builder.git.run(["config", key, value], purpose="identity")
+    result = fork.cli("sync", "v2", "--no-fetch", "--format", "json")
+    assert result.code == 0, result.out + result.err
+    record = builder.git.out(["show", "forktool/sync-v2:FORK.md"], purpose="read the record")
+    assert record.startswith(NOTES + "\n## Retirement record\n")
+    assert "| retired | 0001-a-three.patch |" in record
