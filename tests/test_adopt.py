@@ -672,3 +672,31 @@ def test_sync_appends_the_record_section_when_it_is_missing(builder: RepoBuilder
     record = builder.git.out(["show", "forktool/sync-v2:FORK.md"], purpose="read the record")
     assert record.startswith(NOTES + "\n## Retirement record\n")
     assert "| retired | 0001-a-three.patch |" in record
+
+
+def test_export_refuses_a_commit_it_cannot_find_and_never_guesses(builder: RepoBuilder) -> None:
+    gone = "1" * 40
+    real = RealFork(
+        builder,
+        (
+            ("b: stable\n\n[ Upstream commit deadbeef12 ]\n", {"b.py": lines("b") + "y\n"}),
+            (f"a: picked\n\n(cherry picked from commit {gone})\n", {"a.py": lines("a") + "x\n"}),
+        ),
+    )
+    before = snapshot_tree(real.root)
+    result = real.fork.cli("export", "--from", "fork")
+    assert result.code == 2
+    assert result.error_lines[0].endswith(
+        f"'(cherry picked from commit {gone})' names {gone}, which is not a commit in this "
+        "repository"
+    )
+    assert snapshot_tree(real.root) == before
+    builder.git.run(["branch", "-f", "fork", "fork~1"], purpose="drop the unknown pick")
+    kept = real.fork.cli("export", "--from", "fork", "--format", "json")
+    assert kept.code == 0, kept.err
+    last = kept.json()["patches"][-1]  # type: ignore[index]
+    assert (last["upstream_commits"], last["pending"], last["source"]) == (
+        [],
+        True,
+        "[ Upstream commit deadbeef12 ]",
+    )
