@@ -700,3 +700,19 @@ def test_export_refuses_a_commit_it_cannot_find_and_never_guesses(builder: RepoB
         True,
         "[ Upstream commit deadbeef12 ]",
     )
+
+
+def test_export_refuses_a_carried_patch_name_that_escapes_patches(builder: RepoBuilder) -> None:
+    hostile = (
+        "a: hostile\n\nForktool-Patch: ../../evil.patch\nForktool-Map: ../../evil.patch none\n"
+    )
+    real = RealFork(builder, ((hostile, {"a.py": lines("a") + "x\n"}),))
+    before = snapshot_tree(real.root)
+    result = real.fork.cli("export", "--from", "fork")
+    assert result.code == 2
+    assert (
+        "its 'Forktool-Patch: ../../evil.patch' line is not a series line"
+        in (result.error_lines[0])
+    )
+    assert snapshot_tree(real.root) == before
+    assert not (real.root.parent / "evil.patch").exists()

@@ -35,6 +35,7 @@ from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
 from forktool.model.carrier import (
     MAP_KEY,
+    PATCH_KEY,
     Carrier,
     carrier_text,
     plain_header,
@@ -191,6 +192,14 @@ def _read_commit(commit: str, name: str, data: bytes, message: str) -> _Read:
 
 def _derive(item: _Read, resolved: dict[str, tuple[UpstreamRef, bool, tuple[str, ...]]]) -> Derived:
     if item.carrier is not None:
+        series = parse_series((item.carrier.series_line + "\n").encode(), PATCH_KEY)
+        if series.findings or len(series.entries) != 1:
+            problem = series.findings[0].message if series.findings else "no patch name"
+            raise FatalError(
+                f"{item.commit[:12]}: its '{PATCH_KEY}: {item.carrier.series_line}' line is not "
+                f"a series line: {problem}",
+                f"fix or remove the {PATCH_KEY} line (import writes it); nothing was written",
+            )
         umap = parse_map((item.carrier.map_line + "\n").encode(), MAP_KEY)
         if umap.findings or not umap.entries or umap.entries[0].patch != item.name:
             raise FatalError(
