@@ -716,3 +716,11 @@ def test_export_refuses_a_carried_patch_name_that_escapes_patches(builder: RepoB
     )
     assert snapshot_tree(real.root) == before
     assert not (real.root.parent / "evil.patch").exists()
+
+
+def test_init_from_quilt_refuses_the_fork_root_itself(headers: HeaderFork) -> None:
+    (headers.root / "series").write_text("")
+    result = run_cli("-C", headers.root, "init", "--pin", "v1", "--from-quilt", ".")
+    assert result.code == 2
+    assert result.error_lines[0].startswith("error: .: adopt a subdirectory with a plain name")
+    assert not (headers.root / "forktool.yaml").exists()

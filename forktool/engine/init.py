@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,6 +172,11 @@ def read_quilt(root: Path, directory: Path) -> Quilt:
         raise FatalError(
             f"{directory} is outside this repository", "adopt a quilt directory inside it"
         ) from None
+    if rel == "." or not re.fullmatch(r"[A-Za-z0-9._+/-]+", rel):
+        raise FatalError(
+            f"{directory}: adopt a subdirectory with a plain name (letters, digits, '._+-/')",
+            "e.g. forktool init --pin TAG --from-quilt debian/patches",
+        )
     series_rel = f"{rel}/series"
     if not (where / "series").is_file():
         raise FatalError(
