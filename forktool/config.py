@@ -191,6 +191,13 @@ def _compose(text: str, path: str) -> yaml.Node:
                     f"{path}:{line}: YAML anchors and aliases are not allowed in forktool.yaml",
                     "write each value out in full",
                 )
+            tag = getattr(event, "tag", None)
+            if tag is not None and not tag.startswith("tag:yaml.org,2002:"):
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise FatalError(
+                    f"{path}:{line}: unknown YAML tag {tag!r}: forktool.yaml takes plain values",
+                    f"remove the tag ({tag}) and write the value alone",
+                )
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.errors import FatalError, GitError
+from forktool.errors import FatalError, GitError, git_said
 from forktool.faults import faultpoint
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -132,8 +132,37 @@ def run(
     if _observer is not None:
         _observer(purpose, args, result.returncode)
     if check and not result.ok:
+        if args and args[0] == "fetch":
+            raise fetch_error(args, cwd, purpose, result)
         raise GitError(purpose, argv, result.returncode, result.err)
     return result
+
+
+def fetch_error(args: Sequence[str], cwd: Path, purpose: str, result: GitResult) -> GitError:
+    """A failed fetch, said in full: git's first meaningful line, and the remote with
+    its URL (the last line alone, "and the repository exists.", says nothing)."""
+    options = list(args[1:])
+    if "--end-of-options" in options:
+        options = options[options.index("--end-of-options") + 1 :]
+    source = next((a for a in options if not a.startswith("-")), "")
+    url = run(
+        ["config", "--get", f"remote.{source}.url"],
+        cwd=cwd,
+        purpose=f"read the URL of remote {source}",
+        check=False,
+    ).out.strip()
+    where = f"{source} ({url})" if url and url != source else source
+    said = git_said(result.err) or f"exit status {result.returncode}"
+    error = GitError(
+        purpose,
+        result.argv,
+        result.returncode,
+        result.err,
+        hint=f"check that {url or source} is reachable and the remote is right "
+        "(git remote -v), then run the command again",
+    )
+    error.message = f"git could not fetch from {where}: {said}"
+    return error
 
 
 @dataclass
