@@ -65,6 +65,15 @@ def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# What makes a name a revision expression rather than a ref (git check-ref-format
+# refuses these in ref names): v1.3.0~2, v1^{tree}, v1:path, v1@{1}, a..b, globs.
+_REVISION_SYNTAX = re.compile(r"[~^:?*\[\\]|@\{|\.\.")
+
+
+def is_revision_expression(name: str) -> bool:
+    return bool(_REVISION_SYNTAX.search(name))
+
+
 def git_argv(args: Sequence[str]) -> list[str]:
     argv = ["git"]
     for setting in _CONFIG_OVERRIDES:
@@ -264,12 +273,20 @@ class Git:
         return oid
 
     def tag_commit(self, tag: str) -> str | None:
-        """The commit an existing tag peels to, or None if there is no such tag."""
+        """The commit an existing tag peels to, or None if there is no such tag (a
+        revision expression such as ``v1.3.0~2`` names no tag)."""
+        if is_revision_expression(tag):
+            return None
         if not self.try_resolve(f"refs/tags/{tag}", kind="object"):
             return None
         return self.try_resolve(f"refs/tags/{tag}")
 
     def peel_tag(self, tag: str) -> str:
+        if is_revision_expression(tag):
+            raise FatalError(
+                f"'{tag}' is a revision expression, not a tag: a tag (refs/tags/...) is needed",
+                "name a tag (git tag --list); to judge another commit, tag it first",
+            )
         oid = self.tag_commit(tag)
         if oid is None:
             raise FatalError(
