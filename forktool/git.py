@@ -266,6 +266,7 @@ class Git:
             if found is not None:
                 kind = self.object_types([found]).get(found) or "object"
                 raise FatalError(f"{what} '{rev}' is a {kind}, not a commit")
+            self.require_objects()
             raise FatalError(
                 f"unknown {what} '{rev}'",
                 "fetch it first (git fetch <remote> --tags), or check the spelling",
@@ -281,6 +282,36 @@ class Git:
             return None
         return self.try_resolve(f"refs/tags/{tag}")
 
+    def vanished_alternates(self) -> tuple[Path, list[str]]:
+        """(the alternates file, the object directories it names that are gone): a
+        clone made with ``--shared`` or ``--reference`` borrows its objects from them."""
+        listed = Path(
+            self.out(
+                ["rev-parse", "--git-path", "objects/info/alternates"],
+                purpose="find the alternates file",
+            )
+        )
+        listed = listed if listed.is_absolute() else self.cwd / listed
+        try:
+            lines = listed.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return listed, []
+        entries = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+        objects = listed.parent.parent
+        return listed, [e for e in entries if not (objects / e).is_dir()]
+
+    def require_objects(self) -> None:
+        """Refuse (exit 2) a repository whose borrowed objects are gone: every tag and
+        commit would look unknown, and "fetch it" would be the wrong advice."""
+        listed, gone = self.vanished_alternates()
+        if gone:
+            raise FatalError(
+                f"the repository's objects are missing: {listed} says they are in {gone[0]}, "
+                "which no longer exists",
+                "restore that directory (the clone was made with --shared or --reference), "
+                "or clone the fork again without it",
+            )
+
     def peel_tag(self, tag: str) -> str:
         if is_revision_expression(tag):
             raise FatalError(
@@ -289,6 +320,7 @@ class Git:
             )
         oid = self.tag_commit(tag)
         if oid is None:
+            self.require_objects()
             raise FatalError(
                 f"unknown tag '{tag}'",
                 "fetch upstream tags (git fetch <upstream-remote> --tags) or pass --fetch",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -885,6 +886,48 @@ def symlink_problem(target: Path, rel: str, link_diff: bool) -> str | None:
     return None
 
 
+GITLINK_MODE = "160000"
+
+
+def is_gitlink(diff: FileDiff) -> bool:
+    return GITLINK_MODE in (diff.old_mode, diff.new_mode)
+
+
+def _target_refusal(target: Path, patch: Patch, links: set[str]) -> PatchVerdict | None:
+    """Why ``patch`` cannot go onto ``target`` as it is, found before anything runs."""
+    if gitlink := next((d for d in patch.parsed.files if is_gitlink(d)), None):
+        reason = (
+            f"{gitlink.path}: a submodule (gitlink, mode {GITLINK_MODE}) has no content "
+            "to apply to a plain directory; leave submodules out of the series"
+        )
+        return PatchVerdict(patch.name, "unsupported", reason, file=gitlink.path)
+    for rel in touched([patch]):
+        problem = symlink_problem(target, rel, rel in links) or kind_problem(target, rel)
+        if problem:
+            return PatchVerdict(patch.name, "unsafe", problem, file=rel)
+    return None
+
+
+def kind_problem(target: Path, rel: str) -> str | None:
+    """Why the thing at ``rel`` cannot be patched as a file (a directory, a FIFO, a
+    device: copying or reading it would fail or block), or None."""
+    path = target / rel
+    try:
+        mode = path.lstat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return None
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else ("a device or socket")
+    )
+    return f"{rel}: is {kind} where the patch expects a file; refusing to patch it"
+
+
 @contextmanager
 def _scratch_copy(target: Path, paths: Sequence[str]) -> Iterator[Path]:
     """A private copy of ``paths`` from ``target``; the target is never written here."""
@@ -1020,12 +1063,10 @@ def apply_to_directory(
     paths = touched(patches)
     links = {d.path for p in patches for d in p.parsed.files if d.is_symlink}
     for patch in patches:
-        for rel in touched([patch]):
-            if reason := symlink_problem(target, rel, rel in links):
-                verdict = PatchVerdict(patch.name, "unsafe", reason, file=rel)
-                return DirResult(
-                    str(target), engine, mode, False, dry_run, (verdict,), message=reason
-                )
+        if refusal := _target_refusal(target, patch, links):
+            return DirResult(
+                str(target), engine, mode, False, dry_run, (refusal,), message=refusal.message
+            )
     strays = stray_files(target, paths)
     if strays:
         message = (
