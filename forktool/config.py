@@ -18,7 +18,7 @@ import yaml
 
 from forktool.errors import FatalError
 from forktool.git import is_hex40
-from forktool.inputs import read_input
+from forktool.inputs import LINK_HINT, linked_directory, read_input
 from forktool.regex_safety import nested_repeat
 
 CONFIG_NAME = "forktool.yaml"
@@ -374,7 +374,26 @@ def load_config(path: Path) -> Config:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FatalError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
-    return parse_config(text, path.resolve())
+    config = parse_config(text, path.resolve())
+    refuse_linked_directories(config)
+    return config
+
+
+def refuse_linked_directories(config: Config) -> None:
+    """Every file the fork keeps must be reached without leaving the fork through a
+    symlinked directory: forktool would read (and rewrite, and delete) files git does
+    not commit, possibly outside the fork."""
+    files = [config.series, config.upstream_map, config.ledger, config.record]
+    files += [site.file for site in config.pin_sites]
+    directories = [config.patches, f"{config.patches}/notes"]
+    for rel, itself in [*((f, False) for f in files), *((d, True) for d in directories)]:
+        problem = linked_directory(config.root, rel, itself=itself)
+        if problem:
+            raise FatalError(
+                f"{rel}: {problem}; forktool reads and writes the fork's files only inside "
+                "the fork",
+                LINK_HINT,
+            )
 
 
 def find_config(start: Path, stop: Callable[[Path], bool] | None = None) -> Path:
