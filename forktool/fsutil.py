@@ -138,19 +138,10 @@ def _signals_deferred() -> Iterator[list[int]]:
 def write_files(changes: Mapping[Path, bytes | None]) -> None:
     """Replace (bytes) or delete (None) every path, all or nothing.
 
-    A write the file system refuses (disk full, file too large, read-only) is exit 2
-    with nothing changed and no temporary file left.
+    A write the file system refuses (disk full, file too large, read-only) raises
+    its OSError with nothing changed and no temporary file left; the CLI says why
+    (:func:`write_refusal`).
     """
-    try:
-        _write_files(changes)
-    except OSError as exc:
-        refusal = write_refusal(exc, ", ".join(str(t) for t in changes))
-        if refusal is None:
-            raise
-        raise refusal from exc
-
-
-def _write_files(changes: Mapping[Path, bytes | None]) -> None:
     steps: list[_Step] = []
     pending: list[int] = []
     try:
