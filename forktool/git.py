@@ -71,6 +71,10 @@ _REVISION_SYNTAX = re.compile(r"[~^:?*\[\\]|@\{|\.\.")
 
 
 def is_revision_expression(name: str) -> bool:
+    """``v1.3.0~2`` and the like (a name with spaces or control characters is no
+    expression, and no tag either: it stays an unknown tag)."""
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        return False
     return bool(_REVISION_SYNTAX.search(name))
 
 
