@@ -14,7 +14,7 @@ from helpers import mini_fork
 
 from forktool.builder import RepoBuilder
 
-NAME = "0001-café.patch"
+NAME = "0001-café-ł.patch"  # é is in latin-1, ł is not
 
 
 def forktool(root: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[bytes]:
@@ -35,7 +35,8 @@ def fork_root(builder: RepoBuilder) -> Path:
 
 
 @pytest.mark.parametrize(
-    ("encoding", "shown"), [("ascii", b"0001-caf\\xe9.patch"), ("latin-1", b"0001-caf\xe9.patch")]
+    ("encoding", "shown"),
+    [("ascii", b"0001-caf\\xe9-\\u0142.patch"), ("latin-1", b"0001-caf\xe9-\\u0142.patch")],
 )
 @pytest.mark.parametrize("command", ["status", "verify"])
 def test_a_name_the_output_encoding_cannot_show_is_escaped(
