@@ -113,6 +113,28 @@ def test_mode_change_keeps_the_other_permission_bits(
     assert stat.S_IMODE((target / APP).stat().st_mode) == 0o750
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_new_executable_file_is_created_executable_and_verified(
+    builder: RepoBuilder, tmp_path: Path, engine: str
+) -> None:
+    fork = mini_fork(builder, {APP: BASE})
+
+    def add_script(root: Path) -> None:
+        (root / "run.sh").write_text("#!/bin/sh\n")
+        os.chmod(root / "run.sh", 0o755)
+
+    patch = patch_of(builder, "v1", add_script)
+    assert b"new file mode 100755" in patch
+    fork.write({P: patch})
+    target = pristine(fork, tmp_path / "target")
+    result = fork.cli("apply", "--target", target, "--engine", engine)
+    assert result.code == 0, result.out
+    assert executable(target / "run.sh")
+    os.chmod(target / "run.sh", 0o644)
+    check = fork.cli("apply", "--target", target, "--engine", engine, "--verify")
+    assert check.code == 1, check.out
+
+
 # -- verify (temporary index) and absorbed -----------------------------------------------
 
 
