@@ -33,6 +33,17 @@ def executable(path: Path) -> bool:
     return bool(path.stat().st_mode & stat.S_IXUSR)
 
 
+def refused(fork: MiniFork, target: Path, *args: str) -> dict[str, object]:
+    """The first patch's verdict from an ``apply --target`` that must refuse (exit 1)
+    and leave the target byte-identical."""
+    before = snapshot_tree(target)
+    result = fork.cli("apply", "--target", target, *args, "--format", "json")
+    assert result.code == 1, result.out
+    assert snapshot_tree(target) == before
+    verdict: dict[str, object] = result.json()["patches"][0]  # type: ignore[index]
+    return verdict
+
+
 @pytest.fixture
 def fork(builder: RepoBuilder) -> MiniFork:
     fork = mini_fork(builder, {APP: BASE, "README": "readme\n"})
@@ -76,13 +87,9 @@ def test_mode_patch_on_a_target_with_the_mode_already_set_is_already_applied(
 ) -> None:
     target = pristine(fork, tmp_path / "target")
     os.chmod(target / APP, 0o755)
-    before = snapshot_tree(target)
-    result = fork.cli("apply", "--target", target, "--engine", engine, "--format", "json")
-    assert result.code == 1
-    verdict = result.json()["patches"][0]  # type: ignore[index]
+    verdict = refused(fork, target, "--engine", engine)
     assert verdict["status"] == "fails"
-    assert verdict["message"].startswith("already applied")  # type: ignore[union-attr]
-    assert snapshot_tree(target) == before
+    assert str(verdict["message"]).startswith("already applied")
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -227,13 +234,9 @@ def test_apply_refuses_a_copy_saying_copy(
 ) -> None:
     fork = copy_fork(builder)
     target = pristine(fork, tmp_path / "target")
-    before = snapshot_tree(target)
     extra = ["--verify"] if verify else []
-    result = fork.cli("apply", "--target", target, "--engine", engine, *extra, "--format", "json")
-    assert result.code == 1
-    verdict = result.json()["patches"][0]  # type: ignore[index]
+    verdict = refused(fork, target, "--engine", engine, *extra)
     assert (verdict["status"], verdict["message"]) == ("unsupported", COPY_MESSAGE)
-    assert snapshot_tree(target) == before
 
 
 # -- .orig and .rej files that the series itself creates -------------------------------------
@@ -244,7 +247,10 @@ def test_series_creating_orig_and_rej_files_applies_and_verifies(
     builder: RepoBuilder, tmp_path: Path, engine: str
 ) -> None:
     fork = mini_fork(builder, {APP: BASE, "README": "readme\n"})
-    created = {"setup.cfg.orig": "[metadata]\n", "data/table.rej": "rejected rows\n"}
+    created: dict[str, str | bytes | None] = {
+        "setup.cfg.orig": "[metadata]\n",
+        "data/table.rej": "rejected rows\n",
+    }
     fork.write({P: patch_of(builder, "v1", writes(created))})
     target = pristine(fork, tmp_path / "target")
     result = fork.cli("apply", "--target", target, "--engine", engine)
