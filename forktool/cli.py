@@ -32,7 +32,7 @@ from forktool.git import Git, set_observer
 from forktool.inputs import describe_os_error, is_input_os_error
 from forktool.output import Output
 
-faultpoint("cli.import")  # start-up: where the tests press Ctrl-C while the CLI loads
+faultpoint("cli.import", write=False)  # where the tests press Ctrl-C while the CLI loads
 
 F = TypeVar("F", bound=Callable[..., Any])
 

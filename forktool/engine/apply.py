@@ -276,11 +276,10 @@ def mode_failure(directory: Path, patch: Patch, reverse: bool) -> Attempt | None
 def _permissions(directory: Path, patch: Patch) -> dict[str, int]:
     """Permission bits of the files ``patch`` reads, before it runs."""
     found: dict[str, int] = {}
-    for diff in patch.parsed.files:
-        for rel in (diff.old_path, diff.new_path):
-            path = directory / rel if rel else directory
-            if rel and path.is_file() and not path.is_symlink():
-                found[rel] = path.stat().st_mode & 0o7777
+    for rel in touched([patch]):
+        path = directory / rel
+        if path.is_file() and not path.is_symlink():
+            found[rel] = path.stat().st_mode & 0o7777
     return found
 
 
