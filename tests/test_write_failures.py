@@ -155,3 +155,17 @@ def test_read_only_file_system_is_exit_2_and_changes_nothing(
     assert_refused_cleanly(result, "could not take the lock ", "the fork is on a read-only")
     assert "Read-only file system" in result.stderr
     assert snapshot_tree(fork) == before
+
+
+def test_git_killed_by_the_file_size_limit_says_so(template: Path, tmp_path: Path) -> None:
+    fork = tmp_path / "fork"
+    shutil.copytree(template, fork, symlinks=True)
+    before = snapshot_tree(fork)
+
+    def tiny_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))
+
+    result = forktool(fork, "retire", "--tag", "v1.2.0", preexec=tiny_files)
+    assert_refused_cleanly(result, "git could not ", "the file size limit (ulimit -f)")
+    assert result.stderr.splitlines()[0].endswith(": killed by SIGXFSZ")
+    assert snapshot_tree(fork) == before
