@@ -18,7 +18,7 @@ import yaml
 
 from forktool.errors import FatalError
 from forktool.git import is_hex40
-from forktool.inputs import read_input
+from forktool.inputs import LINK_HINT, linked_directory, read_input
 from forktool.regex_safety import nested_repeat
 
 CONFIG_NAME = "forktool.yaml"
@@ -190,6 +190,13 @@ def _compose(text: str, path: str) -> yaml.Node:
                 raise FatalError(
                     f"{path}:{line}: YAML anchors and aliases are not allowed in forktool.yaml",
                     "write each value out in full",
+                )
+            tag = getattr(event, "tag", None)
+            if tag is not None and not tag.startswith("tag:yaml.org,2002:"):
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise FatalError(
+                    f"{path}:{line}: unknown YAML tag {tag!r}: forktool.yaml takes plain values",
+                    f"remove the tag ({tag}) and write the value alone",
                 )
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
@@ -367,7 +374,26 @@ def load_config(path: Path) -> Config:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FatalError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
-    return parse_config(text, path.resolve())
+    config = parse_config(text, path.resolve())
+    refuse_linked_directories(config)
+    return config
+
+
+def refuse_linked_directories(config: Config) -> None:
+    """Every file the fork keeps must be reached without leaving the fork through a
+    symlinked directory: forktool would read (and rewrite, and delete) files git does
+    not commit, possibly outside the fork."""
+    files = [config.series, config.upstream_map, config.ledger, config.record]
+    files += [site.file for site in config.pin_sites]
+    directories = [config.patches, f"{config.patches}/notes"]
+    for rel, itself in [*((f, False) for f in files), *((d, True) for d in directories)]:
+        problem = linked_directory(config.root, rel, itself=itself)
+        if problem:
+            raise FatalError(
+                f"{rel}: {problem}; forktool reads and writes the fork's files only inside "
+                "the fork",
+                LINK_HINT,
+            )
 
 
 def find_config(start: Path, stop: Callable[[Path], bool] | None = None) -> Path:
