@@ -6,11 +6,12 @@ Git and the apply engine are real; only the Docker engine is faked, at the
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import io
 import json
 import tarfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,10 +21,18 @@ from helpers import run_cli, snapshot_tree
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
 from forktool.demo import DemoUpstream
-from forktool.docker_client import BuildOutcome, ImageInfo, PushOutcome, RunOutcome
+from forktool.docker_client import (
+    BuildOutcome,
+    ImageInfo,
+    Leftover,
+    PathArchive,
+    PushOutcome,
+    RunOutcome,
+)
 from forktool.engine.arms import patchset_hash
 from forktool.fork import load_fork
 from forktool.git import run as run_git
+from forktool.registry import Manifest
 
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
@@ -53,12 +62,15 @@ class FakeEngine:
     exit_codes: dict[tuple[str, ...], int] = field(default_factory=dict)
     images: dict[str, ImageInfo] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)  # repo:tag -> image id
+    manifests: dict[str, Manifest] = field(default_factory=dict)  # manifest digest -> manifest
     registry: dict[str, str] = field(default_factory=dict)  # repo:tag -> manifest digest
     builds: list[Built] = field(default_factory=list)
-    runs: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    runs: list[tuple[str, tuple[str, ...], int]] = field(default_factory=list)
     pushes: list[str] = field(default_factory=list)
-    has_forktool: bool = False
-    injected: dict[str, bytes] = field(default_factory=dict)
+    put: list[str] = field(default_factory=list)
+    before_push: Callable[[FakeEngine, str], None] | None = None
+    left: list[Leftover] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         return "fake"
@@ -95,20 +107,12 @@ class FakeEngine:
     def image(self, ref: str) -> ImageInfo | None:
         return self.images.get(self.tags.get(ref, ref))
 
-    def run(self, image: str, command: Sequence[str], files: bytes | None = None) -> RunOutcome:
-        self.runs.append((image, tuple(command)))
-        if tuple(command) == ("forktool", "--version") and not self.has_forktool:
-            return RunOutcome(127, "exec: forktool: executable file not found in $PATH")
-        if files is not None:
-            with tarfile.open(fileobj=io.BytesIO(files)) as tar:
-                for member in tar.getmembers():
-                    handle = tar.extractfile(member)
-                    if handle is not None:
-                        self.injected[member.name] = handle.read()
+    def run(self, image: str, command: Sequence[str], timeout: int) -> RunOutcome:
+        self.runs.append((image, tuple(command), timeout))
         code = self.exit_codes.get(tuple(command), 0)
         return RunOutcome(code, f"ran {' '.join(command)}\n")
 
-    def export_path(self, image: str, path: str) -> bytes:
+    def export_path(self, image: str, path: str) -> PathArchive:
         if self.site is None:
             from forktool.errors import FatalError
 
@@ -116,24 +120,46 @@ class FakeEngine:
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             tar.add(self.site, Path(path).name)
-        return buffer.getvalue()
+        return PathArchive(path, buffer.getvalue())
 
     def tag(self, image_id: str, repository: str, tag: str) -> None:
         self.tags[f"{repository}:{tag}"] = image_id
 
+    def untag(self, repository: str, tag: str) -> None:
+        self.tags.pop(f"{repository}:{tag}", None)
+
     def push(self, repository: str, tag: str) -> PushOutcome:
         ref = f"{repository}:{tag}"
+        if self.before_push is not None:
+            self.before_push(self, ref)
         self.pushes.append(ref)
-        digest = "sha256:" + self.tags[ref].removeprefix("sha256:")[::-1]
+        config = self.tags[ref]
+        body = json.dumps({"config": {"digest": config}}).encode()
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        self.manifests[digest] = Manifest(digest, "application/json", body, config)
         self.registry[ref] = digest
-        info = self.images[self.tags[ref]]
-        self.images[info.id] = ImageInfo(
-            info.id, info.labels, info.repo_tags, (*info.repo_digests, f"{repository}@{digest}")
-        )
         return PushOutcome(digest)
 
-    def registry_digest(self, repository: str, tag: str) -> str | None:
-        return self.registry.get(f"{repository}:{tag}")
+    def manifest(self, repository: str, reference: str) -> Manifest | None:
+        digest = self.registry.get(f"{repository}:{reference}", reference)
+        return self.manifests.get(digest)
+
+    def put_manifest(self, repository: str, tag: str, manifest: Manifest) -> str:
+        self.put.append(f"{repository}:{tag}")
+        self.registry[f"{repository}:{tag}"] = manifest.digest
+        return manifest.digest
+
+    def leftovers(self) -> list[Leftover]:
+        return list(self.left)
+
+    def remove_container(self, container_id: str) -> None:
+        self.removed.append(container_id)
+        self.left = [item for item in self.left if item.id != container_id]
+
+    def release(self, tag: str) -> str | None:
+        """The image id the registry's ``REPO:tag`` describes."""
+        found = self.manifest(REPO, tag)
+        return found.config_digest if found else None
 
 
 @pytest.fixture
@@ -277,6 +303,7 @@ def gated(
     assert result.code == 0, result.err
     candidate = str(result.json()["candidate"])
     gate = run_cli("-C", example_fork.path, "image", "gate", candidate, "--format", "json")
+    assert gate.code in (0, 1), gate.err
     return candidate, {"code": gate.code, **gate.json()}
 
 
@@ -296,7 +323,13 @@ def test_gate_passes_and_writes_a_record_keyed_by_image_id(
     assert record["commands"][1]["command"] == ["test", "-s", "/opt/pulse/pulse/__init__.py"]
     assert record["commands"][3]["where"] == "host"
     assert record["time"] >= record["started"]
-    gate_runs = [cmd for _, cmd in fake.runs if cmd[0] != "forktool"]
+    assert record["config_blob"] == example_fork.git.out(
+        ["rev-parse", "HEAD:forktool.yaml"], purpose="read"
+    )
+    assert record["revision"] == example_fork.rev("HEAD")
+    assert record["gate_timeout"] == 600
+    assert record["patch_set"] == record["labels"]["org.forktool.patch-set"]
+    gate_runs = [cmd for _, cmd, _ in fake.runs]
     assert gate_runs == [
         ("test", "-s", "/opt/pulse/pulse/__init__.py"),
         ("grep", "-q", "if not text.strip():", "/opt/pulse/pulse/config.py"),
@@ -340,43 +373,36 @@ def test_gate_of_the_patchless_arm_requires_the_pristine_site(
     assert gate["code"] == 1  # every patch is applied: not the upstream image
 
 
-def test_gate_runs_forktool_apply_verify_in_the_image_when_it_has_forktool(
+def test_the_series_check_of_a_minus_arm_runs_on_the_host_as_verify_except(
     example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
 ) -> None:
-    fake.has_forktool = True
+    fake.site = site_with(demo_upstream, tmp_path, example_fork, "--except", P2)
     _candidate, gate = gated(example_fork, fake, "--minus", P2)
-    assert gate["code"] == 0
+    assert gate["code"] == 0, gate
     series = gate["commands"][-1]  # type: ignore[index]
     assert series["command"] == [
         "forktool",
-        "-C",
-        "/tmp/forktool-gate",
         "apply",
         "--target",
         "/opt/pulse",
         "--verify",
+        "--except",
+        P2,
     ]
-    assert series["where"] == "image"
-    injected = sorted(fake.injected)
-    assert injected == [
-        "tmp/forktool-gate/forktool.yaml",
-        f"tmp/forktool-gate/patches/{P1}",
-        f"tmp/forktool-gate/patches/{P3}",
-        f"tmp/forktool-gate/patches/{P4}",
-        "tmp/forktool-gate/series",
-        "tmp/forktool-gate/upstream.map",
-    ]
-    series_text = fake.injected["tmp/forktool-gate/series"].decode()
-    assert P2 not in series_text and P1 in series_text
-    # The injected files are a sound fork: forktool in the image can verify with them.
-    for name, data in fake.injected.items():
-        (tmp_path / "image" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "image" / name).write_bytes(data)
-    site = site_with(demo_upstream, tmp_path, example_fork, "--except", P2)
-    verify = run_cli(
-        "-C", tmp_path / "image/tmp/forktool-gate", "apply", "--target", site, "--verify"
-    )
-    assert verify.code == 0, verify.out + verify.err
+    assert series["where"] == "host"
+    assert f"{P2}: exact (absent (--except): it applies on the rest)" in series["output"]
+    assert all(cmd[0] != "forktool" for _, cmd, _ in fake.runs)  # nothing in the image judges
+
+
+def test_a_minus_arm_carrying_the_full_series_fails_its_gate(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    _candidate, gate = gated(example_fork, fake, "--minus", P2)
+    assert gate["code"] == 1
+    series = gate["commands"][-1]  # type: ignore[index]
+    assert series["exit_code"] == 1
+    assert f"{P2}: fails (present, though --except says it is left out)" in series["output"]
 
 
 def test_a_candidate_without_the_site_fails_the_series_check(
@@ -456,8 +482,12 @@ def test_promote_tags_and_pushes_the_gated_id_and_checks_the_registry(
     )
     assert promote.code == 0, promote.out
     data = promote.json()
-    assert fake.tags[f"{REPO}:v1.1.0"] == image_id == fake.tags[f"{REPO}:latest"]
-    assert fake.pushes == [f"{REPO}:v1.1.0", f"{REPO}:latest"]
+    assert fake.release("v1.1.0") == image_id == fake.release("latest")
+    (pushed,) = fake.pushes
+    assert pushed == f"{REPO}:{data['pushed_as']}"
+    assert str(data["pushed_as"]).startswith("forktool-promote-")
+    assert fake.put == [f"{REPO}:v1.1.0", f"{REPO}:latest"]
+    assert set(fake.tags) == {candidate}  # no local release tag, the private tag removed
     assert data["digest"] == fake.registry[f"{REPO}:v1.1.0"]
     assert data["reference"] == f"{REPO}@{data['digest']}"
     assert len(fake.builds) == builds  # never rebuilds
@@ -470,10 +500,14 @@ def test_promote_never_moves_a_release_tag_to_another_digest(
 ) -> None:
     fake.site = site_with(demo_upstream, tmp_path, example_fork)
     candidate, _gate = gated(example_fork, fake)
-    fake.registry[f"{REPO}:v1.1.0"] = "sha256:" + "9" * 64
+    other = Manifest("sha256:" + "9" * 64, "application/json", b"{}", "sha256:" + "8" * 64)
+    fake.manifests[other.digest] = other
+    fake.registry[f"{REPO}:v1.1.0"] = other.digest
     promote = run_cli("-C", example_fork.path, "image", "promote", candidate, "--tag", "v1.1.0")
     assert promote.code == 1
-    assert f"{REPO}:v1.1.0 already names sha256:{'9' * 64}" in promote.out
+    assert f"{REPO}:v1.1.0 already names sha256:{'9' * 64} (image sha256:{'8' * 64})" in (
+        promote.out.replace("\n", "")
+    )
     assert fake.pushes == []
 
 
@@ -490,6 +524,24 @@ def test_promote_rejects_latest_and_candidate_names_as_release_tags(
 DIGEST = f"{REPO}@sha256:{'1' * 64}"
 
 
+def promoted(fork: RepoBuilder, reference: str = DIGEST, tag: str = "v1.1.0") -> None:
+    """A promotion record of HEAD naming ``reference``, as ``image promote`` writes it."""
+    loaded = load_fork(load_config(fork.path / "forktool.yaml"))
+    record = {
+        "ok": True,
+        "reference": reference,
+        "digest": reference.rpartition("@")[2],
+        "labels": {
+            "org.forktool.revision": fork.rev("HEAD"),
+            "org.forktool.patch-set": patchset_hash(loaded.patches),
+        },
+        "time": "2026-01-01T00:00:00+00:00",
+    }
+    path = fork.path / ".forktool/gate-records" / f"promoted-{tag}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
 def identity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Rel Eng")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "releng@fork.example")
@@ -499,6 +551,7 @@ def test_freeze_tags_head_with_digest_patch_set_and_pin(
     example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     identity(monkeypatch)
+    promoted(example_fork)
     result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
     assert result.code == 0, result.err
     fork = load_fork(load_config(example_fork.path / "forktool.yaml"))
@@ -514,6 +567,7 @@ def test_freeze_tags_head_with_digest_patch_set_and_pin(
 
 def test_freeze_is_idempotent(example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
     identity(monkeypatch)
+    promoted(example_fork)
     assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
     before = snapshot_tree(example_fork.path)
     again = run_cli(
@@ -528,8 +582,10 @@ def test_freeze_refuses_when_the_tag_records_another_digest(
     example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     identity(monkeypatch)
+    promoted(example_fork)
     assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
     other = f"{REPO}@sha256:{'2' * 64}"
+    promoted(example_fork, other, "v1.1.0-again")
     result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", other)
     assert result.code == 1
     assert f"Image-Digest: tag has {DIGEST}, this release has {other}" in result.out
@@ -539,9 +595,11 @@ def test_freeze_refuses_when_head_moved_on(
     example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     identity(monkeypatch)
+    promoted(example_fork)
     frozen_at = example_fork.rev("HEAD")
     assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
     example_fork.commit("fork: a later change\n", {"NOTES": "later\n"})
+    promoted(example_fork)
     result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
     assert result.code == 1
     assert f"commit: tag has {frozen_at}" in result.out
@@ -561,6 +619,7 @@ def test_freeze_without_a_tagger_identity_is_exit_2_with_a_hint(
     # setup_fork gives the demo fork an identity in its own config: take it away.
     for key in ("user.name", "user.email"):
         example_fork.git.run(["config", "--unset", key], purpose="unset")
+    promoted(example_fork)
     result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
     assert result.code == 2
     assert result.error_lines[0] == "error: creating the tag fork/v1.1.0 needs a tagger identity"
@@ -580,6 +639,7 @@ def test_freeze_takes_the_tagger_from_the_repository_config(
         monkeypatch.delenv(name, raising=False)
     example_fork.git.run(["config", "user.name", "Local Tagger"], purpose="set")
     example_fork.git.run(["config", "user.email", "local@fork.example"], purpose="set")
+    promoted(example_fork)
     assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
     message = example_fork.git.out(["cat-file", "-p", "refs/tags/fork/v1.1.0"], purpose="read")
     assert "tagger Local Tagger <local@fork.example>" in message
