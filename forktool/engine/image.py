@@ -551,7 +551,7 @@ def series_check(docker: DockerEngine, image_id: str, fork: Fork, arm: Arm, site
                 dry_run=True,
             )
         except FatalError as exc:
-            return failed("\n".join([*notes, exc.message]))
+            return failed("\n".join([*notes, exc.message]).replace(str(target), archive.path))
     lines = [
         *notes,
         *(
@@ -560,7 +560,9 @@ def series_check(docker: DockerEngine, image_id: str, fork: Fork, arm: Arm, site
         ),
     ]
     lines.append(("OK: " if result.ok else "FAILED: ") + (result.message or "series checked"))
-    return GateCheck("series", command, 0 if result.ok else 1, "\n".join(lines), "host")
+    # Messages name the image's path, never the host's temporary copy.
+    output = "\n".join(lines).replace(str(target), archive.path)
+    return GateCheck("series", command, 0 if result.ok else 1, output, "host")
 
 
 def _extract_site(data: bytes, dest: Path) -> list[str]:
