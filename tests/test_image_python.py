@@ -39,7 +39,7 @@ pytestmark = pytest.mark.docker
 __all__ = ["engine"]
 
 P2 = "0002-engine-retry-on-timeout.patch"
-PYTHON_IMAGE = os.environ.get("FORKTOOL_PYTHON_IMAGE", "forktool/python:bookworm")
+DEFAULT_PYTHON_IMAGE = "forktool/python:bookworm"  # what scripts/python-base-image.sh makes
 UPSTREAM = "pulse-py"
 
 DOCKERFILE = """\
@@ -67,11 +67,17 @@ GATE = (
 
 @pytest.fixture(scope="module")
 def python_base(engine: SdkEngine) -> str:
-    if engine.image(PYTHON_IMAGE) is None:
+    """The base image .ci/run built for this run; outside CI, one built earlier will do."""
+    name = os.environ.get("FORKTOOL_PYTHON_IMAGE")
+    if name is None and not os.environ.get("CI"):
+        name = DEFAULT_PYTHON_IMAGE
+    if name is None or engine.image(name) is None:
         _unavailable(
-            f"no Python base image {PYTHON_IMAGE} (scripts/python-base-image.sh builds one)"
+            f"no Python base image ({name or 'FORKTOOL_PYTHON_IMAGE is not set'}): "
+            'eval "$(scripts/python-base-image.sh)" builds one'
         )
-    return PYTHON_IMAGE
+    assert name is not None
+    return name
 
 
 def upstream_image(engine: SdkEngine, base: str, upstream: Path, tag: str) -> str:

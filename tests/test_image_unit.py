@@ -10,7 +10,10 @@ import hashlib
 import importlib
 import io
 import json
+import os
+import socket
 import tarfile
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -797,3 +800,297 @@ def test_arms_check_needs_results(example_fork: RepoBuilder) -> None:
     result = run_cli("-C", example_fork.path, "arms", "--check")
     assert result.code == 2
     assert "--check and --results FILE go together" in result.error_lines[0]
+
+
+# -- issue 14: the release flow cannot be fooled ------------------------------------
+
+
+def promote_json(fork: RepoBuilder, candidate: str, *args: str) -> tuple[int, dict[str, object]]:
+    result = run_cli(
+        "-C", fork.path, "image", "promote", candidate, "--tag", "v1.1.0", *args, "--format", "json"
+    )
+    assert result.code in (0, 1), result.err
+    return result.code, result.json()
+
+
+def tamper(fork: RepoBuilder, image_id: str, **fields: object) -> None:
+    path = fork.path / ".forktool/gate-records" / f"{image_id[7:]}.json"
+    record = json.loads(path.read_text())
+    record.update(fields)
+    path.write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"forktool": "0.0.1"}, "the record was written by forktool 0.0.1"),
+        ({"config_blob": "0" * 40}, f"the record's config blob {'0' * 40} is not the committed"),
+        ({"patch_set": "sha256:" + "0" * 64}, "the record's patch set sha256:000"),
+        ({"gate_timeout": 1}, "the record's gate timeout 1 is not the committed 600"),
+        ({"format": 1}, "the record is format 1, not 2"),
+        (
+            {"commands": [{"kind": "series", "command": ["true"], "exit_code": 0, "ok": True}]},
+            "the recorded checks are not the committed gate commands and series check",
+        ),
+    ],
+)
+def test_promote_refuses_a_record_whose_bindings_do_not_derive_again(
+    example_fork: RepoBuilder,
+    fake: FakeEngine,
+    demo_upstream: DemoUpstream,
+    tmp_path: Path,
+    fields: dict[str, object],
+    reason: str,
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, gate = gated(example_fork, fake)
+    assert gate["code"] == 0
+    tamper(example_fork, fake.tags[candidate], **fields)
+    code, data = promote_json(example_fork, candidate)
+    assert code == 1
+    assert f"{fake.tags[candidate]} is not gated: " in str(data["message"])
+    assert reason in str(data["message"])
+    assert fake.pushes == [] and fake.put == []
+
+
+def test_gate_refuses_uncommitted_changes_to_the_forks_files(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    candidate = str(
+        run_cli("-C", example_fork.path, "image", "build", "--format", "json").json()["candidate"]
+    )
+    config = example_fork.path / "forktool.yaml"
+    config.write_text(config.read_text().replace('["test", "-s"', '["true"], ["test", "-s"'))
+    result = run_cli("-C", example_fork.path, "image", "gate", candidate)
+    assert result.code == 2
+    assert result.error_lines == [
+        "error: uncommitted changes to the fork's files: forktool.yaml",
+        "hint: commit or stash them: the gate judges committed configuration only",
+    ]
+    assert fake.runs == []
+    (example_fork.path / "patches" / "0009-new.patch").write_text("x\n")
+    config.write_text(config.read_text().replace('["true"], ', ""))
+    again = run_cli("-C", example_fork.path, "image", "gate", candidate)
+    assert again.error_lines[0] == (
+        "error: uncommitted changes to the fork's files: patches/0009-new.patch"
+    )
+
+
+def test_a_retag_between_tag_and_push_is_caught_and_releases_nothing(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, _gate = gated(example_fork, fake)
+    other = "sha256:" + "e" * 64
+    fake.images[other] = ImageInfo(other, {}, (), ())
+
+    def retag(engine: FakeEngine, ref: str) -> None:
+        engine.tags[ref] = other
+
+    fake.before_push = retag
+    code, data = promote_json(example_fork, candidate, "--latest")
+    assert code == 1
+    assert f"describes image {other}, not the gated {fake.tags[candidate]}" in str(data["message"])
+    assert fake.release("v1.1.0") is None and fake.release("latest") is None
+    assert fake.put == []
+    assert set(fake.tags) == {candidate}  # the private tag is gone, no release tag made
+
+
+def test_a_failed_push_leaves_no_local_tag_behind(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, _gate = gated(example_fork, fake)
+
+    def refuse(engine: FakeEngine, ref: str) -> None:
+        raise_push_error()
+
+    fake.before_push = refuse
+    result = run_cli("-C", example_fork.path, "image", "promote", candidate, "--tag", "v1.1.0")
+    assert result.code == 2
+    assert set(fake.tags) == {candidate}
+
+
+def raise_push_error() -> None:
+    from forktool.errors import FatalError
+
+    raise FatalError("the registry hung up")
+
+
+def test_re_promoting_the_same_image_pushes_nothing(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, _gate = gated(example_fork, fake)
+    assert promote_json(example_fork, candidate)[0] == 0
+    fake.tags = {candidate: fake.tags[candidate]}  # another runner: no local trace
+    code, data = promote_json(example_fork, candidate, "--latest")
+    assert code == 0, data
+    assert len(fake.pushes) == 1 and data["pushed_as"] == ""
+    assert fake.release("latest") == fake.tags[candidate]
+
+
+def test_a_tag_with_a_trailing_newline_is_exit_2(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    result = run_cli("-C", example_fork.path, "image", "promote", "x", "--tag", "v3.0.0\n")
+    assert result.code == 2
+    assert result.error_lines[0] == "error: --tag 'v3.0.0\\n' is not a valid image tag"
+    assert len(result.err.splitlines()) == 2
+
+
+def test_freeze_refuses_a_digest_no_promotion_of_head_names(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    identity(monkeypatch)
+    promoted(example_fork)
+    for bogus in ("sha256:" + "0" * 64, f"{REPO}@sha256:{'2' * 64}"):
+        result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", bogus)
+        assert result.code == 2
+        assert result.error_lines[0].startswith(f"error: --digest {bogus}: no promotion of")
+    bare = run_cli("-C", example_fork.path, "image", "freeze", "--digest", "sha256:" + "1" * 64)
+    assert bare.code == 0, bare.err  # the bare digest of the recorded promotion
+
+
+def test_freeze_refuses_a_promotion_of_another_patch_set(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    identity(monkeypatch)
+    promoted(example_fork)
+    path = example_fork.path / ".forktool/gate-records/promoted-v1.1.0.json"
+    record = json.loads(path.read_text())
+    record["labels"]["org.forktool.patch-set"] = "sha256:" + "3" * 64
+    path.write_text(json.dumps(record))
+    result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
+    assert result.code == 2
+    assert "was built from patch set sha256:333" in result.error_lines[0]
+
+
+@pytest.mark.parametrize("key", ["context", "dockerfile", "records", "waivers"])
+@pytest.mark.parametrize("value", ["/etc", "../..", "docker/../../x"])
+def test_image_paths_outside_the_fork_are_exit_2(
+    example_fork: RepoBuilder, key: str, value: str
+) -> None:
+    config = example_fork.path / "forktool.yaml"
+    text = config.read_text()
+    if key == "dockerfile":
+        text = text.replace("  dockerfile: docker/Dockerfile\n", "")
+    text = text.replace("  site: /opt/pulse\n", f"  site: /opt/pulse\n  {key}: {value}\n")
+    config.write_text(text)
+    result = run_cli("-C", example_fork.path, "image", "freeze")
+    assert result.code == 2
+    assert result.error_lines[0].endswith(f"image.{key} '{value}' must be a path inside the fork")
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"), [("1", True), ("86400", True), ("0", False), ("1.5", False), ("soon", False)]
+)
+def test_gate_timeout_is_whole_seconds(example_fork: RepoBuilder, value: str, ok: bool) -> None:
+    config = example_fork.path / "forktool.yaml"
+    config.write_text(
+        config.read_text().replace(
+            "  site: /opt/pulse\n", f"  site: /opt/pulse\n  gate_timeout: {value}\n"
+        )
+    )
+    if ok:
+        settings = load_config(config).image
+        assert settings is not None and settings.gate_timeout == int(value)
+    else:
+        result = run_cli("-C", example_fork.path, "image", "freeze")
+        assert result.code == 2
+        assert "image.gate_timeout" in result.error_lines[0]
+
+
+def test_the_committed_gate_timeout_reaches_every_gate_command(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    config = example_fork.path / "forktool.yaml"
+    text = config.read_text().replace(
+        "  site: /opt/pulse\n", "  site: /opt/pulse\n  gate_timeout: 42\n"
+    )
+    example_fork.commit("fork: a shorter gate timeout\n", {"forktool.yaml": text})
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    _candidate, gate = gated(example_fork, fake)
+    assert gate["gate_timeout"] == 42
+    assert [timeout for _, _, timeout in fake.runs] == [42, 42]
+
+
+def test_a_committed_link_out_of_the_repository_is_exit_2_not_a_traceback(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    (example_fork.path / "docker" / "up").symlink_to("../../..")
+    example_fork.git.run(["add", "docker/up"], purpose="add")
+    example_fork.git.run(["commit", "-qm", "a link out"], purpose="commit")
+    for args in (["build"], ["freeze", "--digest", DIGEST]):
+        result = run_cli("-C", example_fork.path, "image", *args)
+        assert result.code == 2
+        assert result.error_lines[0].startswith("error: docker/up -> ../../..: a committed link")
+    assert fake.builds == []
+
+
+def test_a_link_out_of_the_site_is_left_out_and_named(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    site = site_with(demo_upstream, tmp_path, example_fork)
+    (site / "pulse" / "hosts").symlink_to("/etc/hosts")
+    fake.site = site
+    _candidate, gate = gated(example_fork, fake)
+    assert gate["code"] == 0
+    series = gate["commands"][-1]  # type: ignore[index]
+    assert (
+        "not copied: pulse/pulse/hosts -> /etc/hosts (it leads outside the site)"
+        in (series["output"])
+    )
+    assert "forktool-site-" not in series["output"]
+
+
+def test_build_and_container_output_is_escaped(example_fork: RepoBuilder, fake: FakeEngine) -> None:
+    fake.fail_build = ("\x1b]0;owned\x07\x1b[31mboom",)
+    result = run_cli("-C", example_fork.path, "image", "build")
+    assert result.code == 1
+    assert "\x1b" not in result.out and "\\x1b]0;owned\\x07\\x1b[31mboom" in result.out
+
+
+def test_leftovers_of_a_killed_run_are_removed_with_a_notice(
+    example_fork: RepoBuilder, fake: FakeEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dead = 2**22 + 17  # above the default pid_max: no such process
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (tmp_path / f"forktool-image-{dead}-abc").mkdir()
+    (tmp_path / f"forktool-site-{dead}-def").mkdir()
+    (tmp_path / f"forktool-image-{os.getpid()}-mine").mkdir()
+    fake.left = [Leftover("c" * 64, dead, "127.0.0.1:5000/pulse-fork:v1.1.0-cand-1234567")]
+    result = run_cli("-C", example_fork.path, "image", "build")
+    assert result.code == 0, result.err
+    assert result.err.splitlines() == [
+        f"notice: removed container {'c' * 12} (127.0.0.1:5000/pulse-fork:v1.1.0-cand-1234567) "
+        "left by a forktool run "
+        f"that is gone (pid {dead})",
+        f"notice: removed {tmp_path}/forktool-image-{dead}-abc left by a forktool run "
+        f"that is gone (pid {dead})",
+        f"notice: removed {tmp_path}/forktool-site-{dead}-def left by a forktool run "
+        f"that is gone (pid {dead})",
+    ]
+    assert fake.removed == ["c" * 64]
+    assert sorted(p.name for p in tmp_path.glob("forktool-*")) == [
+        f"forktool-image-{os.getpid()}-mine"
+    ]
+
+
+def test_an_engine_that_never_answers_is_exit_2_after_the_control_timeout(
+    example_fork: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "mute.sock"))
+    server.listen(4)  # accepts connections (the kernel's backlog), never answers
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'mute.sock'}")
+    monkeypatch.setenv("FORKTOOL_DOCKER_TIMEOUT", "1")
+    try:
+        result = run_cli("-C", example_fork.path, "image", "build")
+    finally:
+        server.close()
+    assert result.code == 2
+    assert result.error_lines[0].startswith(
+        f"error: no Docker engine answers at unix://{tmp_path / 'mute.sock'}: "
+    )
+    assert len(result.error_lines) == 2

@@ -102,7 +102,7 @@ def clean_leftovers(docker: DockerEngine | None) -> list[str]:
         for item in docker.leftovers():
             docker.remove_container(item.id)
             messages.append(
-                f"removed container {item.id[:12]} ({item.image[:19]}) left by a forktool run "
+                f"removed container {item.id[:12]} ({item.image}) left by a forktool run "
                 f"that is gone (pid {item.pid})"
             )
     root = Path(tempfile.gettempdir())
