@@ -55,8 +55,16 @@ def render_promote(out: Output, result: PromoteResult) -> None:
     if not result.ok:
         out.result(Text(f"REFUSED: {escaped(result.message)}", style="red"), markup=False)
         return
+    if result.pushed_as:
+        out.print(
+            f"pushed {result.image_id} as {result.repository}:{result.pushed_as}", markup=False
+        )
+    else:
+        out.print(f"the registry already holds {result.image_id}: nothing pushed", markup=False)
     for tag in result.tags:
-        out.print(f"pushed {result.repository}:{tag}", markup=False)
+        out.print(
+            f"tagged {result.repository}:{tag} on the registry: {result.digest}", markup=False
+        )
     out.result(
         Text(f"PROMOTED: {result.reference} (image {result.image_id})", style="green"),
         markup=False,
