@@ -6,28 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from apply_support import edit_line, numbered, patch_of, pristine, writes
-from helpers import MiniFork, mini_fork, snapshot_tree
+from apply_support import pristine
+from helpers import MiniFork, snapshot_tree
+from test_apply_safety import ENGINES, A, B, C, fork
 
-from forktool.builder import RepoBuilder
-
-APP = "src/app.py"
-BASE = numbered(40)
-A, B, C = "0001-a.patch", "0002-b.patch", "0003-c.patch"
-ENGINES = ["git", "patch"]
-
-
-@pytest.fixture
-def fork(builder: RepoBuilder) -> MiniFork:
-    fork = mini_fork(builder, {APP: BASE, "src/util.py": numbered(10, "util")})
-    fork.write(
-        {
-            A: patch_of(builder, "v1", writes({APP: edit_line(BASE, "line 5", "line 5 a")})),
-            B: patch_of(builder, "v1", writes({APP: edit_line(BASE, "line 30", "line 30 b")})),
-            C: patch_of(builder, "v1", writes({"src/util.py": numbered(10, "util") + "more\n"})),
-        }
-    )
-    return fork
+__all__ = ["fork"]  # the fixture: the same three-patch fork as the apply safety tests
 
 
 def verify_except(fork: MiniFork, target: Path, engine: str, patch: str) -> dict[str, object]:
@@ -37,6 +20,10 @@ def verify_except(fork: MiniFork, target: Path, engine: str, patch: str) -> dict
     )  # fmt: skip
     assert result.code in (0, 1), result.err
     return {"code": result.code, **result.json()}
+
+
+def verdicts(result: dict[str, object]) -> dict[str, tuple[str, str]]:
+    return {p["patch"]: (p["status"], p["message"]) for p in result["patches"]}  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -49,7 +36,7 @@ def test_verify_except_passes_exactly_the_minus_state(
     result = verify_except(fork, target, engine, B)
     assert result["code"] == 0, result
     assert result["message"] == f"the target carries exactly the series except {B}"
-    statuses = {p["patch"]: (p["status"], p["message"]) for p in result["patches"]}  # type: ignore[attr-defined]
+    statuses = verdicts(result)
     assert statuses[B] == ("exact", "absent (--except): it applies on the rest")
     assert statuses[A][0] == statuses[C][0] == "exact"
     assert snapshot_tree(target) == before
@@ -64,8 +51,7 @@ def test_verify_except_fails_when_the_left_out_patch_is_present(
     result = verify_except(fork, target, engine, B)
     assert result["code"] == 1
     assert result["message"] == f"the target is not the series without {B}"
-    statuses = {p["patch"]: (p["status"], p["message"]) for p in result["patches"]}  # type: ignore[attr-defined]
-    assert statuses[B] == ("fails", "present, though --except says it is left out")
+    assert verdicts(result)[B] == ("fails", "present, though --except says it is left out")
 
 
 @pytest.mark.parametrize("engine", ENGINES)

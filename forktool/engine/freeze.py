@@ -8,14 +8,19 @@ anything else is a finding (exit 1) naming both values, and is never moved.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from forktool.config import Config
 from forktool.engine.arms import patchset_hash
-from forktool.engine.image import L_PATCH_SET, L_REVISION, fork_at, require_image_settings
+from forktool.engine.image import (
+    L_PATCH_SET,
+    L_REVISION,
+    fork_at,
+    read_record,
+    require_image_settings,
+)
 from forktool.errors import FatalError
 from forktool.git import Git
 
@@ -65,13 +70,7 @@ def promotions(config: Config) -> list[tuple[str, dict[str, object]]]:
     found = []
     for path in sorted(records.glob("promoted-*.json")) if records.is_dir() else []:
         shown = config.rel(path)
-        try:
-            data = json.loads(path.read_bytes())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise FatalError(f"{shown}: not a valid promotion record: {exc}") from exc
-        if not isinstance(data, dict):
-            raise FatalError(f"{shown}: not a valid promotion record")
-        found.append((shown, data))
+        found.append((shown, read_record(path, shown, "promotion record")))
     return found
 
 

@@ -420,6 +420,17 @@ def record_path(config: Config, image_id: str) -> Path:
     return config.file(settings.records) / f"{image_id.removeprefix('sha256:')}.json"
 
 
+def read_record(path: Path, shown: str, what: str) -> dict[str, object]:
+    """A JSON record forktool wrote under image.records (exit 2 when it is not one)."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FatalError(f"{shown}: not a valid {what}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise FatalError(f"{shown}: not a valid {what}")
+    return data
+
+
 def candidate_image(docker: DockerEngine, ref: str) -> ImageInfo:
     info = docker.image(ref)
     if info is None:

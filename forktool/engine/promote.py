@@ -35,6 +35,7 @@ from forktool.engine.image import (
     fork_at,
     image_site,
     now,
+    read_record,
     record_path,
     require_image_settings,
     series_command,
@@ -81,15 +82,7 @@ class PromoteResult:
 
 
 def load_record(path: Path, shown: str) -> dict[str, object] | None:
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FatalError(f"{shown}: not a valid gate record: {exc}") from exc
-    if not isinstance(data, dict):
-        raise FatalError(f"{shown}: not a valid gate record")
-    return data
+    return read_record(path, shown, "gate record") if path.is_file() else None
 
 
 def promotion_path(config: Config, tag: str) -> Path:
