@@ -27,6 +27,7 @@ MAX_LINK_HOPS = 8
 # SIGKILL can be found and cleaned by the next one.
 L_OWNER_HOST = "org.forktool.owner-host"
 L_OWNER_PID = "org.forktool.owner-pid"
+L_OWNER_SCOPE = "org.forktool.owner-scope"  # the image repository the run worked for
 
 
 def control_timeout() -> int:
@@ -36,8 +37,12 @@ def control_timeout() -> int:
     return int(text) if text.isdigit() and int(text) > 0 else 30
 
 
-def owner_labels() -> dict[str, str]:
-    return {L_OWNER_HOST: socket.gethostname(), L_OWNER_PID: str(os.getpid())}
+def owner_labels(scope: str) -> dict[str, str]:
+    return {
+        L_OWNER_HOST: socket.gethostname(),
+        L_OWNER_PID: str(os.getpid()),
+        L_OWNER_SCOPE: scope,
+    }
 
 
 @dataclass(frozen=True)
@@ -95,9 +100,9 @@ class DockerEngine(Protocol):
 
     def image(self, ref: str) -> ImageInfo | None: ...
 
-    def run(self, image: str, command: Sequence[str], timeout: int) -> RunOutcome: ...
+    def run(self, image: str, command: Sequence[str], timeout: int, scope: str) -> RunOutcome: ...
 
-    def export_path(self, image: str, path: str) -> PathArchive: ...
+    def export_path(self, image: str, path: str, scope: str) -> PathArchive: ...
 
     def tag(self, image_id: str, repository: str, tag: str) -> None: ...
 
@@ -109,7 +114,7 @@ class DockerEngine(Protocol):
 
     def put_manifest(self, repository: str, tag: str, manifest: Manifest) -> str: ...
 
-    def leftovers(self) -> list[Leftover]: ...
+    def leftovers(self, scope: str) -> list[Leftover]: ...
 
     def remove_container(self, container_id: str) -> None: ...
 
@@ -192,7 +197,7 @@ class SdkEngine:
             repo_digests=tuple(attrs.get("RepoDigests") or ()),
         )
 
-    def run(self, image: str, command: Sequence[str], timeout: int) -> RunOutcome:
+    def run(self, image: str, command: Sequence[str], timeout: int, scope: str) -> RunOutcome:
         from docker.errors import APIError
 
         with self._answering(f"run {' '.join(command)}"):
@@ -202,7 +207,7 @@ class SdkEngine:
                     command=list(command),
                     network_mode="none",
                     detach=True,
-                    labels=owner_labels(),
+                    labels=owner_labels(scope),
                 )
             except APIError as exc:
                 return RunOutcome(127 if _not_found(exc) else 125, _api_message(exc))
@@ -228,13 +233,13 @@ class SdkEngine:
         output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
         return RunOutcome(int(status.get("StatusCode", 1)), output)
 
-    def export_path(self, image: str, path: str) -> PathArchive:
+    def export_path(self, image: str, path: str, scope: str) -> PathArchive:
         """``path`` from the image's root (symlinks followed inside that root)."""
         from docker.errors import APIError, NotFound
 
         with self._answering(f"read {path} from {image}"):
             container = self.client.containers.create(
-                image, command=["true"], network_mode="none", labels=owner_labels()
+                image, command=["true"], network_mode="none", labels=owner_labels(scope)
             )
             try:
                 for _hop in range(MAX_LINK_HOPS):
@@ -303,13 +308,13 @@ class SdkEngine:
     def put_manifest(self, repository: str, tag: str, manifest: Manifest) -> str:
         return self.registry.put_manifest(repository, tag, manifest)
 
-    def leftovers(self) -> list[Leftover]:
-        """Containers forktool runs on this host made and that outlived their run."""
+    def leftovers(self, scope: str) -> list[Leftover]:
+        """Containers forktool runs on this host made for ``scope`` and that outlived
+        their run."""
         host = socket.gethostname()
+        wanted = [f"{L_OWNER_HOST}={host}", f"{L_OWNER_SCOPE}={scope}"]
         with self._answering("list containers"):
-            found = self.client.api.containers(
-                all=True, filters={"label": f"{L_OWNER_HOST}={host}"}
-            )
+            found = self.client.api.containers(all=True, filters={"label": wanted})
         out = []
         for item in found:
             labels = item.get("Labels") or {}

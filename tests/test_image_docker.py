@@ -362,8 +362,9 @@ def labelled(engine: SdkEngine, pid: int) -> list[dict[str, object]]:
     return list(engine.client.api.containers(all=True, filters={"label": f"{L_OWNER_PID}={pid}"}))
 
 
-def start_gate(fork: RepoBuilder, engine: SdkEngine) -> subprocess.Popen[str]:
-    """``forktool image gate`` in a child process, returned once its gate container runs."""
+def start_gate(fork: RepoBuilder, engine: SdkEngine, tmp: Path) -> subprocess.Popen[str]:
+    """``forktool image gate`` in a child process (temporary files under ``tmp``, so no
+    other test's leftover sweep sees them), returned once its gate container runs."""
     set_image_keys(fork, "fork: a gate command that takes long", gate='[["sleep", "300"]]')
     candidate = str(build(fork)["candidate"])
     child = subprocess.Popen(
@@ -371,6 +372,7 @@ def start_gate(fork: RepoBuilder, engine: SdkEngine) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
     )
     while not any(c.get("State") == "running" for c in labelled(engine, child.pid)):
         assert child.poll() is None, child.communicate()
@@ -378,38 +380,39 @@ def start_gate(fork: RepoBuilder, engine: SdkEngine) -> subprocess.Popen[str]:
     return child
 
 
-def own_temp_dirs(pid: int) -> list[Path]:
-    return sorted(Path(tempfile.gettempdir()).glob(f"forktool-*-{pid}-*"))
+def own_temp_dirs(tmp: Path, pid: int) -> list[Path]:
+    return sorted(tmp.glob(f"forktool-*-{pid}-*"))
 
 
 def test_sigterm_during_the_gate_removes_its_container_and_temp_dirs(
-    fork: RepoBuilder, engine: SdkEngine
+    fork: RepoBuilder, engine: SdkEngine, tmp_path: Path
 ) -> None:
-    child = start_gate(fork, engine)
-    assert own_temp_dirs(child.pid)
+    child = start_gate(fork, engine, tmp_path)
+    assert own_temp_dirs(tmp_path, child.pid)
     child.send_signal(signal.SIGTERM)
     _out, err = child.communicate(timeout=120)
     assert child.returncode == 130, err
     assert "error: interrupted" in err
     assert labelled(engine, child.pid) == []
-    assert own_temp_dirs(child.pid) == []
+    assert own_temp_dirs(tmp_path, child.pid) == []
 
 
 def test_the_next_run_removes_what_a_sigkill_left_with_a_notice(
-    fork: RepoBuilder, engine: SdkEngine
+    fork: RepoBuilder, engine: SdkEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    child = start_gate(fork, engine)
+    child = start_gate(fork, engine, tmp_path)
     child.kill()
     child.communicate(timeout=60)
     (left,) = labelled(engine, child.pid)
-    assert own_temp_dirs(child.pid)
+    assert own_temp_dirs(tmp_path, child.pid)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     result = run_cli("-C", fork.path, "image", "build")
     assert result.code == 0, result.err
     notices = [line for line in result.err.splitlines() if line.startswith("notice: ")]
     assert f"notice: removed container {str(left['Id'])[:12]}" in "\n".join(notices)
     assert any(f"(pid {child.pid})" in line and "forktool-image-" in line for line in notices)
     assert labelled(engine, child.pid) == []
-    assert own_temp_dirs(child.pid) == []
+    assert own_temp_dirs(tmp_path, child.pid) == []
 
 
 class _DropOnWait(threading.Thread):

@@ -110,12 +110,13 @@ class FakeEngine:
     def image(self, ref: str) -> ImageInfo | None:
         return self.images.get(self.tags.get(ref, ref))
 
-    def run(self, image: str, command: Sequence[str], timeout: int) -> RunOutcome:
+    def run(self, image: str, command: Sequence[str], timeout: int, scope: str) -> RunOutcome:
+        assert scope == REPO
         self.runs.append((image, tuple(command), timeout))
         code = self.exit_codes.get(tuple(command), 0)
         return RunOutcome(code, f"ran {' '.join(command)}\n")
 
-    def export_path(self, image: str, path: str) -> PathArchive:
+    def export_path(self, image: str, path: str, scope: str) -> PathArchive:
         if self.site is None:
             from forktool.errors import FatalError
 
@@ -152,8 +153,8 @@ class FakeEngine:
         self.registry[f"{repository}:{tag}"] = manifest.digest
         return manifest.digest
 
-    def leftovers(self) -> list[Leftover]:
-        return list(self.left)
+    def leftovers(self, scope: str) -> list[Leftover]:
+        return list(self.left) if scope == REPO else []
 
     def remove_container(self, container_id: str) -> None:
         self.removed.append(container_id)
@@ -166,7 +167,11 @@ class FakeEngine:
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeEngine:
+    """The fake engine, and a temporary directory of the test's own: the leftover
+    sweep of one test never sees another's directories."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     engine = FakeEngine()
     importlib.import_module("forktool.cli")  # loads the command modules (they import the CLI)
     image_command = importlib.import_module("forktool.commands.image")
@@ -1052,10 +1057,10 @@ def test_build_and_container_output_is_escaped(example_fork: RepoBuilder, fake: 
 
 
 def test_leftovers_of_a_killed_run_are_removed_with_a_notice(
-    example_fork: RepoBuilder, fake: FakeEngine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    example_fork: RepoBuilder, fake: FakeEngine
 ) -> None:
     dead = 2**22 + 17  # above the default pid_max: no such process
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    tmp_path = Path(tempfile.gettempdir())  # the fake fixture's own
     (tmp_path / f"forktool-image-{dead}-abc").mkdir()
     (tmp_path / f"forktool-site-{dead}-def").mkdir()
     (tmp_path / f"forktool-image-{os.getpid()}-mine").mkdir()

@@ -41,10 +41,10 @@ def terminated_like_interrupted() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
-def cleaned_engine() -> DockerEngine:
+def cleaned_engine(scope: str) -> DockerEngine:
     """The engine, after removing what a killed forktool run left (one notice each)."""
     docker = engine()
-    for message in clean_leftovers(docker):
+    for message in clean_leftovers(docker, scope):
         notice(message)
     return docker
 
@@ -89,10 +89,11 @@ def build(app: App, minus: str | None, patchless: bool, fmt: str) -> int:
       forktool image build --patchless --format json
     """
     config = app.config()
-    require_image_settings(config)
+    scope = require_image_settings(config).repository
     git = app.git()
     with terminated_like_interrupted():
-        result = build_candidate(config, git, cleaned_engine(), minus=minus, patchless=patchless)
+        docker = cleaned_engine(scope)
+        result = build_candidate(config, git, docker, minus=minus, patchless=patchless)
     if fmt == "json":
         app.output.json(result.to_json())
     else:
@@ -126,7 +127,7 @@ def gate(app: App, candidate: str, fmt: str) -> int:
     git = app.git()
     steps = len(config.image.gate) + 1 if config.image else 1
     with terminated_like_interrupted(), app.lock(git):
-        docker = cleaned_engine()
+        docker = cleaned_engine(config.image.repository if config.image else "")
         with app.output.progress(steps, f"gating {candidate}") as tick:
             record = gate_candidate(config, git, docker, candidate, progress=tick)
     if fmt == "json":

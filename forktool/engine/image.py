@@ -95,16 +95,19 @@ def temp_prefix(kind: str) -> str:
     return f"forktool-{kind}-{os.getpid()}-"
 
 
-def clean_leftovers(docker: DockerEngine | None) -> list[str]:
-    """Remove what a forktool run killed with SIGKILL left; one message for each."""
+def clean_leftovers(docker: DockerEngine, scope: str) -> list[str]:
+    """Remove what a forktool run killed with SIGKILL left; one message for each.
+
+    Containers: those of this host and ``scope`` (the image repository) whose owner
+    process is gone. Temporary directories: any whose owner process is gone.
+    """
     messages = []
-    if docker is not None:
-        for item in docker.leftovers():
-            docker.remove_container(item.id)
-            messages.append(
-                f"removed container {item.id[:12]} ({item.image}) left by a forktool run "
-                f"that is gone (pid {item.pid})"
-            )
+    for item in docker.leftovers(scope):
+        docker.remove_container(item.id)
+        messages.append(
+            f"removed container {item.id[:12]} ({item.image}) left by a forktool run "
+            f"that is gone (pid {item.pid})"
+        )
     root = Path(tempfile.gettempdir())
     for kind in TEMP_KINDS:
         for path in sorted(root.glob(f"forktool-{kind}-*")):
@@ -463,7 +466,7 @@ def gate_candidate(
     progress: Progress | None = None,
 ) -> GateRecord:
     """Run the committed gate commands in the candidate, check its series from outside."""
-    require_image_settings(config)
+    scope = require_image_settings(config).repository
     require_committed(git, config)
     info = candidate_image(docker, ref)
     started = now()
@@ -482,11 +485,11 @@ def gate_candidate(
         )
         checks.append(_label_check(fork, arm, info.labels))
         for command in settings.gate:
-            outcome = docker.run(info.id, command, settings.gate_timeout)
+            outcome = docker.run(info.id, command, settings.gate_timeout, scope)
             checks.append(GateCheck("command", command, outcome.exit_code, tail(outcome.output)))
             if progress:
                 progress(1)
-        checks.append(series_check(docker, info.id, fork, arm, site))
+        checks.append(series_check(docker, info.id, fork, arm, site, scope))
         if progress:
             progress(1)
     record = GateRecord(
@@ -530,7 +533,9 @@ def series_command(arm: Arm, site: str) -> tuple[str, ...]:
     return ("forktool", "apply", "--target", site, "--verify")
 
 
-def series_check(docker: DockerEngine, image_id: str, fork: Fork, arm: Arm, site: str) -> GateCheck:
+def series_check(
+    docker: DockerEngine, image_id: str, fork: Fork, arm: Arm, site: str, scope: str
+) -> GateCheck:
     """The host's ``apply --verify`` on a copy of ``site`` taken out of the image.
 
     Nothing in the image runs: a ``forktool`` (or ``patch``) inside the thing
@@ -542,7 +547,7 @@ def series_check(docker: DockerEngine, image_id: str, fork: Fork, arm: Arm, site
         return GateCheck("series", command, 1, message, "host")
 
     try:
-        archive = docker.export_path(image_id, site)
+        archive = docker.export_path(image_id, site, scope)
     except FatalError as exc:
         return failed(exc.message)
     with tempfile.TemporaryDirectory(prefix=temp_prefix("site")) as tmp:
