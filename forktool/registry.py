@@ -42,8 +42,8 @@ def split_repository(repository: str) -> tuple[str, str]:
     return "registry-1.docker.io", name
 
 
-def _base_url(address: str) -> str:
-    host = address.rsplit(":", 1)[0] if address.count(":") == 1 else address
+def base_url(address: str) -> str:
+    host = address if address.endswith("]") else address.rsplit(":", 1)[0]
     local = host in ("localhost", "[::1]") or host.startswith("127.")
     return f"{'http' if local else 'https'}://{address}"
 
@@ -57,7 +57,7 @@ class RegistryClient:
 
     def manifest(self, repository: str, reference: str) -> Manifest | None:
         address, name = split_repository(repository)
-        url = f"{_base_url(address)}/v2/{name}/manifests/{reference}"
+        url = f"{base_url(address)}/v2/{name}/manifests/{reference}"
         status, headers, body = self._call("GET", url, repository, None, {})
         if status == 404:
             return None
@@ -77,7 +77,7 @@ class RegistryClient:
     def put_manifest(self, repository: str, tag: str, manifest: Manifest) -> str:
         """Name ``manifest`` (already in the registry) as ``tag``; the digest it answers."""
         address, name = split_repository(repository)
-        url = f"{_base_url(address)}/v2/{name}/manifests/{tag}"
+        url = f"{base_url(address)}/v2/{name}/manifests/{tag}"
         headers = {"Content-Type": manifest.media_type}
         status, answer, body = self._call("PUT", url, repository, manifest.body, headers)
         if status not in (200, 201):

@@ -1099,3 +1099,21 @@ def test_an_engine_that_never_answers_is_exit_2_after_the_control_timeout(
         f"error: no Docker engine answers at unix://{tmp_path / 'mute.sock'}: "
     )
     assert len(result.error_lines) == 2
+
+
+@pytest.mark.parametrize(
+    ("repository", "url", "name"),
+    [
+        ("127.0.0.1:5000/team/app", "http://127.0.0.1:5000", "team/app"),
+        ("localhost/app", "http://localhost", "app"),
+        ("[::1]:5000/app", "http://[::1]:5000", "app"),
+        ("registry.example.org/team/app", "https://registry.example.org", "team/app"),
+        ("app", "https://registry-1.docker.io", "library/app"),
+        ("team/app", "https://registry-1.docker.io", "team/app"),
+    ],
+)
+def test_a_repository_names_its_registry_and_scheme(repository: str, url: str, name: str) -> None:
+    from forktool.registry import base_url, split_repository
+
+    address, found = split_repository(repository)
+    assert (base_url(address), found) == (url, name)
