@@ -53,10 +53,12 @@ def cleaned_engine(scope: str) -> DockerEngine:
 def command() -> None:
     """Candidate images, the gate, promotion by digest, frozen releases.
 
-    A build only ever makes a candidate; the gate runs in that exact image and
-    records its verdict by image id; promotion tags and pushes that same id, and
-    only when it passed. Nothing rebuilds. Configured by the image: block of
-    forktool.yaml; the engine is DOCKER_HOST (or the default socket).
+    A build only ever makes a candidate; the gate runs the committed gate
+    commands in that exact image, checks its series from outside, and records its
+    verdict bound to the image id and the committed configuration; promotion
+    publishes that same id, and only when the record derives again. Nothing
+    rebuilds. Configured by the image: block of forktool.yaml; the engine is
+    DOCKER_HOST (or the default socket). SIGTERM is handled like Ctrl-C.
 
     \b
     Example:
