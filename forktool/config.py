@@ -48,6 +48,7 @@ class ImageSettings:
     site: str | None = None  # directory in the image that carries the series
     records: str = ".forktool/gate-records"
     waivers: str | None = None
+    gate_timeout: int = 600  # seconds each gate command may run before it is killed
 
 
 @dataclass(frozen=True)
@@ -260,11 +261,34 @@ def _image(node: _Node) -> ImageSettings:
         "site",
         "records",
         "waivers",
+        "gate_timeout",
     }
     _check_keys(node, items, "image", allowed, {"repository", "dockerfile"})
-    strings = {k: items[k].string(f"image.{k}") for k in allowed - {"gate"} if k in items}
+    special = {"gate", "gate_timeout"}
+    values: dict[str, Any] = {
+        k: items[k].string(f"image.{k}") for k in allowed - special if k in items
+    }
+    for key in _IMAGE_PATH_KEYS:
+        if key in values and not _inside_fork(values[key]):
+            raise items[key].fail(f"image.{key} '{values[key]}' must be a path inside the fork")
+    if "gate_timeout" in items:
+        values["gate_timeout"] = _seconds(items["gate_timeout"], "image.gate_timeout")
     gate = _gate(items["gate"]) if "gate" in items else ()
-    return ImageSettings(gate=gate, **strings)
+    return ImageSettings(gate=gate, **values)
+
+
+_IMAGE_PATH_KEYS = ("context", "dockerfile", "records", "waivers")
+
+
+def _inside_fork(value: str) -> bool:
+    return not value.startswith("/") and ".." not in Path(value).parts
+
+
+def _seconds(node: _Node, what: str) -> int:
+    text = node.string(what)
+    if not text.isdigit() or not 1 <= int(text) <= 86400:
+        raise node.fail(f"{what} '{text}' must be a whole number of seconds from 1 to 86400")
+    return int(text)
 
 
 def _history(node: _Node) -> HistorySettings:

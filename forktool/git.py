@@ -504,6 +504,28 @@ class Git:
             ["archive", "--format=tar", "--end-of-options", rev], purpose=f"export {rev}"
         ).stdout
 
+    def blob_id(self, rev: str, path: str) -> str | None:
+        """The id of the blob at ``path`` in ``rev``'s tree, or None when there is none."""
+        res = self.run(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}:{path}"],
+            purpose=f"find {path} in {rev}",
+            check=False,
+        )
+        oid = res.out.strip()
+        if not res.ok or self.object_types([oid]).get(oid) != "blob":
+            return None
+        return oid
+
+    def uncommitted(self, pathspecs: Sequence[str], exclude: Sequence[str] = ()) -> list[str]:
+        """Paths under ``pathspecs`` (from the top) that differ from HEAD or are untracked."""
+        specs = [f":(top,literal){p}" for p in pathspecs]
+        specs += [f":(top,literal,exclude){p}" for p in exclude]
+        out = self.run(
+            ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *specs],
+            purpose="list uncommitted changes to the fork's files",
+        ).out
+        return [entry[3:] for entry in out.split("\0") if len(entry) > 3 and entry[2] == " "]
+
     def local_config(self, key: str) -> str | None:
         """A value from the repository's own config (global and system config are off)."""
         res = self.run(["config", "--local", "--get", key], purpose=f"read {key}", check=False)

@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -1074,6 +1074,8 @@ def apply_to_directory(
         )
         return DirResult(str(target), engine, mode, False, dry_run, (), message=message)
     with _scratch_copy(target, paths) as scratch:
+        if mode == "verify" and exclude:
+            return _verify_except(applier, scratch, target, patches, set(exclude), base, dry_run)
         if mode == "verify":
             return _verify_directory(applier, scratch, target, patches, base, dry_run, progress)
         if mode == "apply":
@@ -1139,6 +1141,55 @@ def _verify_directory(
         message = f"leftover files in the target: {', '.join(strays[:5])}"
     return DirResult(
         str(target), applier.name, "verify", ok, dry_run, tuple(verdicts), message=message
+    )
+
+
+def _verify_except(
+    applier: Applier,
+    scratch: Path,
+    target: Path,
+    patches: list[Patch],
+    exclude: set[str],
+    base: str,
+    dry_run: bool,
+) -> DirResult:
+    """Prove ``target`` is exactly "every patch but ``exclude``": the others reverse-apply
+    exactly (newest first) and then the whole series applies exactly on what is left,
+    so the left-out patches are absent, not merely unchecked."""
+    kept = [p for p in patches if p.name not in exclude]
+    verdicts = _verify_directory(applier, scratch, target, kept, base, dry_run, None)
+    if not verdicts.ok:
+        return replace(
+            verdicts, message="the target does not carry the series' other patches exactly"
+        )
+    forward: dict[str, PatchVerdict] = {}
+    for patch in patches:
+        verdict = _judge(applier, scratch, patch, base)
+        forward[patch.name] = verdict
+        if verdict.status != "exact":
+            break
+    shown: list[PatchVerdict] = []
+    for patch in patches:
+        if patch.name in exclude:
+            found = forward.get(patch.name)
+            if found is None:
+                found = PatchVerdict(patch.name, "fails", "not checked: an earlier patch failed")
+            elif found.status == "exact":
+                found = replace(found, message="absent (--except): it applies on the rest")
+            elif found.message.startswith("already applied"):
+                found = replace(found, message="present, though --except says it is left out")
+            shown.append(found)
+        else:
+            shown.append(next(v for v in verdicts.patches if v.patch == patch.name))
+    ok = all(v.status == "exact" for v in shown) and len(forward) == len(patches)
+    left_out = ", ".join(sorted(exclude))
+    message = (
+        f"the target carries exactly the series except {left_out}"
+        if ok
+        else f"the target is not the series without {left_out}"
+    )
+    return DirResult(
+        str(target), applier.name, "verify", ok, dry_run, tuple(shown), message=message
     )
 
 
