@@ -12,7 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from forktool.config import Config
-from forktool.engine.releases import Release, parse_release_version, release_tags
+from forktool.engine.releases import (
+    Release,
+    parse_release_version,
+    release_tags,
+    require_releases,
+)
 from forktool.engine.sync import SyncReport, plan_sync
 from forktool.errors import FatalError
 from forktool.fork import Fork
@@ -85,7 +90,11 @@ def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) 
     if fetch:
         fetch_tags(config, git)
     include_pre = config.prereleases if prereleases is None else prereleases
-    releases = release_tags(git, config.release_tags, prereleases=include_pre)
+    releases = require_releases(
+        release_tags(git, config.release_tags, prereleases=include_pre),
+        config.release_tags,
+        config.pin_tag,
+    )
     pinned = parse_release_version(config.pin_tag, config.release_tags)
     if pinned is None:
         raise FatalError(
