@@ -57,6 +57,7 @@ COMMAND_MODULES = (
     "retire",
     "sync",
     "upstream",
+    "map",
 )
 
 

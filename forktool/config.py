@@ -59,6 +59,7 @@ class HistorySettings:
     required_trailers: tuple[str, ...] = ("Upstream-Merge",)
     gnu_patch: bool = False  # images apply with GNU patch: no renames, modes, symlinks, binaries
     branch: str | None = None  # the release branch whose commits are exported (check runs on it)
+    configured: bool = False  # a 'history:' section is written: export enforces the contract
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,23 @@ class Config:
     @property
     def record_path(self) -> Path:
         return self.file(self.record)
+
+    def own_files(self) -> tuple[str, ...]:
+        """The fork's bookkeeping files and directories, relative to the fork root: declared
+        divergence by definition (align, sync's merge)."""
+        items = (
+            self.path,
+            self.series_path,
+            self.patches_dir,
+            self.map_path,
+            self.ledger_path,
+            self.record_path,
+        )
+        return tuple(Path(self.rel(p)).as_posix() for p in items)
+
+    def owns(self, path: str) -> bool:
+        """Whether ``path`` (relative to the fork root) is or lies under an own file."""
+        return any(path == own or path.startswith(own + "/") for own in self.own_files())
 
     def rel(self, path: Path) -> str:
         """``path`` as the user sees it: relative to the fork root."""
@@ -295,7 +313,7 @@ def _history(node: _Node) -> HistorySettings:
     items = node.mapping("history")
     allowed = {"prefixes", "required_trailers", "gnu_patch", "branch"}
     _check_keys(node, items, "history", allowed, set())
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {"configured": True}
     if "prefixes" in items:
         prefixes = []
         for item in items["prefixes"].sequence("history.prefixes"):

@@ -355,19 +355,45 @@ class Git:
 
     def object_types(self, oids: Iterable[str]) -> dict[str, str | None]:
         """Type of each object (``commit``, ``tree``...), None when missing. One process."""
-        items = list(dict.fromkeys(oids))
+        return {oid: hit[1] if hit else None for oid, hit in self.resolve_names(oids).items()}
+
+    def resolve_names(self, names: Iterable[str]) -> dict[str, tuple[str, str] | None]:
+        """Each object name (full or abbreviated) -> (full id, type); None when it is
+        missing or ambiguous. One ``cat-file --batch-check`` for all of them."""
+        items = list(dict.fromkeys(names))
         if not items:
             return {}
         res = self.run(
             ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
-            purpose="look up objects",
+            purpose="look up object names",
             input=("\n".join(items) + "\n").encode(),
         )
-        types: dict[str, str | None] = {}
-        for oid, line in zip(items, res.out.splitlines(), strict=True):
+        found: dict[str, tuple[str, str] | None] = {}
+        for name, line in zip(items, res.out.splitlines(), strict=True):
             parts = line.split()
-            types[oid] = parts[1] if len(parts) == 2 and parts[1] != "missing" else None
-        return types
+            known = len(parts) == 2 and parts[1] not in ("missing", "ambiguous")
+            found[name] = (parts[0], parts[1]) if known else None
+        return found
+
+    def commit_messages(self, commits: Sequence[str]) -> dict[str, str]:
+        """Each commit's message exactly as stored (undecodable bytes escaped). One process."""
+        if not commits:
+            return {}
+        data = self.run(
+            ["cat-file", "--batch"],
+            purpose="read commit messages",
+            input=("\n".join(commits) + "\n").encode(),
+        ).stdout
+        found: dict[str, str] = {}
+        at = 0
+        for commit in commits:
+            eol = data.index(b"\n", at)
+            _oid, _kind, size = data[at:eol].split(b" ")
+            body = data[eol + 1 : eol + 1 + int(size)]
+            at = eol + 1 + int(size) + 1
+            _headers, _, message = body.partition(b"\n\n")
+            found[commit] = message.decode("utf-8", "surrogateescape")
+        return found
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         res = self.run(

@@ -478,6 +478,40 @@ CASES: list[Case] = [
     ),
     # upstream.map
     Case(
+        "map-suggest-write-over-a-broken-line",
+        edit("upstream.map", F1.encode(), b"abc123"),
+        ("map", "suggest", "--write"),
+        2,
+        "upstream.map:2: ",
+        "filling the map never writes a map that does not parse (the broken line stays)",
+    ),
+    Case(
+        "quilt-series-other-strip-level",
+        both(
+            write("debian/patches/series", b"x.patch -p0\n"),
+            write("debian/patches/x.patch", b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"),
+        ),
+        ("init", "--pin", "v1.1.0", "--from-quilt", "debian/patches"),
+        2,
+        "debian/patches/series:1: unsupported option '-p0' for 'x.patch' (only -p1 is allowed)",
+        "forktool applies with -p1 only: another strip level is refused, not guessed",
+    ),
+    Case(
+        "record-end-before-begin",
+        transform(
+            "FORK.md",
+            lambda d: (
+                d.replace(RECORD_BEGIN.encode(), b"@@B@@")
+                .replace(RECORD_END.encode(), RECORD_BEGIN.encode())
+                .replace(b"@@B@@", RECORD_END.encode())
+            ),
+        ),
+        ("check", "--only", "record"),
+        1,
+        "the record's end marker comes before its begin marker",
+        "markers in the wrong order are broken, not a missing section",
+    ),
+    Case(
         "map-crlf",
         transform("upstream.map", lambda d: d.replace(b"\n", b"\r\n")),
         ("status",),
@@ -696,7 +730,7 @@ CASES: list[Case] = [
         append("FORK.md", b"\nNotes in latin-1: caf\xe9\n"),
         ("retire", "--tag", "v1.2.0"),
         2,
-        "FORK.md:91: not valid UTF-8 (byte 4964)",
+        "FORK.md:129: not valid UTF-8 (byte 7783)",
         "the record is UTF-8 text; rewriting it must not mangle bytes",
     ),
     # probe results, arm results, waivers

@@ -36,6 +36,7 @@ def test_demo_release_shows_retire_keep_and_revisit(
         "patches": [
             {
                 "patch": P1,
+                "upstream_pr": "https://git.example.org/pulse/pulls/41",
                 "upstream_commits": [up.fix_empty_config],
                 "verdict": "retire",
                 "ancestor": True,
@@ -51,6 +52,7 @@ def test_demo_release_shows_retire_keep_and_revisit(
             },
             {
                 "patch": P2,
+                "upstream_pr": "https://git.example.org/pulse/pulls/57",
                 "upstream_commits": [up.fix_retry_timeout],
                 "verdict": "keep",
                 "ancestor": False,
@@ -67,6 +69,7 @@ def test_demo_release_shows_retire_keep_and_revisit(
             },
             {
                 "patch": P3,
+                "upstream_pr": "https://git.example.org/pulse/pulls/60",
                 "upstream_commits": [up.fix_utf8],
                 "verdict": "revisit",
                 "ancestor": False,
@@ -97,6 +100,7 @@ def test_demo_release_shows_retire_keep_and_revisit(
             },
             {
                 "patch": P4,
+                "upstream_pr": None,
                 "upstream_commits": [],
                 "verdict": "fork-only",
                 "ancestor": None,

@@ -44,7 +44,8 @@ def command(
     ancestry and nothing contradicts it; 'keep' when it does not; 'revisit' when the
     witnesses disagree (a cherry-pick or identical change in TAG without ancestry, or
     ancestry while the patch still applies forward on TAG); 'fork-only' when mapped to
-    'none'. Read-only: the repository is left byte-identical unless --fetch or
+    'none'; 'pending' when mapped to 'pending [PR-url]' (waiting for upstream, shown with
+    its PR, never retired). Read-only: the repository is left byte-identical unless --fetch or
     --commit-graph is given.
 
     Exit 0 with the report; 1 when --probe-results shows a patch that is now harmful or

@@ -99,6 +99,7 @@ class PatchAbsorption:
     reason: str  # the verdict, spelled out
     not_in_tag: tuple[str, ...] = ()  # mapped commits that are not ancestors of the tag
     probe: ProbeWitness | None = None
+    upstream_pr: str | None = None  # the patch's PR (trailer, else the map note's URL)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -109,6 +110,7 @@ class PatchAbsorption:
             "first_release": self.first_release,
             "evidence": [e.to_json() for e in self.evidence],
             "reason": self.reason,
+            "upstream_pr": self.upstream_pr,
         }
         if self.probe is not None:
             data["probe"] = self.probe.to_json()
@@ -565,6 +567,7 @@ def absorbed(
                 reason,
                 not_in_tag,
                 witness,
+                patch.upstream_pr,
             )
         )
         if progress:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from email.utils import parseaddr
 from pathlib import Path
@@ -189,11 +189,23 @@ def commit_tree(
     return res.out.strip()
 
 
+MetaFn = Callable[[Patch], CommitMeta | str]
+
+
 def apply_and_commit(
-    index: TempIndex, parent: str, patch: Patch, *, base_name: str, allow_offset: bool
+    index: TempIndex,
+    parent: str,
+    patch: Patch,
+    *,
+    base_name: str,
+    allow_offset: bool,
+    meta_for: MetaFn = commit_meta,
 ) -> Link:
-    """Apply one patch on ``index`` (which holds ``parent``'s tree) and commit it."""
-    meta = commit_meta(patch)
+    """Apply one patch on ``index`` (which holds ``parent``'s tree) and commit it.
+
+    ``meta_for`` gives the commit's author, date and message (default: the patch's own).
+    """
+    meta = meta_for(patch)
     if isinstance(meta, str):
         return Link(patch, PatchVerdict(patch.name, "malformed", meta), None)
     early = precheck(patch, "git")
@@ -217,6 +229,7 @@ def build_chain(
     *,
     base_name: str,
     allow_offset: bool = True,
+    meta_for: MetaFn = commit_meta,
 ) -> Chain:
     """Commit ``patches`` one by one on ``base_commit``; stops at the first that fails."""
     index.read_tree(f"{base_commit}^{{tree}}")
@@ -224,7 +237,7 @@ def build_chain(
     parent = base_commit
     for patch in patches:
         link = apply_and_commit(
-            index, parent, patch, base_name=base_name, allow_offset=allow_offset
+            index, parent, patch, base_name=base_name, allow_offset=allow_offset, meta_for=meta_for
         )
         links.append(link)
         if link.commit is None:

@@ -685,8 +685,15 @@ def _stage_bump(run: _Run, resume: bool) -> bool:
     return True
 
 
-def _fork_paths(ledger: Ledger, entries: list[tuple[str, str, str]]) -> dict[str, tuple[str, str]]:
-    return {path: (mode, oid) for mode, oid, path in entries if ledger.declaring("add", path)}
+def _fork_paths(
+    ledger: Ledger, entries: list[tuple[str, str, str]], config: Config | None = None
+) -> dict[str, tuple[str, str]]:
+    """The fork's own paths: declared ``add`` in the ledger, or its bookkeeping files."""
+    return {
+        path: (mode, oid)
+        for mode, oid, path in entries
+        if ledger.declaring("add", path) or (config is not None and config.owns(path))
+    }
 
 
 def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
@@ -699,7 +706,9 @@ def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
     ours = {
         path: meta
         for path, meta in _fork_paths(
-            ledger, [(m, o, p[len(prefix) :]) for m, o, p in head_files if p.startswith(prefix)]
+            ledger,
+            [(m, o, p[len(prefix) :]) for m, o, p in head_files if p.startswith(prefix)],
+            fork.config,
         ).items()
     }
     conflicts = [
@@ -800,6 +809,16 @@ def _finish(run: _Run) -> SyncReport:
 # -- the report ---------------------------------------------------------------------------------
 
 
+def pending_patches(report: SyncReport) -> list[tuple[str, str | None]]:
+    """The kept patches mapped ``pending``, with their PR: (patch, PR or None)."""
+    found = []
+    for entry in report.kept:
+        if entry.get("verdict") == "pending":
+            pr = entry.get("upstream_pr")
+            found.append((str(entry.get("patch")), pr if isinstance(pr, str) else None))
+    return found
+
+
 def render_markdown(report: SyncReport) -> str:
     """The sync report as a pull-request body."""
     title = "Sync plan" if report.dry_run else "Sync"
@@ -834,6 +853,10 @@ def render_markdown(report: SyncReport) -> str:
             "```",
             "</details>",
         ]
+    waiting = pending_patches(report)
+    if waiting:
+        lines += ["", "## Waiting for upstream (pending: kept, never retired)", ""]
+        lines += [f"- `{name}`: PR {pr or '(none named)'}" for name, pr in waiting]
     lines += ["", "## Pins", ""]
     if report.pins:
         lines += ["| file | line | old | new |", "|---|---|---|---|"]

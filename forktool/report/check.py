@@ -27,8 +27,9 @@ def render_text(out: Output, result: GateResult) -> None:
     out.print(table)
     for check in result.checks:
         for finding in check.findings:
-            style = "red" if finding.severity == "error" else "yellow"
-            out.result(Text(f"{finding.severity}: [{check.id}] {finding.render()}", style=style))
+            style = {"error": "red", "warning": "yellow"}.get(finding.severity, "cyan")
+            label = "notice" if finding.severity == "info" else finding.severity
+            out.result(Text(f"{label}: [{check.id}] {finding.render()}", style=style))
             if finding.hint:
                 out.print(Text(f"  hint: {finding.hint}", style="dim"))
     if result.ok:

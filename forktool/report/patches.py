@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from forktool.engine.export import ExportResult, ImportResult
+from forktool.engine.export import ExportedPatch, ExportResult, ImportResult
 from forktool.engine.fmt import FmtResult
 from forktool.engine.history import HistoryResult
 from forktool.engine.refresh import RefreshResult
@@ -116,6 +116,13 @@ def _range_diff(out: Output, text: str, note: str) -> None:
         out.print(f"no range-diff: {note}", markup=False)
 
 
+def _map_word(patch: ExportedPatch) -> str:
+    words = ",".join(c[:10] for c in patch.upstream_commits) or patch.kind
+    return (
+        f"{words} {patch.upstream_pr}" if patch.kind == "pending" and patch.upstream_pr else words
+    )
+
+
 def render_export(out: Output, result: ExportResult) -> None:
     out.print(
         f"export {result.base}..{result.rev} ({result.rev_commit[:10]}): "
@@ -123,9 +130,12 @@ def render_export(out: Output, result: ExportResult) -> None:
     )
     table = _table("patch", "status", "upstream", "commit")
     for patch in result.patches:
-        upstream = ",".join(c[:10] for c in patch.upstream_commits) or "none"
-        table.add_row(patch.patch, _status(patch.status), upstream, patch.commit[:10])
+        table.add_row(patch.patch, _status(patch.status), _map_word(patch), patch.commit[:10])
     out.print(table)
+    out.print("upstream.map entries derived from the commit messages:")
+    for patch in result.patches:
+        source = f"'{patch.source}'" if patch.source else "no upstream reference in the message"
+        out.print(f"  {patch.patch}: {_map_word(patch)} <- {source}", markup=False, soft_wrap=True)
     for name in result.removed:
         out.print(f"removed {name}", markup=False)
     for name in result.orphaned_notes:

@@ -30,7 +30,9 @@ def render_absorbed(out: Output, result: AbsorbedResult) -> None:
     if result.probe_full is not None:
         table.add_column("probe")
     for patch in result.patches:
-        upstream = ",".join(_short(c) for c in patch.upstream_commits) or "none"
+        upstream = ",".join(_short(c) for c in patch.upstream_commits) or (
+            "pending" if patch.verdict == "pending" else "none"
+        )
         ancestor = "-" if patch.ancestor is None else ("yes" if patch.ancestor else "no")
         row: list[str | Text] = [
             patch.patch,

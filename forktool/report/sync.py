@@ -6,7 +6,7 @@ from rich.table import Table
 from rich.text import Text
 
 from forktool.engine.poll import PollResult
-from forktool.engine.sync import SyncReport
+from forktool.engine.sync import SyncReport, pending_patches
 from forktool.output import Output
 
 
@@ -33,6 +33,11 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
             style = {"conflict": "red", "rebased": "yellow"}.get(e.status, "green")
             table.add_row(e.patch, Text(e.status, style=style), e.message)
         out.print(table)
+    waiting = pending_patches(report)
+    if waiting:
+        out.print(Text(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold"))
+        for name, pr in waiting:
+            out.print(f"  {name}: pending, PR {pr or '(none named)'}", markup=False)
     if report.pins:
         out.print(Text(f"pins ({len(report.pins)})", style="bold"))
         for p in report.pins:

@@ -21,13 +21,31 @@ def short(oid: str | None) -> str:
 
 
 def render_init(out: Output, result: InitResult) -> None:
-    out.print(f"Pinned to {result.tag} ({short(result.commit)}). Created:")
-    for name in result.written:
-        out.print(f"  {name}")
-    out.print(
-        "Next: add patches to patches/, list them in series, map them in upstream.map, "
-        "then run 'forktool status'."
-    )
+    from forktool.report.upstream_map import render_suggestions
+
+    out.print(f"Pinned to {result.tag} ({short(result.commit)}).")
+    for label, names in (
+        ("created", result.written),
+        ("appended the retirement record section to", result.appended),
+        ("kept as it is", result.kept),
+    ):
+        for name in names:
+            out.print(f"  {label}: {name}", markup=False)
+    if result.quilt is not None:
+        out.print(f"Adopted the quilt directory {result.quilt}; upstream.map from its headers:")
+        render_suggestions(out, result.suggestions)
+        out.print(
+            "Next: check upstream.map ('pending' where a header says nothing: write the "
+            "upstream commit, or 'none' for a fork-only patch), then run 'forktool check'.",
+            markup=False,
+        )
+    elif result.written:
+        out.print(
+            "Next: add patches to patches/, list them in series, map them in upstream.map, "
+            "then run 'forktool status'."
+        )
+    elif not result.appended:
+        out.result("Nothing to do: the fork's files are all here.", markup=False)
 
 
 def render_status(out: Output, result: StatusResult) -> None:
