@@ -53,6 +53,7 @@ COMMAND_MODULES = (
     "retire",
     "sync",
     "upstream",
+    "forecast",
 )
 
 

@@ -498,6 +498,28 @@ def _evidence(
 # -- the report ---------------------------------------------------------------------
 
 
+def first_release_map(fork: Fork, git: Git) -> dict[str, str | None]:
+    """Patch name -> the first release containing every mapped commit (or None)."""
+    config = fork.config
+    releases = release_tags(git, config.release_tags, prereleases=config.prereleases)
+    wanted = {p.name: p.commits for p in fork.patches}
+    return first_releases(git, releases, wanted, since=config.pin_commit)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What :func:`absorbed` finds the same whatever the tag: checked once for many."""
+
+    first: dict[str, str | None]
+
+
+def shared_knowledge(fork: Fork, git: Git) -> Shared:
+    """Refuse a shallow clone or a missing commit, and find first releases: once."""
+    refuse_shallow(git, fork.config)
+    require_commits(fork, git)
+    return Shared(first_release_map(fork, git))
+
+
 def absorbed(
     fork: Fork,
     git: Git,
@@ -505,33 +527,39 @@ def absorbed(
     *,
     probe: ProbeResults | None = None,
     progress: Progress | None = None,
+    tag_commit: str | None = None,
+    shared: Shared | None = None,
 ) -> AbsorbedResult:
     """Per patch: is it in ``tag`` by ancestry, its first release, and the other witnesses.
+
+    ``tag_commit`` judges a commit that is not a tag (``tag`` is then only its name);
+    ``shared`` (from :func:`shared_knowledge`) skips what does not depend on the tag
+    when one run judges several tags (``forecast``).
 
     Exit-2 conditions (raised as FatalError, nothing changed): unknown tag, shallow
     clone, a mapped or pinned commit that is missing or is not a commit, probe results
     that do not cover the series.
     """
-    tag_commit = git.peel_tag(tag)
-    refuse_shallow(git, fork.config)
-    require_commits(fork, git)
+    if tag_commit is None:
+        tag_commit = git.peel_tag(tag)
+    if shared is None:
+        refuse_shallow(git, fork.config)
+        require_commits(fork, git)
     if probe is not None:
         probe.require_covers(fork, tag)
     patches = list(fork.patches)
     commits = [c for p in patches for c in p.commits]
-    releases = release_tags(git, fork.config.release_tags, prereleases=fork.config.prereleases)
     since = fork.config.pin_commit
     # The witnesses are independent read-only git runs: gather them side by side.
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
-        first_f = pool.submit(
-            first_releases, git, releases, {p.name: p.commits for p in patches}, since=since
-        )
+        first_f = pool.submit(first_release_map, fork, git) if shared is None else None
         same_f = pool.submit(same_changes, git, patches, tag_commit, since)
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
         missing = git.not_in(commits, tag_commit)
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
         picks = cherry_picks(git, tag_commit, since, sorted(missing))
-        first, same, states = first_f.result(), same_f.result(), states_f.result()
+        first = shared.first if shared is not None else first_f.result() if first_f else {}
+        same, states = same_f.result(), states_f.result()
     results = []
     for patch in patches:
         not_in_tag = tuple(c for c in patch.commits if c in missing)
