@@ -155,7 +155,9 @@ def test_forecast_verdicts_are_what_absorbed_says(forecast_fork) -> None:
 def test_forecast_branch_head_and_explicit_tags(forecast_fork) -> None:
     fork, c = forecast_fork
     fork.repo.commit("Later work on main\n", {"e": "e\n"})
-    res = fork.cli("forecast", "--no-fetch", "--tags", "v1.1.0", "--branch", "main", "--format", "json")
+    res = fork.cli(
+        "forecast", "--no-fetch", "--tags", "v1.1.0", "--branch", "main", "--format", "json"
+    )
     assert res.code == 0, res.err
     data = res.json()
     assert [t["ref"] for t in data["targets"]] == ["v1.1.0", "main"]  # type: ignore[attr-defined]
@@ -171,7 +173,9 @@ def test_forecast_from_a_pin_on_a_release_branch_starts_at_the_branch_point(
     point = repo.rev("HEAD")
     repo.branch("release-1.0")
     repo.checkout("release-1.0")
-    repo.commit("Backport a fix to d (cherry picked)\n", {"d": edit(repo.read("d"), "d20", "d20 bp")})
+    repo.commit(
+        "Backport a fix to d (cherry picked)\n", {"d": edit(repo.read("d"), "d20", "d20 bp")}
+    )
     repo.tag("v1.0.1")
     repo.checkout("main")
     breaker = None

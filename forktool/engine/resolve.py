@@ -46,6 +46,7 @@ _PR_URL = re.compile(
     r"(?:[/?#]\S*)?$"
 )
 _PR_SHORT = re.compile(r"^[#!]?(?P<pr>[0-9]+)$")
+_PR_TRAILING = re.compile(r"^https?://\S*?/(?P<pr>[0-9]+)/?$")  # any review URL ending in N
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,9 @@ def parse_pr(text: str) -> PrRef | None:
     text = text.strip()
     if match := _PR_URL.match(text):
         return PrRef(match.group("pr"), match.group("project"))
-    if match := _PR_SHORT.match(text):
-        return PrRef(match.group("pr"), None)
+    for pattern in (_PR_SHORT, _PR_TRAILING):
+        if match := pattern.match(text):
+            return PrRef(match.group("pr"), None)
     return None
 
 
