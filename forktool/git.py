@@ -677,9 +677,12 @@ class Git:
                 entries.append(LogEntry(commit, tuple(parents.split()), author, date, message))
         return entries
 
-    def first_parent_touching(self, tip: str, start: str, paths: Sequence[str]) -> list[str]:
+    def first_parent_touching(
+        self, tip: str, start: str, paths: Sequence[str], *, top: Path | None = None
+    ) -> list[str]:
         """Oldest first: the commits on ``tip``'s first-parent line after ``start`` whose
-        change from their first parent touches ``paths`` (one ``rev-list``)."""
+        change from their first parent touches ``paths`` (relative to ``top``, the top of
+        the work tree; one ``rev-list``)."""
         return run(
             [
                 "rev-list",
@@ -690,7 +693,7 @@ class Git:
                 "--",
                 *(f":(literal){p}" for p in paths),
             ],
-            cwd=self.toplevel(),
+            cwd=top or self.toplevel(),
             purpose=f"list the commits touching the patch's files up to {tip[:12]}",
         ).out.split()
 

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
 from forktool.config import Config
-from forktool.engine.absorb import Verdict, absorbed, shared_knowledge
+from forktool.engine.absorb import Shared, Verdict, absorbed, shared_knowledge
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
 from forktool.engine.poll import fetch_tags, newer_releases
 from forktool.engine.resolve import (
@@ -39,6 +40,7 @@ from forktool.model.patchfile import touched_paths
 
 ApplyState = Literal["exact", "offset", "conflict", "absorbed", "not-tried"]
 Progress = Callable[[int], None]
+TARGET_WORKERS = 2  # targets judged side by side: git runs, not Python, do the work
 _GIT_APPLY = ["apply", "--cached", "-v", "--whitespace=nowarn", "-p1"]
 
 
@@ -252,29 +254,61 @@ def _states_of_prefix(
     return states
 
 
+def _first_failure(patches: Sequence[Patch], err: str) -> int | None:
+    """The index of the patch whose file diff git reported first as failing, from one
+    call's ``-v`` output (git checks every diff in order, each on the ones before)."""
+    checked = 0
+    for line in err.splitlines():
+        if line.startswith("Checking patch "):
+            checked += 1
+        elif line.startswith("error: ") and checked:
+            at = 0
+            for index, patch in enumerate(patches):
+                at += len(patch.parsed.files)
+                if checked <= at:
+                    return index
+            return None
+    return None
+
+
+def _longest_prefix(
+    index: TempIndex, commit: str, patches: Sequence[Patch], err: str
+) -> tuple[int, str]:
+    """(length, its output) of the longest prefix of ``patches`` that applies, given the
+    whole series' failing output ``err``: read from the output and confirmed with one
+    call, or bisected when the output does not tell."""
+    guess = _first_failure(patches, err)
+    if guess is not None:
+        ok, out = _apply_prefix(index, commit, patches[:guess])
+        if ok:
+            return guess, out
+    good, good_err, bad = 0, "", guess if guess is not None else len(patches)
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        ok, out = _apply_prefix(index, commit, patches[:mid])
+        if ok:
+            good, good_err = mid, out
+        else:
+            bad = mid
+    return good, good_err
+
+
 def cumulative_apply(git: Git, target: Target, patches: Sequence[Patch]) -> dict[str, Applied]:
     """How each of ``patches`` meets ``target`` applied in series order, as a refresh
-    would: one call when the whole series applies, a bisection of the prefix otherwise."""
+    would: one call when the whole series applies; otherwise the culprit is read from
+    git's output and confirmed (a bisection of the prefix when it cannot be read)."""
     stop = next((i for i, p in enumerate(patches) if precheck(p, "git") is not None), None)
     candidates = list(patches[:stop]) if stop is not None else list(patches)
     with git.temp_index() as index:
         ok, err = _apply_prefix(index, target.commit, candidates)
-        good, good_err = (len(candidates), err) if ok else (0, "")
-        if not ok:
-            bad = len(candidates)
-            while bad - good > 1:
-                mid = (good + bad) // 2
-                ok_mid, err_mid = _apply_prefix(index, target.commit, candidates[:mid])
-                if ok_mid:
-                    good, good_err = mid, err_mid
-                else:
-                    bad = mid
+        good, good_err = (
+            (len(candidates), err) if ok else _longest_prefix(index, target.commit, candidates, err)
+        )
         states = _states_of_prefix(index, target.commit, candidates[:good], good_err, target.ref)
         rest = list(patches[good:])
         if rest:
-            states[rest[0].name] = Applied(
-                "conflict", _conflict_message(index, target, candidates[:good], rest[0])
-            )
+            message = _conflict_message(index, target, candidates[:good], rest[0])
+            states[rest[0].name] = Applied("conflict", message)
             for patch in rest[1:]:
                 states[patch.name] = Applied("not-tried", f"after the conflict of {rest[0].name}")
     return states
@@ -301,16 +335,18 @@ class Prober:
 
     def __init__(self, git: Git) -> None:
         self.git = git
+        self.top = git.toplevel()
         self.known: dict[tuple[str, str], bool] = {}
 
-    def exact(self, commit: str, before: Sequence[Patch], patch: Patch) -> tuple[bool, int]:
+    def exact(
+        self, index: TempIndex, commit: str, before: Sequence[Patch], patch: Patch
+    ) -> tuple[bool, int]:
         """(applies exactly, checks run: 0 when remembered)."""
         key = (commit, patch.name)
         if key in self.known:
             return self.known[key], 0
-        with self.git.temp_index() as index:
-            ok, _ = _apply_prefix(index, commit, before)
-            attempt = try_patch(index, patch, check=True) if ok else Attempt(ok=False)
+        ok, _ = _apply_prefix(index, commit, before)
+        attempt = try_patch(index, patch, check=True) if ok else Attempt(ok=False)
         exact = ok and classify(patch, attempt, None, False, commit).status == "exact"
         self.known[key] = exact
         return exact, 1
@@ -334,30 +370,30 @@ def find_first_break(
     """
     before = _related(remaining, patch)
     paths = sorted({path for p in (*before, patch) for path in touched_paths(p.parsed)})
-    commits = git.first_parent_touching(target.commit, start, paths)
+    commits = git.first_parent_touching(target.commit, start, paths, top=prober.top)
     if not commits:
         return None
-    good_at_start, checks = prober.exact(start, before, patch)
-    if not good_at_start:
-        return None
-    good, bad = -1, len(commits) - 1
-    while bad - good > 1:
-        mid = (good + bad) // 2
-        exact, ran = prober.exact(commits[mid], before, patch)
-        checks += ran
-        if exact:
-            good = mid
-        else:
-            bad = mid
+    with git.temp_index() as index:
+        good_at_start, checks = prober.exact(index, start, before, patch)
+        if not good_at_start:
+            return None
+        good, bad = -1, len(commits) - 1
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            exact, ran = prober.exact(index, commits[mid], before, patch)
+            checks += ran
+            if exact:
+                good = mid
+            else:
+                bad = mid
     assert checks <= math.ceil(math.log2(len(commits))) + 2
     return commits[bad], checks, len(commits)
 
 
 def start_point(git: Git, pin_commit: str, target: Target) -> str | None:
     """Where the first-break search starts: the pin, or its branch point with the target
-    when the pin is on a release branch the target does not contain."""
-    if git.is_ancestor(pin_commit, target.commit):
-        return pin_commit
+    when the pin is on a release branch the target does not contain (the merge-base is
+    the pin itself when the target contains it)."""
     return git.merge_base(pin_commit, target.commit)
 
 
@@ -390,6 +426,35 @@ def _describe(
 # -- the matrix --------------------------------------------------------------------------
 
 
+def _column(
+    fork: Fork, git: Git, target: Target, shared: Shared, prober: Prober
+) -> dict[str, Cell]:
+    """One target's cells: absorbed's verdicts, the cumulative apply, the first breaks."""
+    report = absorbed(fork, git, target.ref, tag_commit=target.commit, shared=shared)
+    remaining = [p for p in fork.patches if report.patch(p.name).verdict != "retire"]
+    applied = cumulative_apply(git, target, remaining)
+    broken = [p for p in remaining if applied[p.name].state in ("conflict", "offset")]
+    start = start_point(git, fork.config.pin_commit, target) if broken else None
+    found: dict[str, tuple[str, int, int]] = {}
+    for patch in broken:
+        hit = find_first_break(git, prober, start, target, remaining, patch) if start else None
+        if hit is not None:
+            found[patch.name] = hit
+    breaks = _describe(git, fork.config, found)
+    column = {}
+    for verdict in report.patches:
+        state = applied.get(verdict.patch, Applied("absorbed"))
+        column[verdict.patch] = Cell(
+            target.ref,
+            verdict.verdict,
+            state.state,
+            breaks.get(verdict.patch),
+            verdict.reason,
+            state.message,
+        )
+    return column
+
+
 def forecast(
     fork: Fork,
     git: Git,
@@ -398,43 +463,17 @@ def forecast(
     fetched: bool = False,
     progress: Progress | None = None,
 ) -> ForecastResult:
+    """The matrix: each target judged on its own (read-only git runs, two at a time)."""
     config = fork.config
-    if not targets:
-        return ForecastResult(
-            config.pin_tag,
-            config.pin_commit,
-            (),
-            tuple(PatchRow(p.name, ()) for p in fork.patches),
-            fetched,
-        )
-    shared = shared_knowledge(fork, git)
-    prober = Prober(git)
     columns: list[dict[str, Cell]] = []
-    for target in targets:
-        report = absorbed(fork, git, target.ref, tag_commit=target.commit, shared=shared)
-        remaining = [p for p in fork.patches if report.patch(p.name).verdict != "retire"]
-        applied = cumulative_apply(git, target, remaining)
-        start = start_point(git, config.pin_commit, target)
-        found: dict[str, tuple[str, int, int]] = {}
-        for patch in remaining:
-            if start is not None and applied[patch.name].state in ("conflict", "offset"):
-                hit = find_first_break(git, prober, start, target, remaining, patch)
-                if hit is not None:
-                    found[patch.name] = hit
-        breaks = _describe(git, config, found)
-        column = {}
-        for verdict in report.patches:
-            state = applied.get(verdict.patch, Applied("absorbed"))
-            column[verdict.patch] = Cell(
-                target.ref,
-                verdict.verdict,
-                state.state,
-                breaks.get(verdict.patch),
-                verdict.reason,
-                state.message,
-            )
-        columns.append(column)
-        if progress:
-            progress(1)
+    if targets:
+        shared = shared_knowledge(fork, git)
+        prober = Prober(git)
+        with ThreadPoolExecutor(max_workers=TARGET_WORKERS) as pool:
+            futures = [pool.submit(_column, fork, git, t, shared, prober) for t in targets]
+            for future in futures:
+                columns.append(future.result())
+                if progress:
+                    progress(1)
     rows = tuple(PatchRow(p.name, tuple(col[p.name] for col in columns)) for p in fork.patches)
     return ForecastResult(config.pin_tag, config.pin_commit, tuple(targets), rows, fetched)
