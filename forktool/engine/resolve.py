@@ -31,15 +31,32 @@ from forktool.model.upstream_map import MapEntry, UpstreamMap
 
 How = Literal["squash", "merge", "gitlab", "pattern", "not-merged", "ambiguous", "no-pr"]
 
-_SQUASH = re.compile(r"^(?P<title>.*\S)\s+\(#(?P<pr>[0-9]+)\)$")
 _MERGE = re.compile(r"^Merge pull request #(?P<pr>[0-9]+) from \S")
 _GITLAB = re.compile(r"^See merge request (?P<project>\S+)!(?P<pr>[0-9]+)\s*$", re.MULTILINE)
 # A subject that names a PR it did not merge ends in a linking word: "Fix X from (#N)".
 # (A revert, 'Revert "x (#N)" (#M)', needs no rule: it ends with the PR that merged it.)
-_MENTION = re.compile(
-    r"\b(?:from|in|of|for|after|since|see|by|per|to|follows?|follow-up|followup|re)$",
-    re.IGNORECASE,
+_MENTION_WORDS = frozenset(
+    "from in of for after since see by per to follow follows follow-up followup re".split()
 )
+
+
+def squashed_pr(subject: str) -> str | None:
+    """N when ``subject`` is a squash merge's, ``<title> (#N)``; None otherwise.
+
+    Read by hand, not by a regex: it runs once per commit of a long history.
+    """
+    if not subject.endswith(")"):
+        return None
+    at = subject.rfind("(#")
+    number = subject[at + 2 : -1]
+    if at < 1 or not number.isdigit() or not subject[at - 1].isspace():
+        return None
+    title = subject[:at].rstrip()
+    if not title or title.rsplit(None, 1)[-1].lower() in _MENTION_WORDS:
+        return None
+    return number
+
+
 # A PR reference: a URL (GitHub pull, GitLab merge request, Gitea/Forgejo pulls), or #N, !N, N.
 _PR_URL = re.compile(
     r"^https?://[^/\s]+/(?P<project>\S+?)(?:/-)?/(?:pull|pulls|merge_requests)/(?P<pr>[0-9]+)"
@@ -84,13 +101,13 @@ def merged_prs(entry: LogEntry, patterns: Sequence[re.Pattern[str]] = ()) -> dic
     subject = entry.subject
     if len(entry.parents) > 1 and (match := _MERGE.match(subject)):
         found[match.group("pr")] = Merged(entry.commit, subject, "merge")
-    elif match := _SQUASH.match(subject):
-        if not _MENTION.search(match.group("title")):
-            found[match.group("pr")] = Merged(entry.commit, subject, "squash")
-    for match in _GITLAB.finditer(entry.message):
-        found.setdefault(
-            match.group("pr"), Merged(entry.commit, subject, "gitlab", match.group("project"))
-        )
+    elif (number := squashed_pr(subject)) is not None:
+        found[number] = Merged(entry.commit, subject, "squash")
+    if "See merge request " in entry.message:
+        for match in _GITLAB.finditer(entry.message):
+            found.setdefault(
+                match.group("pr"), Merged(entry.commit, subject, "gitlab", match.group("project"))
+            )
     for pattern in patterns:
         for match in pattern.finditer(entry.message):
             pr = parse_pr(match.group("pr") or "")
