@@ -317,3 +317,29 @@ def test_forecast_html_renders_in_a_headless_browser(forecast_fork, tmp_path: Pa
     assert dom.count('class="cell apply-') == 8
     assert "Hover or click a cell for its details." in dom
     del c
+
+
+def test_forecast_names_the_commit_that_moved_a_patch_to_an_offset(builder: RepoBuilder) -> None:
+    repo = builder
+    repo.commit("import\n", FILES)
+    repo.tag("v1.0.0")
+    _change(repo, "b", "b20", "b20 upstream", "Touch b line 20")
+    mover = repo.commit("Add a header to b (#7)\n", {"b": "header\n" + repo.read("b")})
+    _change(repo, "b", "b1", "b1 upstream", "Touch b line 1")
+    repo.tag("v1.1.0")
+    fork = write_series(repo, repo.rev("v1.0.0"), repo.rev("v1.0.0"))
+    cells = _cells(fork.cli("forecast", "--no-fetch", "--format", "json").json())
+    cell = cells[("0002-tweak-b.patch", "v1.1.0")]
+    assert cell["apply"] == "offset"
+    assert "applies only at offset +1" in str(cell["message"])
+    assert cell["first_break"]["commit"] == mover  # type: ignore[index]
+    assert cell["first_break"]["pr"] == "#7"  # type: ignore[index]
+    # An offset is not a conflict: the patches after it are still tried.
+    assert cells[("0003-pending-c.patch", "v1.1.0")]["apply"] == "exact"
+
+
+def test_forecast_refuses_an_unknown_tag(forecast_fork) -> None:
+    fork, _ = forecast_fork
+    res = fork.cli("forecast", "--no-fetch", "--tags", "v1.0.1,v9.9.9")
+    assert res.code == 2
+    assert res.error_lines[0] == "error: unknown tag 'v9.9.9'"

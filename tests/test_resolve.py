@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 from helpers import make_patch, run_cli
+from hypothesis import given
+from hypothesis import strategies as st
 
 from forktool.builder import RepoBuilder
-from forktool.engine.resolve import merged_prs, parse_pr
+from forktool.engine.resolve import _MENTION_WORDS, merged_prs, parse_pr, squashed_pr
 from forktool.git import LogEntry
 
 GH = "https://github.com/acme/app/pull"
@@ -192,3 +194,40 @@ def test_which_pr_a_subject_merged(subject: str, parents: int, expected: dict[st
 def test_pr_references(text: str, number: str, project: str | None) -> None:
     pr = parse_pr(text)
     assert pr is not None and (pr.number, pr.project) == (number, project)
+
+
+@given(
+    title=st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), max_size=40),
+    number=st.integers(min_value=0, max_value=10**9),
+)
+def test_a_squash_subject_names_its_pr_unless_a_linking_word_precedes_it(
+    title: str, number: int
+) -> None:
+    subject = f"{title} (#{number})"
+    found = squashed_pr(subject)
+    words = title.split()
+    if not words or words[-1].lower() in _MENTION_WORDS:
+        assert found is None
+    else:
+        assert found == str(number)
+
+
+@given(st.text(max_size=200))
+def test_pr_parsing_never_fails_on_any_text(text: str) -> None:
+    pr = parse_pr(text)
+    assert pr is None or pr.number.isdigit()
+
+
+def test_resolve_write_leaves_a_patch_whose_trailer_disagrees(resolve_fork) -> None:
+    fork, c = resolve_fork
+    path = fork.path / "patches" / "0001-parser.patch"
+    text = path.read_text()
+    path.write_text(
+        text.replace("Subject: Patch 0\n", "Subject: Patch 0\n\nUpstream-Merge: none\n", 1)
+    )
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--write")
+    assert res.code == 0, res.err
+    assert "0001-parser.patch pending" in (fork.path / "upstream.map").read_text()
+    assert f"0002-retries.patch {c['merge']}" in (fork.path / "upstream.map").read_text()
+    assert "warning: patches/0001-parser.patch:" in res.err
+    assert "its Upstream-Merge trailer says 'none'" in res.err
