@@ -655,20 +655,22 @@ class Git:
             purpose=f"fetch {branch} from {remote}",
         )
 
-    def first_parent_log(
-        self, tip: str, exclude: Sequence[str] = (), *, revs: Sequence[str] = ()
-    ) -> list[LogEntry]:
+    def first_parent_log(self, tip: str, exclude: Sequence[str] = ()) -> list[LogEntry]:
         """Newest first: every commit on ``tip``'s first-parent line and not in
-        ``exclude`` (or, with ``revs``, exactly those commits), with parents, author,
-        date and full message. One ``git log`` call."""
+        ``exclude``, with parents, author, date and full message. One ``git log``."""
+        args = ["log", "--first-parent", tip, *(f"^{e}" for e in exclude)]
+        return self._log_entries(args, None, purpose=f"read the history of {tip}")
+
+    def log_entries(self, commits: Sequence[str]) -> list[LogEntry]:
+        """Exactly ``commits``, in that order, as :meth:`first_parent_log` shows them."""
+        stdin = ("\n".join(commits) + "\n").encode()
+        return self._log_entries(
+            ["log", "--no-walk=unsorted", "--stdin"], stdin, purpose="read commits"
+        )
+
+    def _log_entries(self, args: list[str], stdin: bytes | None, *, purpose: str) -> list[LogEntry]:
         fmt = "--format=%H%x1f%P%x1f%an <%ae>%x1f%aI%x1f%B%x1e"
-        if revs:
-            args = ["log", "--no-walk=unsorted", "--no-color", fmt, "--stdin"]
-            stdin: bytes | None = ("\n".join(revs) + "\n").encode()
-        else:
-            args = ["log", "--first-parent", "--no-color", fmt, tip, *(f"^{e}" for e in exclude)]
-            stdin = None
-        res = self.run([*args, "--"], purpose=f"read the history of {tip}", input=stdin)
+        res = self.run([*args, "--no-color", fmt, "--"], purpose=purpose, input=stdin)
         entries = []
         for record in res.out.split("\x1e"):
             fields = record.lstrip("\n").split("\x1f", 4)

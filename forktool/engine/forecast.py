@@ -404,7 +404,7 @@ def _describe(
     commits = sorted({commit for commit, _, _ in found.values()})
     if not commits:
         return {}
-    entries = {e.commit: e for e in git.first_parent_log("", revs=commits)}
+    entries = {e.commit: e for e in git.log_entries(commits)}
     patterns = compiled_patterns(config)
     described = {}
     for name, (commit, checks, touching) in found.items():
