@@ -12,15 +12,10 @@ from rich.text import Text
 from forktool.engine.forecast import Cell, FirstBreak, ForecastResult, TargetSummary
 from forktool.engine.resolve import ResolveResult
 from forktool.output import Output
+from forktool.report.retirement import VERDICT_STYLE
+from forktool.report.text import short
 
-# One colour per state, shared by the text, markdown legend and HTML renderers.
-VERDICT_STYLE = {
-    "retire": "green",
-    "keep": "cyan",
-    "revisit": "yellow",
-    "fork-only": "magenta",
-    "pending": "blue",
-}
+# One colour per apply state (verdicts keep absorbed's colours).
 APPLY_STYLE = {
     "exact": "green",
     "offset": "yellow",
@@ -40,10 +35,6 @@ LEGEND = {
     "absorbed": "retired on this target, not applied",
     "not-tried": "after a conflict, not tried",
 }
-
-
-def short(commit: str | None) -> str:
-    return commit[:10] if commit else "-"
 
 
 # -- upstream resolve -------------------------------------------------------------------
