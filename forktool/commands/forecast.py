@@ -26,13 +26,13 @@ def _tag_list(value: str | None) -> list[str] | None:
     "--branch",
     metavar="REF",
     help="Also forecast upstream's branch head: REF is a branch of the upstream remote "
-    "(e.g. main) or any revision.",
+    "(e.g. main; fetched when it is upstream.branch) or any revision.",
 )
 @click.option(
     "--fetch/--no-fetch",
     default=True,
     show_default=True,
-    help="Fetch upstream's tags (and --branch) first, or use what is here.",
+    help="Fetch upstream's tags (and upstream.branch for --branch) first, or use what is here.",
 )
 @format_option("text", "json", "markdown", "html")
 @pass_app
@@ -59,7 +59,7 @@ def command(app: App, tags: str | None, branch: str | None, fetch: bool, fmt: st
     git = app.git()
     wanted = _tag_list(tags)
     if fetch:
-        fetch_upstream(fork.config, git, branch=branch is not None)
+        fetch_upstream(fork.config, git, branch=branch == fork.config.upstream_branch)
     targets = choose_targets(fork.config, git, wanted, branch)
     with app.output.progress(len(targets), "forecasting") as tick:
         result = forecast(fork, git, targets, fetched=fetch, progress=tick)
