@@ -45,8 +45,8 @@ def command(app: App, tags: str | None, branch: str | None, fetch: bool, fmt: st
     conflict), and for a patch that applied exactly at the pin but not on TARGET, the
     first upstream commit after which it stopped applying (first_break).
 
-    Read-only apart from --fetch. Exit 0 with the report; 2 when it cannot run (an
-    unknown tag, a commit that is not here).
+    Changes nothing but the fetched refs (nothing at all with --no-fetch). Exit 0
+    with the report; 2 when it cannot run (an unknown tag, a commit that is not here).
 
     \b
     Examples:
