@@ -3,9 +3,6 @@ from __future__ import annotations
 import click
 
 from forktool.cli import App, format_option, pass_app
-from forktool.engine.poll import poll
-from forktool.engine.resolve import resolve, write_resolved
-from forktool.report import sync as report
 from forktool.report import tracking
 
 
@@ -56,6 +53,9 @@ def poll_command(
       forktool upstream poll --no-fetch --format json
       forktool upstream poll --forecast
     """
+    from forktool.engine.poll import poll  # the sync planner: only poll needs it
+    from forktool.report import sync as report
+
     result = poll(
         app.fork(), app.git(), fetch=fetch, prereleases=prereleases, with_forecast=with_forecast
     )
@@ -102,6 +102,8 @@ def resolve_command(app: App, write: bool, fetch: bool, fmt: str) -> int:
       forktool upstream resolve --no-fetch --format json
       forktool upstream resolve --write
     """
+    from forktool.engine.resolve import resolve, write_resolved
+
     git = app.git()
     result = resolve(app.fork(), git, fetch=fetch)
     if write and result.merged:

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import html
 import json
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 
-from forktool.engine.forecast import Cell, FirstBreak, ForecastResult, TargetSummary
-from forktool.engine.resolve import ResolveResult
 from forktool.output import Output
 from forktool.report.retirement import VERDICT_STYLE
 from forktool.report.text import short
+
+if TYPE_CHECKING:  # types for annotations only: resolve must not import forecast's engine
+    from forktool.engine.forecast import Cell, FirstBreak, ForecastResult, TargetSummary
+    from forktool.engine.resolve import ResolveResult
 
 # One colour per apply state (verdicts keep absorbed's colours).
 APPLY_STYLE = {
