@@ -28,7 +28,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from helpers import MiniFork, make_patch
+from helpers import MiniFork, make_patch, snapshot_tree
 
 from forktool.builder import RepoBuilder
 
@@ -343,3 +343,11 @@ def test_forecast_refuses_an_unknown_tag(forecast_fork) -> None:
     res = fork.cli("forecast", "--no-fetch", "--tags", "v1.0.1,v9.9.9")
     assert res.code == 2
     assert res.error_lines[0] == "error: unknown tag 'v9.9.9'"
+
+
+def test_forecast_without_fetch_leaves_the_repository_byte_identical(forecast_fork) -> None:
+    fork, _ = forecast_fork
+    before = snapshot_tree(fork.root)
+    for fmt in ("text", "json", "markdown", "html"):
+        assert fork.cli("forecast", "--no-fetch", "--branch", "main", "--format", fmt).code == 0
+    assert snapshot_tree(fork.root) == before
