@@ -29,7 +29,7 @@ from typing import Literal
 
 from forktool.config import Config
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
-from forktool.engine.releases import first_releases, release_tags
+from forktool.engine.releases import Release, first_releases, release_tags, require_releases
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -498,12 +498,20 @@ def _evidence(
 # -- the report ---------------------------------------------------------------------
 
 
-def first_release_map(fork: Fork, git: Git) -> dict[str, str | None]:
-    """Patch name -> the first release containing every mapped commit (or None)."""
+def checked_releases(fork: Fork, git: Git) -> list[Release]:
+    """The release tags, refused (exit 2) when ``release_tags`` matches nothing at all."""
     config = fork.config
-    releases = release_tags(git, config.release_tags, prereleases=config.prereleases)
+    return require_releases(
+        release_tags(git, config.release_tags, prereleases=config.prereleases),
+        config.release_tags,
+        config.pin_tag,
+    )
+
+
+def first_release_map(fork: Fork, git: Git, releases: Sequence[Release]) -> dict[str, str | None]:
+    """Patch name -> the first release containing every mapped commit (or None)."""
     wanted = {p.name: p.commits for p in fork.patches}
-    return first_releases(git, releases, wanted, since=config.pin_commit)
+    return first_releases(git, releases, wanted, since=fork.config.pin_commit)
 
 
 @dataclass(frozen=True)
@@ -517,7 +525,7 @@ def shared_knowledge(fork: Fork, git: Git) -> Shared:
     """Refuse a shallow clone or a missing commit, and find first releases: once."""
     refuse_shallow(git, fork.config)
     require_commits(fork, git)
-    return Shared(first_release_map(fork, git))
+    return Shared(first_release_map(fork, git, checked_releases(fork, git)))
 
 
 def absorbed(
@@ -549,10 +557,11 @@ def absorbed(
         probe.require_covers(fork, tag)
     patches = list(fork.patches)
     commits = [c for p in patches for c in p.commits]
+    releases = checked_releases(fork, git) if shared is None else None
     since = fork.config.pin_commit
     # The witnesses are independent read-only git runs: gather them side by side.
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
-        first_f = pool.submit(first_release_map, fork, git) if shared is None else None
+        first_f = None if releases is None else pool.submit(first_release_map, fork, git, releases)
         same_f = pool.submit(same_changes, git, patches, tag_commit, since)
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
         missing = git.not_in(commits, tag_commit)

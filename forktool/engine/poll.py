@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from forktool.config import Config
-from forktool.engine.releases import Release, parse_release_version, release_tags
+from forktool.engine.releases import (
+    Release,
+    parse_release_version,
+    release_tags,
+    require_releases,
+)
 from forktool.engine.resolve import Resolution, resolve, tracked
 from forktool.engine.sync import SyncReport, plan_sync
 from forktool.errors import FatalError
@@ -94,7 +99,11 @@ def fetch_tags(config: Config, git: Git) -> None:
 def newer_releases(config: Config, git: Git, prereleases: bool | None = None) -> list[Release]:
     """The release tags newer than the pin, oldest first."""
     include_pre = config.prereleases if prereleases is None else prereleases
-    releases = release_tags(git, config.release_tags, prereleases=include_pre)
+    releases = require_releases(
+        release_tags(git, config.release_tags, prereleases=include_pre),
+        config.release_tags,
+        config.pin_tag,
+    )
     pinned = parse_release_version(config.pin_tag, config.release_tags)
     if pinned is None:
         raise FatalError(
