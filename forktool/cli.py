@@ -58,6 +58,7 @@ COMMAND_MODULES = (
     "sync",
     "upstream",
     "map",
+    "forecast",
 )
 
 

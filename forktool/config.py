@@ -70,6 +70,8 @@ class Config:
     pin_commit: str
     upstream_remote: str = "upstream"
     upstream_url: str | None = None
+    upstream_branch: str = "main"  # upstream's development branch (upstream resolve, forecast)
+    pr_patterns: tuple[str, ...] = ()  # extra regexes with a (?P<pr>...) group
     layout: Layout = "merged"
     release_tags: str = "v*"
     prereleases: bool = True
@@ -230,26 +232,37 @@ def _compose(text: str, path: str) -> yaml.Node:
     return node
 
 
+def _user_regex(node: _Node, what: str, group: str, marks: str) -> str:
+    """A user's pattern, vetted: it compiles, cannot backtrack for ever, has ``group``."""
+    pattern = node.string(what)
+    try:
+        regex = re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        raise node.fail(f"{what} pattern does not compile: {exc}") from exc
+    if nested_repeat(pattern):
+        raise node.fail(
+            f"{what} pattern nests a repeat inside a repeat, like (a+)+: "
+            "it can backtrack for ever on a near-miss line",
+            f"repeat a plain item instead, e.g. (?P<{group}>\\S+)",
+        )
+    if group not in regex.groupindex:
+        raise node.fail(f"{what} pattern has no (?P<{group}>...) group", f"the group marks {marks}")
+    return pattern
+
+
+def _branch_name(node: _Node) -> str:
+    name = node.string("upstream.branch")
+    bad = name.startswith(("-", "/")) or name.endswith("/") or ".." in name
+    if bad or any(c.isspace() or c in "~^:?*[\\" or not c.isprintable() for c in name):
+        raise node.fail(f"upstream.branch '{name}' is not a branch name")
+    return name
+
+
 def _pin_site(node: _Node) -> PinSite:
     items = node.mapping("a pin_sites entry")
     _check_keys(node, items, "a pin_sites entry", {"file", "pattern"}, {"file", "pattern"})
     file = items["file"].string("pin_sites.file")
-    pattern = items["pattern"].string("pin_sites.pattern")
-    try:
-        regex = re.compile(pattern, re.MULTILINE)
-    except re.error as exc:
-        raise items["pattern"].fail(f"pin_sites pattern does not compile: {exc}") from exc
-    if nested_repeat(pattern):
-        raise items["pattern"].fail(
-            "pin_sites pattern nests a repeat inside a repeat, like (a+)+: "
-            "it can backtrack for ever on a near-miss line",
-            "repeat a plain item instead, e.g. (?P<tag>\\S+)",
-        )
-    if "tag" not in regex.groupindex:
-        raise items["pattern"].fail(
-            "pin_sites pattern has no (?P<tag>...) group",
-            "the group marks the text a pin bump rewrites",
-        )
+    pattern = _user_regex(items["pattern"], "pin_sites", "tag", "the text a pin bump rewrites")
     if file.startswith("/") or ".." in Path(file).parts:
         raise items["file"].fail(f"pin_sites file '{file}' must be a path inside the fork")
     return PinSite(file, pattern, node.line)
@@ -372,11 +385,24 @@ def parse_config(text: str, path: Path) -> Config:
 
     if "upstream" in top:
         upstream = top["upstream"].mapping("upstream")
-        _check_keys(top["upstream"], upstream, "upstream", {"remote", "url"}, set())
+        _check_keys(
+            top["upstream"],
+            upstream,
+            "upstream",
+            {"remote", "url", "branch", "pr_patterns"},
+            set(),
+        )
         if "remote" in upstream:
             values["upstream_remote"] = upstream["remote"].string("upstream.remote")
         if "url" in upstream:
             values["upstream_url"] = upstream["url"].string("upstream.url")
+        if "branch" in upstream:
+            values["upstream_branch"] = _branch_name(upstream["branch"])
+        if "pr_patterns" in upstream:
+            values["pr_patterns"] = tuple(
+                _user_regex(item, "upstream.pr_patterns", "pr", "the PR number or id")
+                for item in upstream["pr_patterns"].sequence("upstream.pr_patterns")
+            )
     if "layout" in top:
         layout = top["layout"].string("layout")
         if layout not in ("merged", "overlay"):

@@ -178,6 +178,21 @@ def fetch_error(args: Sequence[str], cwd: Path, purpose: str, result: GitResult)
     return error
 
 
+@dataclass(frozen=True)
+class LogEntry:
+    """One commit as ``git log`` shows it."""
+
+    commit: str
+    parents: tuple[str, ...]
+    author: str  # "Name <email>"
+    date: str  # author date, ISO 8601
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0].strip()
+
+
 @dataclass
 class TempIndex:
     """A throwaway index file; git commands given ``env`` read and write it."""
@@ -752,6 +767,73 @@ class Git:
                 mode, _kind, oid = meta.split()
                 entries.append((mode, oid, path))
         return entries
+
+    # -- tracking upstream: upstream resolve, forecast ------------------------------
+
+    def fetch_branch(self, remote: str, branch: str) -> None:
+        """Fetch upstream's ``branch`` into ``refs/remotes/<remote>/<branch>``."""
+        self.run(
+            [
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--end-of-options",
+                remote,
+                f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
+            ],
+            purpose=f"fetch {branch} from {remote}",
+        )
+
+    def first_parent_log(self, tip: str, exclude: Sequence[str] = ()) -> list[LogEntry]:
+        """Newest first: every commit on ``tip``'s first-parent line and not in
+        ``exclude``, with parents, author, date and full message. One ``git log``."""
+        args = ["log", "--first-parent", tip, *(f"^{e}" for e in exclude)]
+        return self._log_entries(args, None, purpose=f"read the history of {tip}")
+
+    def log_entries(self, commits: Sequence[str]) -> list[LogEntry]:
+        """Exactly ``commits``, in that order, as :meth:`first_parent_log` shows them."""
+        stdin = ("\n".join(commits) + "\n").encode()
+        return self._log_entries(
+            ["log", "--no-walk=unsorted", "--stdin"], stdin, purpose="read commits"
+        )
+
+    def _log_entries(self, args: list[str], stdin: bytes | None, *, purpose: str) -> list[LogEntry]:
+        fmt = "--format=%H%x1f%P%x1f%an <%ae>%x1f%aI%x1f%B%x1e"
+        res = self.run([*args, "--no-color", fmt, "--"], purpose=purpose, input=stdin)
+        entries = []
+        for record in res.out.split("\x1e"):
+            fields = record.lstrip("\n").split("\x1f", 4)
+            if len(fields) == 5:
+                commit, parents, author, date, message = fields
+                entries.append(LogEntry(commit, tuple(parents.split()), author, date, message))
+        return entries
+
+    def first_parent_touching(
+        self, tip: str, start: str, paths: Sequence[str], *, top: Path | None = None
+    ) -> list[str]:
+        """Oldest first: the commits on ``tip``'s first-parent line after ``start`` whose
+        change from their first parent touches ``paths`` (relative to ``top``, the top of
+        the work tree; one ``rev-list``)."""
+        return run(
+            [
+                "rev-list",
+                "--first-parent",
+                "--reverse",
+                tip,
+                f"^{start}",
+                "--",
+                *(f":(literal){p}" for p in paths),
+            ],
+            cwd=top or self.toplevel(),
+            purpose=f"list the commits touching the patch's files up to {tip[:12]}",
+        ).out.split()
+
+    def merge_base(self, one: str, other: str) -> str | None:
+        res = self.run(["merge-base", one, other], purpose="find the branch point", check=False)
+        if res.returncode not in (0, 1):
+            raise GitError("find the branch point", res.argv, res.returncode, res.err)
+        return res.out.strip() or None
 
     # -- interrupted runs ----------------------------------------------------------
 

@@ -388,6 +388,18 @@ CASES: list[Case] = [
         "a nested quantifier backtracks exponentially on a near-miss line: refused when read",
     ),
     Case(
+        "config-pr-pattern-catastrophic-regex",
+        edit(
+            "forktool.yaml",
+            b"  remote: upstream\n",
+            b"  remote: upstream\n  pr_patterns:\n    - '^Reviewed-on: (?P<pr>(\\w+\\.?)+)$'\n",
+        ),
+        ("upstream", "resolve", "--no-fetch"),
+        2,
+        "{fork}/forktool.yaml:6: upstream.pr_patterns pattern nests a repeat inside a repeat",
+        "a PR pattern runs over every commit message of upstream's branch: vetted like pin sites",
+    ),
+    Case(
         "config-pin-site-is-a-directory",
         edit("forktool.yaml", b"file: ci/build.yml", b"file: ci"),
         ("pin", "check"),

@@ -29,7 +29,7 @@ from typing import Literal
 
 from forktool.config import Config
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
-from forktool.engine.releases import first_releases, release_tags, require_releases
+from forktool.engine.releases import Release, first_releases, release_tags, require_releases
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -500,6 +500,36 @@ def _evidence(
 # -- the report ---------------------------------------------------------------------
 
 
+def checked_releases(fork: Fork, git: Git) -> list[Release]:
+    """The release tags, refused (exit 2) when ``release_tags`` matches nothing at all."""
+    config = fork.config
+    return require_releases(
+        release_tags(git, config.release_tags, prereleases=config.prereleases),
+        config.release_tags,
+        config.pin_tag,
+    )
+
+
+def first_release_map(fork: Fork, git: Git, releases: Sequence[Release]) -> dict[str, str | None]:
+    """Patch name -> the first release containing every mapped commit (or None)."""
+    wanted = {p.name: p.commits for p in fork.patches}
+    return first_releases(git, releases, wanted, since=fork.config.pin_commit)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What :func:`absorbed` finds the same whatever the tag: checked once for many."""
+
+    first: dict[str, str | None]
+
+
+def shared_knowledge(fork: Fork, git: Git) -> Shared:
+    """Refuse a shallow clone or a missing commit, and find first releases: once."""
+    refuse_shallow(git, fork.config)
+    require_commits(fork, git)
+    return Shared(first_release_map(fork, git, checked_releases(fork, git)))
+
+
 def absorbed(
     fork: Fork,
     git: Git,
@@ -507,37 +537,40 @@ def absorbed(
     *,
     probe: ProbeResults | None = None,
     progress: Progress | None = None,
+    tag_commit: str | None = None,
+    shared: Shared | None = None,
 ) -> AbsorbedResult:
     """Per patch: is it in ``tag`` by ancestry, its first release, and the other witnesses.
+
+    ``tag_commit`` judges a commit that is not a tag (``tag`` is then only its name);
+    ``shared`` (from :func:`shared_knowledge`) skips what does not depend on the tag
+    when one run judges several tags (``forecast``).
 
     Exit-2 conditions (raised as FatalError, nothing changed): unknown tag, shallow
     clone, a mapped or pinned commit that is missing or is not a commit, probe results
     that do not cover the series.
     """
-    tag_commit = git.peel_tag(tag)
-    refuse_shallow(git, fork.config)
-    require_commits(fork, git)
+    if tag_commit is None:
+        tag_commit = git.peel_tag(tag)
+    if shared is None:
+        refuse_shallow(git, fork.config)
+        require_commits(fork, git)
     if probe is not None:
         probe.require_covers(fork, tag)
     patches = list(fork.patches)
     commits = [c for p in patches for c in p.commits]
-    releases = require_releases(
-        release_tags(git, fork.config.release_tags, prereleases=fork.config.prereleases),
-        fork.config.release_tags,
-        fork.config.pin_tag,
-    )
+    releases = checked_releases(fork, git) if shared is None else None
     since = fork.config.pin_commit
     # The witnesses are independent read-only git runs: gather them side by side.
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
-        first_f = pool.submit(
-            first_releases, git, releases, {p.name: p.commits for p in patches}, since=since
-        )
+        first_f = None if releases is None else pool.submit(first_release_map, fork, git, releases)
         same_f = pool.submit(same_changes, git, patches, tag_commit, since)
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
         missing = git.not_in(commits, tag_commit)
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
         picks = cherry_picks(git, tag_commit, since, sorted(missing))
-        first, same, states = first_f.result(), same_f.result(), states_f.result()
+        first = shared.first if shared is not None else first_f.result() if first_f else {}
+        same, states = same_f.result(), states_f.result()
     results = []
     for patch in patches:
         not_in_tag = tuple(c for c in patch.commits if c in missing)

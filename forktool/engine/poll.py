@@ -10,6 +10,7 @@ poll could not run.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from forktool.config import Config
 from forktool.engine.releases import (
@@ -18,10 +19,14 @@ from forktool.engine.releases import (
     release_tags,
     require_releases,
 )
+from forktool.engine.resolve import Resolution, resolve, tracked
 from forktool.engine.sync import SyncReport, plan_sync
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.git import Git
+
+if TYPE_CHECKING:
+    from forktool.engine.forecast import ForecastResult
 
 EXIT_NOTHING_NEW = 0
 EXIT_CLEAN_PLAN = 3
@@ -34,6 +39,9 @@ class PollResult:
     fetched: bool
     newer: tuple[Release, ...]
     plan: SyncReport | None
+    merged: tuple[Resolution, ...] = ()  # pending PRs that have merged upstream
+    merged_note: str = ""  # why merged PRs could not be looked for
+    forecast: ForecastResult | None = None
 
     @property
     def needs_hands(self) -> bool:
@@ -61,6 +69,9 @@ class PollResult:
             "newer": [{"tag": r.tag, "commit": r.commit} for r in self.newer],
             "newest": self.newer[-1].tag if self.newer else None,
             "plan": self.plan.to_json() if self.plan else None,
+            "merged_prs": [m.to_json() for m in self.merged],
+            "merged_prs_note": self.merged_note,
+            "forecast": self.forecast.to_json() if self.forecast else None,
         }
 
 
@@ -85,10 +96,8 @@ def fetch_tags(config: Config, git: Git) -> None:
     )
 
 
-def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) -> PollResult:
-    config = fork.config
-    if fetch:
-        fetch_tags(config, git)
+def newer_releases(config: Config, git: Git, prereleases: bool | None = None) -> list[Release]:
+    """The release tags newer than the pin, oldest first."""
     include_pre = config.prereleases if prereleases is None else prereleases
     releases = require_releases(
         release_tags(git, config.release_tags, prereleases=include_pre),
@@ -102,8 +111,40 @@ def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) 
             f"'{config.release_tags}')",
             "pin a release tag, or set release_tags in forktool.yaml",
         )
-    newer = tuple(r for r in releases if r.version > pinned)
+    return [r for r in releases if r.version > pinned]
+
+
+def merged_pending(fork: Fork, git: Git, *, fetch: bool) -> tuple[tuple[Resolution, ...], str]:
+    """The pending PRs that merged on upstream's branch, or why they cannot be known."""
+    if not any(tracked(p) for p in fork.patches):
+        return (), ""
+    try:
+        found = resolve(fork, git, fetch=fetch)
+    except FatalError as exc:
+        return (), f"pending PRs not looked up: {exc.message}"
+    return found.merged, ""
+
+
+def poll(
+    fork: Fork,
+    git: Git,
+    *,
+    fetch: bool,
+    prereleases: bool | None = None,
+    with_forecast: bool = False,
+) -> PollResult:
+    config = fork.config
+    if fetch:
+        fetch_tags(config, git)
+    newer = tuple(newer_releases(config, git, prereleases))
+    merged, note = merged_pending(fork, git, fetch=fetch)
     if not newer:
-        return PollResult(config.pin_tag, fetch, (), None)
+        return PollResult(config.pin_tag, fetch, (), None, merged, note)
     newest = newer[-1]
-    return PollResult(config.pin_tag, fetch, newer, plan_sync(fork, git, newest.tag, newest.commit))
+    plan = plan_sync(fork, git, newest.tag, newest.commit)
+    matrix = None
+    if with_forecast:
+        from forktool.engine.forecast import Target, forecast  # forecast imports this module
+
+        matrix = forecast(fork, git, [Target(r.tag, r.commit) for r in newer], fetched=fetch)
+    return PollResult(config.pin_tag, fetch, newer, plan, merged, note, matrix)

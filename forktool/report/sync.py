@@ -62,8 +62,20 @@ def render_sync(out: Output, report: SyncReport) -> None:
         out.result(Text(report.message, style=style), markup=False)
 
 
+def render_merged(out: Output, result: PollResult) -> None:
+    for merged in result.merged:
+        out.print(
+            f"merged : {merged.patch}: PR {merged.pr} merged as {(merged.commit or '')[:10]} "
+            f"'{merged.subject}' (record it: forktool upstream resolve --write)",
+            markup=False,
+        )
+    if result.merged_note:
+        out.print(f"note   : {result.merged_note}", markup=False)
+
+
 def render_poll(out: Output, result: PollResult) -> None:
     out.print(f"pinned : {result.pin}")
+    render_merged(out, result)
     if not result.newer:
         out.result(Text(f"nothing new: no release newer than {result.pin}", style="green"))
         return
