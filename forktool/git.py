@@ -523,6 +523,46 @@ class Git:
             args.append("--unshallow")
         self.run([*args, "--end-of-options", source, *refspecs], purpose=f"fetch from {source}")
 
+    def fetch_all_tags(self, source: str) -> None:
+        """Fetch every tag of ``source``; git refuses a tag that moved (never clobbered)."""
+        self.run(
+            [
+                "fetch",
+                "--quiet",
+                "--no-auto-gc",
+                "--no-write-fetch-head",
+                "--end-of-options",
+                source,
+                "refs/tags/*:refs/tags/*",
+            ],
+            purpose=f"fetch tags from {source}",
+        )
+
+    def remote_tag_commits(self, source: str, tags: Sequence[str]) -> dict[str, str]:
+        """The commit each of ``tags`` peels to on ``source`` (``ls-remote``, no objects
+        fetched); a tag ``source`` does not have is absent."""
+        refs = [f"refs/tags/{t}" for t in tags]
+        out = self.out(
+            [
+                "ls-remote",
+                "--tags",
+                "--end-of-options",
+                source,
+                *refs,
+                *(f"{r}^{{}}" for r in refs),
+            ],
+            purpose=f"read tags of {source}",
+        )
+        found: dict[str, str] = {}
+        for line in out.splitlines():
+            oid, _, ref = line.partition("\t")
+            name = ref.removeprefix("refs/tags/")
+            if name.endswith("^{}"):
+                found[name[:-3]] = oid  # the peeled commit wins over the tag object
+            else:
+                found.setdefault(name, oid)
+        return found
+
     def write_commit_graph(self) -> None:
         """Write a commit-graph, with changed-path filters, for every reachable commit
         (changes .git: opt-in only)."""

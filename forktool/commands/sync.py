@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.cli import App, format_option, notice, pass_app
 from forktool.engine.sync import (
     abort_sync,
     continue_sync,
@@ -69,7 +69,7 @@ def command(
     git = app.git()
     if dry_run:
         assert tag is not None
-        commit = resolve_tag(app.config(), git, tag, fetch=fetch)
+        commit = resolve_tag(app.config(), git, tag, fetch=fetch, notice=notice)
         result = plan_sync(app.fork(), git, tag, commit)
     else:
         with app.lock(git), app.output.progress(5, "sync") as tick:
@@ -95,6 +95,7 @@ def command(
                     fetch=fetch,
                     env=os.environ,
                     progress=tick,
+                    notice=notice,
                 )
     if fmt == "json":
         app.output.json(result.to_json())

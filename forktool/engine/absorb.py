@@ -30,6 +30,7 @@ from typing import Literal
 from forktool.config import Config
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
 from forktool.engine.releases import first_releases, release_tags
+from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -262,31 +263,19 @@ def require_commits(fork: Fork, git: Git) -> None:
             )
 
 
-def fetch_missing(fork: Fork, git: Git, tag: str) -> list[str]:
+def fetch_missing(fork: Fork, git: Git, tag: str) -> Fetched:
     """``--fetch``: the tag, the pin's tag, every missing mapped commit, and the rest of
-    a shallow history, from the upstream remote (or ``upstream.url``). What was fetched."""
+    a shallow history, by the one rule for reaching upstream. What was fetched."""
     config = fork.config
-    source = config.upstream_remote
-    if source not in git.remotes():
-        if config.upstream_url is None:
-            raise FatalError(
-                f"there is no remote '{source}' to fetch from",
-                f"git remote add {source} <url>, or set upstream.url in forktool.yaml",
-            )
-        source = config.upstream_url
-    fetched: list[str] = []
-    if git.is_shallow():
-        git.fetch(source, [], unshallow=True)
-        fetched.append("--unshallow")
-    refspecs = [f"refs/tags/{t}:refs/tags/{t}" for t in dict.fromkeys((tag, config.pin_tag))]
-    git.fetch(source, refspecs)
-    fetched += [tag, config.pin_tag] if tag != config.pin_tag else [tag]
-    commits = {c for p in fork.patches for c in p.commits} | {config.pin_commit}
-    missing = sorted(c for c, kind in git.object_types(commits).items() if kind is None)
-    if missing:
-        git.fetch(source, missing)
-        fetched += missing
-    return fetched
+    commits = sorted({c for p in fork.patches for c in p.commits} | {config.pin_commit})
+    return fetch_upstream(
+        config,
+        git,
+        tags=[tag, config.pin_tag],
+        commits=commits,
+        unshallow=True,
+        offline="drop --fetch",
+    )
 
 
 # -- the witnesses, each in bulk -----------------------------------------------------

@@ -9,11 +9,11 @@ poll could not run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from forktool.config import Config
 from forktool.engine.releases import Release, parse_release_version, release_tags
 from forktool.engine.sync import SyncReport, plan_sync
+from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.git import Git
@@ -29,6 +29,7 @@ class PollResult:
     fetched: bool
     newer: tuple[Release, ...]
     plan: SyncReport | None
+    upstream: Fetched = field(default_factory=lambda: Fetched(None))  # where tags came from
 
     @property
     def needs_hands(self) -> bool:
@@ -52,6 +53,7 @@ class PollResult:
         return {
             "pin": self.pin,
             "fetched": self.fetched,
+            "source": self.upstream.source,
             "verdict": self.verdict,
             "newer": [{"tag": r.tag, "commit": r.commit} for r in self.newer],
             "newest": self.newer[-1].tag if self.newer else None,
@@ -59,31 +61,9 @@ class PollResult:
         }
 
 
-def fetch_tags(config: Config, git: Git) -> None:
-    """Fetch upstream's tags; a tag that moved upstream is refused by git, and so by us."""
-    remote = config.upstream_remote
-    if remote not in git.remotes():
-        raise FatalError(
-            f"no remote named '{remote}' to poll",
-            f"add it (git remote add {remote} <url>), or pass --no-fetch to use local tags",
-        )
-    git.run(
-        [
-            "fetch",
-            "--quiet",
-            "--no-write-fetch-head",
-            "--end-of-options",
-            remote,
-            "refs/tags/*:refs/tags/*",
-        ],
-        purpose=f"fetch tags from {remote}",
-    )
-
-
 def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) -> PollResult:
     config = fork.config
-    if fetch:
-        fetch_tags(config, git)
+    reached = fetch_upstream(config, git, all_tags=True) if fetch else Fetched(None)
     include_pre = config.prereleases if prereleases is None else prereleases
     releases = release_tags(git, config.release_tags, prereleases=include_pre)
     pinned = parse_release_version(config.pin_tag, config.release_tags)
@@ -95,6 +75,7 @@ def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) 
         )
     newer = tuple(r for r in releases if r.version > pinned)
     if not newer:
-        return PollResult(config.pin_tag, fetch, (), None)
+        return PollResult(config.pin_tag, reached.reached, (), None, reached)
     newest = newer[-1]
-    return PollResult(config.pin_tag, fetch, newer, plan_sync(fork, git, newest.tag, newest.commit))
+    plan = plan_sync(fork, git, newest.tag, newest.commit)
+    return PollResult(config.pin_tag, reached.reached, newer, plan, reached)

@@ -45,6 +45,7 @@ from forktool.engine.refresh import (
     load_state as load_refresh_state,
 )
 from forktool.engine.retire import record_date, retire, witnesses
+from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Interrupted
 from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
@@ -56,6 +57,7 @@ Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
 STAGES: tuple[Stage, ...] = ("retire", "refresh", "bump", "merge", "check", "done")
 STATE_DIR = Path("forktool") / "sync"
 Progress = Callable[[int], None]
+Notice = Callable[[str], None]
 
 
 # -- results -----------------------------------------------------------------------------
@@ -277,20 +279,20 @@ def default_branch(tag: str) -> str:
     return f"forktool/sync-{tag}"
 
 
-def resolve_tag(config: Config, git: Git, tag: str, *, fetch: bool) -> str:
+def resolve_tag(
+    config: Config, git: Git, tag: str, *, fetch: bool, notice: Notice | None = None
+) -> str:
+    """The commit ``tag`` peels to, fetched first (by the one rule for reaching upstream)."""
     validate_tag_name(git, tag)  # TAG becomes the pin: the pin's naming rule, before any fetch
     if fetch:
-        if config.upstream_remote not in git.remotes():
-            raise FatalError(
-                f"no remote named '{config.upstream_remote}' to fetch {tag} from",
-                "add the upstream remote, or pass --no-fetch to use the tags you have",
-            )
-        git.fetch_tag(config.upstream_remote, tag)
+        for line in fetch_upstream(config, git, tags=[tag]).notices:
+            if notice is not None:
+                notice(line)
     commit = git.tag_commit(tag)
     if commit is None:
         raise FatalError(
             f"unknown tag '{tag}'",
-            f"fetch it (git fetch {config.upstream_remote} tag {tag}) or drop --no-fetch",
+            "fetch it (drop --no-fetch), or check the name (git tag --list)",
         )
     return commit
 
@@ -408,6 +410,7 @@ def start_sync(
     fetch: bool,
     env: Mapping[str, str],
     progress: Progress | None = None,
+    notice: Notice | None = None,
 ) -> SyncReport:
     """Begin a sync of ``tag`` on a new branch and run it as far as it goes."""
     existing = load_sync_state(git)
@@ -416,7 +419,7 @@ def start_sync(
             f"a sync to {existing.tag} is in progress on {existing.branch} (stopped at {existing.stage})",
             "finish it with 'forktool sync --continue' or drop it with 'forktool sync --abort'",
         )
-    tag_commit = resolve_tag(config, git, tag, fetch=fetch)
+    tag_commit = resolve_tag(config, git, tag, fetch=fetch, notice=notice)
     name = branch or default_branch(tag)
     done = _already_synced(config, git, name, tag)
     if done is not None:
