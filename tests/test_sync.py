@@ -272,3 +272,106 @@ def test_sync_refuses_uncommitted_changes_to_the_fork_files(sync_fork: RepoBuild
         "hint: commit or stash them first: the sync branch starts from HEAD",
     ]
     assert snapshot_tree(sync_fork.path) == before
+
+
+# -- poll says "needs hands" whenever 'sync' would not run unattended ---------------------
+
+
+def _drop_conflicting_patch(fork: RepoBuilder) -> None:
+    root = fork.path
+    fork.commit(
+        "fork: drop 0004\n",
+        {
+            "series": (root / "series").read_text().replace("0004-d.patch\n", ""),
+            "upstream.map": (root / "upstream.map").read_text().replace("0004-d.patch none\n", ""),
+            "patches/0004-d.patch": None,
+        },
+    )
+
+
+def _poll(fork: RepoBuilder) -> tuple[int, dict[str, object]]:
+    result = run_cli("-C", fork.path, "upstream", "poll", "--no-fetch", "--format", "json")
+    return result.code, result.json()
+
+
+def test_poll_is_clean_when_sync_can_run(sync_fork: RepoBuilder) -> None:
+    _drop_conflicting_patch(sync_fork)
+    code, data = _poll(sync_fork)
+    assert (code, data["verdict"], data["blockers"]) == (3, "clean-plan", [])
+
+
+def test_poll_needs_hands_without_a_commit_identity(
+    sync_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _drop_conflicting_patch(sync_fork)
+    for key in IDENTITY:
+        monkeypatch.delenv(key)
+    code, data = _poll(sync_fork)
+    assert (code, data["verdict"]) == (4, "needs-hands")
+    assert data["blockers"] == [
+        "sync commits on a new branch and needs an identity: set user.name and user.email "
+        "in this repository (git config user.name ...), or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL"
+    ]
+    text = run_cli("-C", sync_fork.path, "upstream", "poll", "--no-fetch")
+    assert "sync cannot start: sync commits on a new branch and needs an identity" in text.out
+    assert text.out.splitlines()[-1] == "v2: a sync needs hands (exit 4)"
+
+
+def test_poll_needs_hands_with_uncommitted_fork_files(sync_fork: RepoBuilder) -> None:
+    _drop_conflicting_patch(sync_fork)
+    (sync_fork.path / "upstream.map").write_text(
+        "# edited, not committed\n" + (sync_fork.path / "upstream.map").read_text()
+    )
+    code, data = _poll(sync_fork)
+    assert code == 4
+    assert data["blockers"] == [
+        "uncommitted changes to the fork's files: upstream.map: commit or stash them first: "
+        "the sync branch starts from HEAD"
+    ]
+
+
+def test_poll_needs_hands_while_a_sync_is_stopped_or_the_record_is_broken(
+    sync_fork: RepoBuilder,
+) -> None:
+    assert run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch").code == 1  # stops on 0004
+    code, data = _poll(sync_fork)
+    assert code == 4
+    assert data["blockers"] == [
+        "a sync to v2 is in progress on forktool/sync-v2 (stopped at refresh): finish it with "
+        "'forktool sync --continue' or drop it with 'forktool sync --abort'",
+        "branch 'forktool/sync-v2' already exists and is not a finished sync to v2: "
+        "delete it (git branch -D forktool/sync-v2)",
+    ]
+    assert run_cli("-C", sync_fork.path, "sync", "--abort").code == 0
+    _drop_conflicting_patch(sync_fork)
+    record = (sync_fork.path / "FORK.md").read_text()
+    sync_fork.commit(
+        "fork: break the record\n",
+        {"FORK.md": record.split("<!-- forktool:retirement-record:end")[0]},
+    )
+    code, data = _poll(sync_fork)
+    assert code == 4
+    assert data["blockers"] == [
+        "FORK.md: the retirement record section is missing or its markers are broken: FORK.md "
+        "needs exactly one '<!-- forktool:retirement-record:begin -->' line followed by one "
+        "'<!-- forktool:retirement-record:end -->' line"
+    ]
+
+
+def test_poll_needs_hands_for_a_patch_waiting_for_upstream(sync_fork: RepoBuilder) -> None:
+    _drop_conflicting_patch(sync_fork)
+    umap = (sync_fork.path / "upstream.map").read_text()
+    sync_fork.commit(
+        "fork: 0002 waits for a PR\n",
+        {
+            "upstream.map": umap.replace(
+                "0002-b.patch none", "0002-b.patch pending https://forge.example/up/pull/7"
+            )
+        },
+    )
+    code, data = _poll(sync_fork)
+    assert code == 4
+    assert data["plan"]["notes"] == [  # type: ignore[index]
+        "0002-b.patch: pending: waiting for PR https://forge.example/up/pull/7: never retired "
+        "until its commit is in upstream.map (forktool upstream resolve)"
+    ]

@@ -39,7 +39,9 @@ def url_fork(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[RepoBuild
 def _set_url(fork: RepoBuilder, url: str) -> None:
     lines = (fork.path / "forktool.yaml").read_text().splitlines(keepends=True)
     kept = "".join(line for line in lines if not line.startswith(("upstream:", "  url:")))
-    fork.commit("fork: name upstream's URL\n", {"forktool.yaml": f"upstream:\n  url: {url}\n" + kept})
+    fork.commit(
+        "fork: name upstream's URL\n", {"forktool.yaml": f"upstream:\n  url: {url}\n" + kept}
+    )
 
 
 def _git_commands(err: str) -> list[str]:
@@ -119,8 +121,7 @@ def test_an_unknown_tag_with_nowhere_to_fetch_it_from_says_how_to_add_one(
     assert result.error_lines == [
         "error: unknown tag 'v9', and no upstream to fetch it from "
         "(no remote 'upstream', no upstream.url)",
-        "hint: add the remote (git remote add upstream <url>) or set upstream.url in "
-        "forktool.yaml",
+        "hint: add the remote (git remote add upstream <url>) or set upstream.url in forktool.yaml",
     ]
 
 

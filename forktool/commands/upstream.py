@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+
 import click
 
 from forktool.cli import App, format_option, notice, pass_app
@@ -36,14 +38,16 @@ def poll_command(app: App, fetch: bool, prereleases: bool | None, fmt: str) -> i
 
     Exit codes a scheduler can branch on: 0 nothing new; 3 a new release with a
     clean plan (sync can run unattended); 4 a new release that needs hands (a patch
-    conflicts on it, or the witnesses disagree about one); 2 the poll could not run.
+    conflicts on it, the witnesses disagree about one, a patch waits for upstream, or
+    'sync' could not start here: no commit identity, uncommitted fork files, a sync in
+    progress, broken record markers); 2 the poll could not run.
 
     \b
     Examples:
       forktool upstream poll
       forktool upstream poll --no-fetch --format json
     """
-    result = poll(app.fork(), app.git(), fetch=fetch, prereleases=prereleases)
+    result = poll(app.fork(), app.git(), fetch=fetch, env=os.environ, prereleases=prereleases)
     for line in result.upstream.notices:
         notice(line)
     if fmt == "json":

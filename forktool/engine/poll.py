@@ -9,10 +9,11 @@ poll could not run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from forktool.engine.releases import Release, parse_release_version, release_tags
-from forktool.engine.sync import SyncReport, plan_sync
+from forktool.engine.sync import SyncReport, plan_sync, sync_blockers
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork
@@ -30,10 +31,13 @@ class PollResult:
     newer: tuple[Release, ...]
     plan: SyncReport | None
     upstream: Fetched = field(default_factory=lambda: Fetched(None))  # where tags came from
+    blockers: tuple[str, ...] = ()  # why 'sync TAG' would refuse to start here
 
     @property
     def needs_hands(self) -> bool:
-        return self.plan is not None and bool(self.plan.conflicts or self.plan.notes)
+        return self.plan is not None and bool(
+            self.plan.conflicts or self.plan.notes or self.blockers
+        )
 
     @property
     def exit_code(self) -> int:
@@ -58,10 +62,20 @@ class PollResult:
             "newer": [{"tag": r.tag, "commit": r.commit} for r in self.newer],
             "newest": self.newer[-1].tag if self.newer else None,
             "plan": self.plan.to_json() if self.plan else None,
+            "blockers": list(self.blockers),
         }
 
 
-def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) -> PollResult:
+def poll(
+    fork: Fork,
+    git: Git,
+    *,
+    fetch: bool,
+    env: Mapping[str, str],
+    prereleases: bool | None = None,
+) -> PollResult:
+    """Newer release tags, the plan a sync to the newest would make, and whatever would
+    stop that sync from starting here (``env``: where its commit identity comes from)."""
     config = fork.config
     reached = fetch_upstream(config, git, all_tags=True) if fetch else Fetched(None)
     include_pre = config.prereleases if prereleases is None else prereleases
@@ -78,4 +92,5 @@ def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) 
         return PollResult(config.pin_tag, reached.reached, (), None, reached)
     newest = newer[-1]
     plan = plan_sync(fork, git, newest.tag, newest.commit)
-    return PollResult(config.pin_tag, reached.reached, newer, plan, reached)
+    blockers = sync_blockers(fork, git, newest.tag, plan, env)
+    return PollResult(config.pin_tag, reached.reached, newer, plan, reached, blockers)

@@ -52,12 +52,16 @@ from forktool.fork import Fork, load_fork
 from forktool.fsutil import write_files
 from forktool.git import Git
 from forktool.model.ledger import Ledger
+from forktool.model.record import BEGIN, END, parse_record
 
 Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
 STAGES: tuple[Stage, ...] = ("retire", "refresh", "bump", "merge", "check", "done")
 STATE_DIR = Path("forktool") / "sync"
 Progress = Callable[[int], None]
 Notice = Callable[[str], None]
+# Verdicts a human decides on at each new release: the witnesses disagree (revisit), or
+# the patch waits for an upstream change that this release may carry (pending).
+HUMAN_VERDICTS = ("revisit", "pending")
 
 
 # -- results -----------------------------------------------------------------------------
@@ -320,7 +324,7 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
     notes = tuple(
         f"{p['patch']}: {p['verdict']}: {p.get('reason', '')}"
         for p in _kept(report, retiring)
-        if p["verdict"] == "revisit"
+        if p["verdict"] in HUMAN_VERDICTS
     )
     return SyncReport(
         tag=tag,
@@ -337,6 +341,51 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
         dry_run=True,
         message="dry run: nothing was written",
     )
+
+
+def sync_blockers(
+    fork: Fork, git: Git, tag: str, plan: SyncReport, env: Mapping[str, str]
+) -> tuple[str, ...]:
+    """Why ``sync TAG`` would refuse to start here, each as "what: how to fix it"
+    (empty when it can start). The tag itself was resolved by the caller."""
+    config = fork.config
+    blockers: list[str] = []
+    state = load_sync_state(git)
+    if state is not None:
+        blockers.append(
+            f"a sync to {state.tag} is in progress on {state.branch} (stopped at "
+            f"{state.stage}): finish it with 'forktool sync --continue' or drop it with "
+            "'forktool sync --abort'"
+        )
+    name = default_branch(tag)
+    if git.branch_commit(name) is not None and _already_synced(config, git, name, tag) is None:
+        blockers.append(
+            f"branch '{name}' already exists and is not a finished sync to {tag}: "
+            f"delete it (git branch -D {name})"
+        )
+    checks: list[Callable[[], object]] = [
+        lambda: commit_identity(git, env),
+        lambda: _refuse_uncommitted(config, git),
+    ]
+    if plan.retired:
+        checks.append(lambda: _record_markers(config))
+    for check in checks:
+        try:
+            check()
+        except FatalError as exc:
+            blockers.append(f"{exc.message}: {exc.hint}" if exc.hint else exc.message)
+    return tuple(blockers)
+
+
+def _record_markers(config: Config) -> None:
+    """Retiring writes the record: markers that are there must be sound (a missing
+    section is added by the retirement itself)."""
+    path = config.record_path
+    if not path.is_file():
+        return
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if BEGIN in text or END in text:
+        parse_record(text, config.record)
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -637,7 +686,7 @@ def _stage_retire(run: _Run, resume: bool) -> bool:
             + "".join(f"- {r.patch}: {r.witnesses}\n" for r in retired)
         )
     notes = tuple(
-        f"{p.patch}: {p.verdict}: {p.reason}" for p in report.patches if p.verdict == "revisit"
+        f"{p.patch}: {p.verdict}: {p.reason}" for p in report.patches if p.verdict in HUMAN_VERDICTS
     )
     run.advance("refresh", retired=retired, kept=_kept(report, set(retiring)), notes=notes)
     return True

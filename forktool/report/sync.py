@@ -66,6 +66,8 @@ def render_poll(out: Output, result: PollResult) -> None:
     assert result.plan is not None
     out.print(Text(f"plan for {result.plan.tag}:", style="bold"))
     render_plan_body(out, result.plan)
+    for blocker in result.blockers:
+        out.print(Text(f"sync cannot start: {blocker}", style="yellow"), markup=False)
     if result.needs_hands:
         out.result(Text(f"{result.plan.tag}: a sync needs hands (exit 4)", style="yellow"))
     else:
