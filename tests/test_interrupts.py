@@ -264,7 +264,7 @@ def test_fmt_survives_an_interruption_at_every_write_point(example: Path, tmp_pa
             patch.read_bytes(),
         )
         patch.write_bytes(short)
-    check_every_point(base, tmp_path / "fmt", Scenario(("fmt", "--force")))
+    check_every_point(base, tmp_path / "fmt", Scenario(("fmt",)))
 
 
 def test_export_survives_an_interruption_at_every_write_point(

@@ -54,7 +54,7 @@ def render_fmt(out: Output, result: FmtResult) -> None:
         detail = entry.message + (" (rewritten)" if entry.written else "")
         table.add_row(entry.patch, _status(entry.status), detail)
     out.print(table)
-    if result.check:
+    if result.check or result.dry_run:
         for entry in result.entries:
             if entry.diff:
                 _diff(out, entry.diff)
@@ -67,19 +67,12 @@ def render_fmt(out: Output, result: FmtResult) -> None:
         out.result(
             Text(f"FAILED: not canonical: {bad}; run 'forktool fmt'", style="red"), markup=False
         )
+    elif result.dry_run:
+        left = ", ".join(e.patch for e in result.left) or "nothing"
+        out.result(Text(f"DRY RUN: would rewrite {left}; nothing was written."), markup=False)
     else:
         written = [e for e in result.entries if e.written]
         out.result(Text(f"OK: rewrote {len(written)} patch file(s).", style="green"))
-        cosmetic = [e.patch for e in result.left if e.status == "cosmetic"]
-        if cosmetic:
-            out.result(
-                Text(
-                    f"left alone (cosmetic only): {', '.join(cosmetic)}; 'forktool fmt --force' "
-                    "rewrites them (fmt --check fails until then)",
-                    style="yellow",
-                ),
-                markup=False,
-            )
 
 
 def render_history(out: Output, result: HistoryResult) -> None:
