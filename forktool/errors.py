@@ -81,6 +81,26 @@ class GitError(FatalError):
         self.stderr = stderr
 
 
+def cause_line(stderr: str) -> str:
+    """The line of git's stderr that says why (its ``fatal:``/``error:`` line), not
+    merely the last one (a hook or progress may print after it)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    for prefix in ("fatal:", "error:"):
+        for line in lines:
+            if line.startswith(prefix):
+                return line
+    return lines[-1] if lines else "no message from git"
+
+
+def rolled_back(exc: FatalError, what: str) -> FatalError:
+    """``exc`` restated after ``what`` was undone: git's cause line, and that nothing
+    changed (exit 2 means exactly that)."""
+    message = exc.message
+    if isinstance(exc, GitError):
+        message = f"git could not {exc.purpose}: {cause_line(exc.stderr)}"
+    return FatalError(f"{message}; {what}", exc.hint)
+
+
 def errors_only(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error"]
 

@@ -352,6 +352,21 @@ class Git:
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
+    @contextmanager
+    def index_copy(self) -> Iterator[TempIndex]:
+        """A copy of this worktree's own index (skip-worktree bits and all), removed
+        afterwards: stage into it and the real index is left exactly as it was."""
+        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-"))
+        try:
+            real = self.cwd / self.out(
+                ["rev-parse", "--git-path", "index"], purpose="find the index"
+            )
+            if real.is_file():
+                shutil.copyfile(real, tmpdir / "index")
+            yield TempIndex(self, tmpdir / "index", {"GIT_INDEX_FILE": str(tmpdir / "index")})
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
     # -- pins and alignment --------------------------------------------------------
 
     def check_ref_format(self, ref: str) -> bool:
@@ -673,9 +688,40 @@ class Git:
             purpose=f"re-create the worktree of {branch}",
         )
 
+    def worktree_add_sparse(self, path: Path, rev: str, paths: Sequence[str]) -> None:
+        """A detached worktree at ``path`` on ``rev`` with only ``paths`` checked out (a
+        hand resolution needs the conflicting patch's files, not the whole tree)."""
+        self.run(
+            [
+                *("worktree", "add", "--quiet", "--no-checkout", "--detach", "--end-of-options"),
+                *(str(path), rev),
+            ],
+            purpose=f"create the worktree {path}",
+        )
+        Git(path).sparse_reset(rev, paths)
+
+    def sparse_reset(self, rev: str, paths: Sequence[str]) -> None:
+        """Make this worktree's index ``rev`` and check out only ``paths`` (the others
+        are marked skip-worktree: add, diff and reset leave them alone). The patterns
+        live in this worktree's own git directory; no config is written."""
+        info = self.git_dir() / "info"
+        info.mkdir(exist_ok=True)
+        whole = not paths or any("\n" in p or "\r" in p for p in paths)
+        patterns = "/*\n" if whole else "".join(f"/{_literal_pattern(p)}\n" for p in paths)
+        (info / "sparse-checkout").write_text(patterns, encoding="utf-8")
+        self.run(
+            ["-c", "core.sparseCheckout=true", "read-tree", "--reset", "-u", rev],
+            purpose=f"check out the files to resolve at {rev}",
+        )
+
     def worktree_prune(self) -> None:
         """Forget worktrees whose directory is gone."""
         self.run(["worktree", "prune"], purpose="prune worktrees")
+
+
+def _literal_pattern(path: str) -> str:
+    """``path`` as a gitignore-style pattern that matches only itself."""
+    return "".join("\\" + ch if ch in "\\*?[]!# " else ch for ch in path)
 
 
 def is_hex40(text: str) -> bool:

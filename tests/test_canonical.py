@@ -524,8 +524,10 @@ def test_refresh_worktree_then_continue_takes_the_resolution(
     assert [p["status"] for p in data["patches"]] == ["unchanged", "rebased", "conflict"]  # type: ignore[index]
     conflicted = (wt / "b.py").read_text()
     assert "<<<<<<< " in conflicted and ">>>>>>> " in conflicted
-    assert (wt / "a.py").read_text().startswith("n1\nn2\nn3\na1\n")  # earlier patches are there
-    assert "A20\n" in (wt / "a.py").read_text()
+    # Only the conflicting patch's files are checked out; the earlier patches are in HEAD.
+    assert sorted(p.name for p in wt.iterdir() if p.name != ".git") == ["b.py"]
+    a_py = Git(wt).out(["show", "HEAD:a.py"], purpose="a.py")
+    assert a_py.startswith("n1\nn2\nn3\na1\n") and "A20\n" in a_py
     assert (repo.path / ".git/forktool/refresh/state.json").is_file()
     refused = moving.cli("refresh", "--continue")
     assert refused.code == 2

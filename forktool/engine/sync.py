@@ -40,13 +40,14 @@ from forktool.engine.refresh import (
     refresh_abort,
     refresh_continue,
     refresh_onto,
+    retire_first,
 )
 from forktool.engine.refresh import (
     load_state as load_refresh_state,
 )
 from forktool.engine.retire import record_date, retire, witnesses
 from forktool.engine.upstream import fetch_upstream
-from forktool.errors import FatalError, Interrupted
+from forktool.errors import FatalError, Interrupted, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import write_files
@@ -301,6 +302,10 @@ def resolve_tag(
     return commit
 
 
+def _already_on(entry: RefreshEntry) -> bool:
+    return entry.message.startswith("already applied")
+
+
 def _retired_entry(report: AbsorbedResult, name: str) -> Retired:
     """The report's line for a retired patch: the same witnesses the record gets."""
     verdict = report.patch(name)
@@ -320,12 +325,17 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
     kept = [p for p in fork.patches if p.name not in retiring]
     refreshed = tuple(plan_refresh(git, tag, kept)) if kept else ()
     bump = plan_bump(fork.config, git, tag, fetch=False, dry_run=True)
-    conflicts = tuple(f"{e.patch}: {e.message}" for e in refreshed if e.status == "conflict")
+    present = {e.patch for e in refreshed if e.status == "conflict" and _already_on(e)}
+    conflicts = tuple(
+        f"{e.patch}: {e.message}"
+        for e in refreshed
+        if e.status == "conflict" and e.patch not in present
+    )
     notes = tuple(
         f"{p['patch']}: {p['verdict']}: {p.get('reason', '')}"
         for p in _kept(report, retiring)
         if p["verdict"] in HUMAN_VERDICTS
-    )
+    ) + tuple(f"{retire_first(name, tag)}, before the sync" for name in sorted(present))
     return SyncReport(
         tag=tag,
         tag_commit=tag_commit,
@@ -494,6 +504,14 @@ def start_sync(
     try:
         _save_state(git, state)
         return _drive(git, state, identity, progress)
+    except FatalError as exc:
+        # Exit 2 changes nothing: undo what this run made (worktree, branch, state).
+        with _signals_held():
+            if load_sync_state(git) is not None:
+                abort_sync(git)
+        raise rolled_back(
+            exc, "the sync was rolled back: no branch, worktree or state is left"
+        ) from exc
     except KeyboardInterrupt:
         # Ctrl-C on a sync that only just began: put everything back as it was.
         with _signals_held():
@@ -702,7 +720,7 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
     fork = run.fork()
     pin_commit = fork.config.pin_commit
     if resume and load_refresh_state(run.wt) is not None:
-        result = refresh_continue(fork, run.wt, pin_commit=pin_commit)
+        result = refresh_continue(fork, run.wt, pin_commit=pin_commit, command="sync")
     elif not fork.patches:
         run.advance("bump", refreshed=(), conflicts=())
         return True
@@ -713,6 +731,12 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
             shutil.rmtree(resolve_dir, ignore_errors=True)
         result = refresh_onto(
             fork, run.wt, run.state.tag, pin_commit=pin_commit, worktree=resolve_dir
+        )
+    if not result.ok and not result.in_progress:  # no hand resolution can help
+        raise FatalError(
+            result.message,
+            "retire or drop it on your branch, commit, and run 'forktool sync "
+            f"{run.state.tag}' again",
         )
     if not result.ok or result.in_progress:
         where = f" in {result.worktree}" if result.worktree else ""

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forktool.config import Config
-from forktool.errors import FatalError, GitError
+from forktool.errors import FatalError, GitError, cause_line
 from forktool.git import Git
 
 
@@ -43,17 +43,6 @@ def no_source_hint(config: Config) -> str:
         f"add the remote (git remote add {config.upstream_remote} <url>) "
         "or set upstream.url in forktool.yaml"
     )
-
-
-def cause_line(stderr: str) -> str:
-    """The line of git's stderr that says why (its ``fatal:``/``error:`` line), not
-    merely the last one."""
-    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
-    for prefix in ("fatal:", "error:"):
-        for line in lines:
-            if line.startswith(prefix):
-                return line
-    return lines[-1] if lines else "no message from git"
 
 
 def fetch_upstream(
