@@ -181,7 +181,8 @@ def test_full_sync_with_a_conflict_resolved_by_hand(sync_fork: RepoBuilder) -> N
     assert "tag: v2" in sync_fork.git.out(["show", f"{branch}:forktool.yaml"], purpose="config")
     record = sync_fork.git.out(["show", f"{branch}:FORK.md"], purpose="record")
     assert "| retired | 0001-a.patch |" in record
-    markdown = (sync_fork.git.git_dir() / "forktool" / "sync" / "v2" / "report.md").read_text()
+    reports = sync_fork.git.git_dir() / "forktool" / "sync" / "v2"
+    markdown = (reports / "forktool" / "sync-v2" / "report.md").read_text()
     assert markdown.startswith("# Sync: v1 → v2\n")
     assert "| `0003-c.patch` | rebased |" in markdown
     assert not (sync_fork.git.git_dir() / "forktool" / "sync" / "state.json").exists()
@@ -522,3 +523,15 @@ def test_a_refused_sync_continue_stages_nothing_and_names_the_sync_steps(
     assert nothing.error_lines[1].startswith("hint: run 'forktool sync --abort', then retire")
     assert nothing.error_lines[1].endswith("and run 'forktool sync v2' again")
     assert run_cli("-C", sync_fork.path, "sync", "--abort").code == 0
+
+
+def test_two_syncs_to_one_tag_on_two_branches_keep_both_reports(sync_fork: RepoBuilder) -> None:
+    _drop_conflicting_patch(sync_fork)
+    for branch in ("sync/first", "sync/second"):
+        result = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch", "--branch", branch)
+        assert result.code == 0, result.out
+    reports = sync_fork.git.git_dir() / "forktool" / "sync" / "v2"
+    for branch in ("sync/first", "sync/second"):
+        data = json.loads((reports / branch / "report.json").read_text())
+        assert data["branch"] == branch
+        assert f"Branch `{branch}`" in (reports / branch / "report.md").read_text()

@@ -49,7 +49,8 @@ def command(
     Works on a new branch in a temporary worktree; your checkout is never switched or
     dirtied. Retirement is by ancestry only. For a merged-layout fork the release
     TAG is merged (never upstream's main branch). The result is checked and a report
-    (markdown for a pull request, and JSON) is written under .git/forktool/sync/TAG/.
+    (markdown for a pull request, and JSON) is written under
+    .git/forktool/sync/TAG/BRANCH/.
     A conflict stops the sync: resolve it and run 'sync --continue', or 'sync --abort'.
     Exit 0 when synced and the check passed, 1 when stopped or the check failed.
 

@@ -442,7 +442,7 @@ def step_sync(demo: Demo) -> None:
         runs check, and writes a report for the pull request.""",
     )
     demo.run(["sync", "v1.3.0"])
-    report = demo.fork_path / ".git" / "forktool" / "sync" / "v1.3.0" / "report.md"
+    report = demo.fork_path / ".git/forktool/sync/v1.3.0/forktool/sync-v1.3.0/report.md"
     demo.say(f"   the pull-request body is in {report}")
 
 

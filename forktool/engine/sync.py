@@ -183,6 +183,12 @@ def state_dir(git: Git) -> Path:
     return git.common_dir() / STATE_DIR
 
 
+def report_dir(git: Git, tag: str, branch: str) -> Path:
+    """Where a finished sync's report lives: keyed by tag and branch, so a second sync to
+    the same tag on another branch keeps the first one's report."""
+    return state_dir(git) / tag / branch
+
+
 def _state_file(git: Git) -> Path:
     return state_dir(git) / "state.json"
 
@@ -588,7 +594,7 @@ def _already_synced(config: Config, git: Git, branch: str, tag: str) -> SyncRepo
         pinned = None
     if pinned != tag:
         return None
-    report_file = state_dir(git) / tag / "report.json"
+    report_file = report_dir(git, tag, branch) / "report.json"
     if report_file.is_file():
         report = _report_from_json(json.loads(report_file.read_text(encoding="utf-8")))
         return replace(
@@ -856,7 +862,7 @@ def _stage_check(run: _Run, resume: bool) -> bool:
 
 def _finish(run: _Run) -> SyncReport:
     report = replace(run.state.report, stage="done", worktree=None, commits=tuple(run.commits))
-    out = state_dir(run.main) / run.state.tag
+    out = report_dir(run.main, run.state.tag, run.state.branch)
     write_files(
         {
             out / "report.json": (json.dumps(report.to_json(), indent=2) + "\n").encode(),
