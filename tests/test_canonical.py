@@ -472,7 +472,7 @@ def test_refresh_reports_unchanged_rebased_and_conflict_and_writes_nothing(
     data = result.json()
     assert [p["status"] for p in data["patches"]] == ["unchanged", "rebased", "conflict"]  # type: ignore[index]
     assert data["patches"][1]["message"] == (  # type: ignore[index]
-        "a.py: hunk 1 applies only at offset +3 (line 20) on v2; regenerated"
+        "a.py: hunk 1 applies only at offset +3 (line 20) on v2; would be regenerated"
     )
     assert (
         data["patches"][2]["message"]

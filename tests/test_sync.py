@@ -535,3 +535,29 @@ def test_two_syncs_to_one_tag_on_two_branches_keep_both_reports(sync_fork: RepoB
         data = json.loads((reports / branch / "report.json").read_text())
         assert data["branch"] == branch
         assert f"Branch `{branch}`" in (reports / branch / "report.md").read_text()
+
+
+def test_piped_sync_names_each_step_as_it_starts_and_says_what_is_next(
+    sync_fork: RepoBuilder,
+) -> None:
+    _drop_conflicting_patch(sync_fork)
+    plan = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch", "--dry-run")
+    assert "merge: the release tag v2 (" in plan.out
+    assert "c.py: hunk 1 applies only at offset +3 (line 8) on v2;" in plan.out
+    assert "would be regenerated" in plan.out and "; regenerated" not in plan.out
+    assert plan.out.splitlines()[-2:] == ["DRY RUN: nothing was written", "next: forktool sync v2"]
+    result = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch")
+    assert result.code == 0, result.out
+    assert result.err.splitlines() == [
+        "sync: retire what v2 absorbed (1/5)",
+        "sync: refresh the patches onto v2 (2/5)",
+        "sync: bump the pins to v2 (3/5)",
+        "sync: merge v2 (4/5)",
+        "sync: check the result (5/5)",
+    ]
+    assert "merged: the release tag v2 (" in result.out
+    assert result.out.splitlines()[-1] == (
+        "next: review branch forktool/sync-v2 and merge it (git merge forktool/sync-v2)"
+    )
+    quiet = run_cli("-C", sync_fork.path, "-q", "sync", "v2", "--no-fetch", "--branch", "again")
+    assert quiet.err == ""

@@ -73,7 +73,7 @@ def command(
         commit = resolve_tag(app.config(), git, tag, fetch=fetch, notice=notice)
         result = plan_sync(app.fork(), git, tag, commit)
     else:
-        with app.lock(git), app.output.progress(5, "sync") as tick:
+        with app.lock(git), app.output.steps(5, "sync") as tick:
             if abort:
                 result = abort_sync(git)
             elif resume:

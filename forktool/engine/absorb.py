@@ -39,7 +39,7 @@ from forktool.model.patchfile import PatchFile, touched_paths
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only", "pending"]
 EvidenceKind = Literal[
-    "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies"
+    "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies", "offset"
 ]
 Outcome = Literal[
     "retired",
@@ -354,6 +354,7 @@ class ApplyState:
     reverse: bool  # reverse-applies exactly: the change is present
     message: str  # why the forward apply is not exact ("" when it is)
     reverse_shifted: bool = False  # reverse-applies, but only at shifted lines
+    forward_shifted: bool = False  # applies, but only at shifted lines (drift, not a conflict)
 
 
 def _exact(attempt: Attempt) -> bool:
@@ -433,7 +434,9 @@ def apply_states(
             )
             message = "" if _exact(fwd) else classify(patch, fwd, None, _exact(back), base).message
             shifted = back.ok and not _exact(back)
-            states[patch.name] = ApplyState(_exact(fwd), _exact(back), message, shifted)
+            states[patch.name] = ApplyState(
+                _exact(fwd), _exact(back), message, shifted, fwd.ok and not _exact(fwd)
+            )
     return states
 
 
@@ -476,7 +479,9 @@ def _evidence(
                 f"the patch still applies forward exactly on {tag}: its change is not there",
             )
         )
-    if not state.forward and not state.reverse:
+    if state.forward_shifted and not ancestor:  # offset drift: it still applies, moved
+        found.append(Evidence("offset", None, state.message))
+    elif not state.forward and not state.reverse:
         detail = state.message
         if state.reverse_shifted:
             detail += "; it reverse-applies only at an offset: the change looks present, moved"

@@ -247,7 +247,17 @@ def plan_refresh(git: Git, onto: str, patches: Sequence[Patch]) -> list[RefreshE
     onto_commit = _onto_commit(git, onto)
     with git.temp_index() as index:
         chain = build_chain(index, onto_commit, patches, base_name=onto)
-        return _entries(chain, patches)
+        return _unwritten(_entries(chain, patches))
+
+
+def _unwritten(entries: Sequence[RefreshEntry]) -> list[RefreshEntry]:
+    """The entries of a refresh that wrote nothing: a rebased patch *would be* regenerated."""
+    return [
+        replace(e, message=e.message.removesuffix("; regenerated") + "; would be regenerated")
+        if e.status == "rebased"
+        else e
+        for e in entries
+    ]
 
 
 def _onto_commit(git: Git, onto: str) -> str:
@@ -335,7 +345,7 @@ def refresh_onto(
                     onto,
                     onto_commit,
                     pin,
-                    tuple(entries),
+                    tuple(_unwritten(entries)),
                     message=f"{retire_first(failed.patch.name, onto)}; nothing was written",
                 )
             if worktree is None:
@@ -343,7 +353,7 @@ def refresh_onto(
                     onto,
                     onto_commit,
                     pin,
-                    tuple(entries),
+                    tuple(_unwritten(entries)),
                     message=f"{failed.patch.name} conflicts on {onto}: nothing was written; "
                     "rerun with --worktree DIR to resolve it by hand",
                 )

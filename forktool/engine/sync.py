@@ -58,7 +58,7 @@ from forktool.model.record import BEGIN, END, parse_record
 Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
 STAGES: tuple[Stage, ...] = ("retire", "refresh", "bump", "merge", "check", "done")
 STATE_DIR = Path("forktool") / "sync"
-Progress = Callable[[int], None]
+Progress = Callable[[str], None]  # told the name of each stage as it starts
 Notice = Callable[[str], None]
 # Verdicts a human decides on at each new release: the witnesses disagree (revisit), or
 # the patch waits for an upstream change that this release may carry (pending).
@@ -117,6 +117,7 @@ class SyncReport:
     message: str = ""
     dry_run: bool = False
     worktree: str | None = None
+    merge_tag: bool = False  # a merged-layout fork: the sync merges (merged) TAG
 
     @property
     def needs_hands(self) -> bool:
@@ -149,6 +150,7 @@ class SyncReport:
             "commits": list(self.commits),
             "worktree": self.worktree,
             "message": self.message,
+            "merge_tag": self.merge_tag,
         }
 
 
@@ -271,6 +273,7 @@ def _report_from_json(data: Mapping[str, object]) -> SyncReport:
         commits=_strings(data, "commits"),
         check=data["check"] if isinstance(data.get("check"), dict) else None,  # type: ignore[arg-type]
         check_ok=data.get("check_ok") if isinstance(data.get("check_ok"), bool) else None,  # type: ignore[arg-type]
+        merge_tag=data.get("merge_tag") is True,
     )
 
 
@@ -355,7 +358,8 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
         conflicts=conflicts,
         notes=notes,
         dry_run=True,
-        message="dry run: nothing was written",
+        message="DRY RUN: nothing was written",
+        merge_tag=fork.config.layout == "merged",
     )
 
 
@@ -434,8 +438,6 @@ class _Run:
         report = replace(self.state.report, stage=stage, commits=tuple(self.commits), **changes)  # type: ignore[arg-type]
         self.state = replace(self.state, stage=stage, report=report)
         _save_state(self.main, self.state)
-        if self.progress:
-            self.progress(1)
 
 
 def commit_identity(git: Git, env: Mapping[str, str]) -> dict[str, str]:
@@ -505,7 +507,9 @@ def start_sync(
     # The state is saved before the worktree and the branch exist, so whenever this run
     # is cut short, 'sync --continue' re-creates them and 'sync --abort' removes them.
     worktree = Path(tempfile.gettempdir()) / f"forktool-sync-{secrets.token_hex(6)}" / "wt"
-    report = SyncReport(tag, tag_commit, config.pin_tag, name, "retire")
+    report = SyncReport(
+        tag, tag_commit, config.pin_tag, name, "retire", merge_tag=config.layout == "merged"
+    )
     state = SyncState(tag, tag_commit, name, str(worktree), start, "retire", fork_dir, report)
     try:
         _save_state(git, state)
@@ -687,10 +691,23 @@ def _drive(
     }
     while run.state.stage != "done":
         stage = run.state.stage
+        if progress:
+            progress(_stage_title(stage, state.tag))
         if not steps[stage](run, resume):
             return replace(run.state.report, worktree=str(worktree))
         resume = False
     return _finish(run)
+
+
+def _stage_title(stage: Stage, tag: str) -> str:
+    return {
+        "retire": f"retire what {tag} absorbed",
+        "refresh": f"refresh the patches onto {tag}",
+        "bump": f"bump the pins to {tag}",
+        "merge": f"merge {tag}",
+        "check": "check the result",
+        "done": "done",
+    }[stage]
 
 
 def _next(stage: Stage) -> Stage:

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from forktool.output import Output
+from forktool.report.tables import table as make_table
 
 if TYPE_CHECKING:  # renderers need the result types only for annotations; keep start-up lean
     from forktool.engine.apply import DirResult, PatchVerdict, VerifyResult
@@ -56,9 +57,7 @@ def render_status(out: Output, result: StatusResult) -> None:
         out.print(f"newest : {newest.get('tag')} {what}", markup=False)
     if not result.patches:
         return
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("#", "patch", "upstream", "PR", "at pin"):
-        table.add_column(column, overflow="fold")
+    table = make_table("#", "patch", "upstream", "PR", "at pin")
     for index, patch in enumerate(result.patches, start=1):
         upstream = (
             "fork-only"
@@ -87,10 +86,7 @@ _STATUS_STYLE = {
 
 
 def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("patch", overflow="fold")
-    table.add_column("status")
-    table.add_column("detail", overflow="fold")
+    table = make_table("patch", "status", "detail")
     for verdict in verdicts:
         style = _STATUS_STYLE.get(verdict.status, "")
         table.add_row(verdict.patch, Text(verdict.status, style=style), verdict.message)
