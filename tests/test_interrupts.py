@@ -50,11 +50,15 @@ class Run:
 
 
 def forktool(root: Path, args: Sequence[str], **env: str) -> Run:
+    # A killed run leaves its temporary directories behind: keep them beside the fork,
+    # in the test's own directory, never in the machine's temp directory.
+    tmp = root.parent / f"{root.name}.tmp"
+    tmp.mkdir(exist_ok=True)
     res = subprocess.run(
         [sys.executable, "-m", "forktool", "-C", str(root), *args],
         capture_output=True,
         text=True,
-        env={**os.environ, **ENV, **env},
+        env={**os.environ, **ENV, "TMPDIR": str(tmp), **env},
         timeout=120,
     )
     return Run(res.returncode, res.stdout, res.stderr)

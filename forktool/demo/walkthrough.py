@@ -328,7 +328,6 @@ def step_retire(demo: Demo) -> None:
         restores 0001 from the commit before the retirement, byte for byte, and records
         why.""",
     )
-    demo.run(["retire", "--tag", "v1.2.0", "--dry-run"])
     demo.run(["retire", p2, "--tag", "v1.2.0"], expect=1)
     demo.run(["retire", "--tag", "v1.2.0"])
     record = (demo.fork_path / "FORK.md").read_text(encoding="utf-8")

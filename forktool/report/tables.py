@@ -14,6 +14,7 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
 PROSE_COLUMNS = frozenset({"detail", "note", "witnesses", "reason", "message"})
+PROSE_MIN_WIDTH = 24  # narrower, a sentence reads one word a line
 
 
 class TokenTable(Table):
@@ -37,5 +38,8 @@ def table(*columns: str) -> Table:
     """A table with a bold header row and no box, its columns named ``columns``."""
     made = TokenTable(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in columns:
-        made.add_column(column, overflow="fold", no_wrap=column not in PROSE_COLUMNS)
+        prose = column in PROSE_COLUMNS
+        made.add_column(
+            column, overflow="fold", no_wrap=not prose, min_width=PROSE_MIN_WIDTH if prose else None
+        )
     return made

@@ -110,7 +110,13 @@ def render_verify(out: Output, result: VerifyResult) -> None:
         out.result(Text(f"FAILED: {result.message}", style="red"))
         return
     bad = [v for v in result.patches if v.status != "exact"]
-    for verdict in bad:
+    if bad and not out.quiet:  # the table above says why, once
+        names = ", ".join(f"{v.patch}" + (f":{v.line}" if v.line else "") for v in bad)
+        out.result(
+            Text(f"FAILED: {len(bad)} patch(es) do not apply exactly: {names}", style="red"),
+            markup=False,
+        )
+    for verdict in bad if out.quiet else ():
         where = f"{verdict.patch}" + (f":{verdict.line}" if verdict.line else "")
         out.result(Text(f"error: {where}: {verdict.message}", style="red"), markup=False)
     if not result.round_trip and not bad:
