@@ -8,6 +8,7 @@ optional ``hint:`` line on stderr, never a traceback).
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import shlex
 import sys
@@ -24,11 +25,14 @@ import click
 from forktool import __version__
 from forktool.config import Config, find_config, load_config
 from forktool.errors import FatalError, Interrupted
+from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
-from forktool.fsutil import fork_lock, recover_interrupted
+from forktool.fsutil import fork_lock, recover_interrupted, write_refusal
 from forktool.git import Git, set_observer
 from forktool.inputs import describe_os_error, is_input_os_error
 from forktool.output import Output
+
+faultpoint("cli.import", write=False)  # where the tests press Ctrl-C while the CLI loads
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -304,8 +308,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             return _fail(said.message, said.hint, 130)
         return _fail("interrupted; nothing was left half-written", None, 130)
     except OSError as exc:
-        # A user's file that is missing, unreadable or of the wrong kind is bad
-        # input (exit 2, naming the file); any other OSError is a bug: re-raised.
+        # A write the file system refused (disk full, file too large, read-only) and
+        # a user's file that is missing, unreadable or of the wrong kind are exit 2,
+        # naming the file; any other OSError is a bug: re-raised.
+        if (refused := write_refusal(exc, "a file")) is not None:
+            return _fail(refused.message, refused.hint)
         if not is_input_os_error(exc, _input_roots()):
             raise
         return _fail(f"{_shown(exc.filename)}: {describe_os_error(exc)}", None)
@@ -314,7 +321,16 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _escape_unencodable() -> None:
+    """A patch name the output encoding cannot show (``PYTHONIOENCODING=ascii``, a
+    latin-1 locale) is written escaped (``\\xe9``), never a crash."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
+    _escape_unencodable()
     try:
         code = run()
         sys.stdout.flush()

@@ -18,7 +18,7 @@ import yaml
 
 from forktool.errors import FatalError
 from forktool.git import is_hex40
-from forktool.inputs import read_input
+from forktool.inputs import LINK_HINT, linked_directory, read_input
 from forktool.regex_safety import nested_repeat
 
 CONFIG_NAME = "forktool.yaml"
@@ -48,6 +48,7 @@ class ImageSettings:
     site: str | None = None  # directory in the image that carries the series
     records: str = ".forktool/gate-records"
     waivers: str | None = None
+    gate_timeout: int = 600  # seconds each gate command may run before it is killed
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,13 @@ def _compose(text: str, path: str) -> yaml.Node:
                     f"{path}:{line}: YAML anchors and aliases are not allowed in forktool.yaml",
                     "write each value out in full",
                 )
+            tag = getattr(event, "tag", None)
+            if tag is not None and not tag.startswith("tag:yaml.org,2002:"):
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise FatalError(
+                    f"{path}:{line}: unknown YAML tag {tag!r}: forktool.yaml takes plain values",
+                    f"remove the tag ({tag}) and write the value alone",
+                )
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -253,11 +261,34 @@ def _image(node: _Node) -> ImageSettings:
         "site",
         "records",
         "waivers",
+        "gate_timeout",
     }
     _check_keys(node, items, "image", allowed, {"repository", "dockerfile"})
-    strings = {k: items[k].string(f"image.{k}") for k in allowed - {"gate"} if k in items}
+    special = {"gate", "gate_timeout"}
+    values: dict[str, Any] = {
+        k: items[k].string(f"image.{k}") for k in allowed - special if k in items
+    }
+    for key in _IMAGE_PATH_KEYS:
+        if key in values and not _inside_fork(values[key]):
+            raise items[key].fail(f"image.{key} '{values[key]}' must be a path inside the fork")
+    if "gate_timeout" in items:
+        values["gate_timeout"] = _seconds(items["gate_timeout"], "image.gate_timeout")
     gate = _gate(items["gate"]) if "gate" in items else ()
-    return ImageSettings(gate=gate, **strings)
+    return ImageSettings(gate=gate, **values)
+
+
+_IMAGE_PATH_KEYS = ("context", "dockerfile", "records", "waivers")
+
+
+def _inside_fork(value: str) -> bool:
+    return not value.startswith("/") and ".." not in Path(value).parts
+
+
+def _seconds(node: _Node, what: str) -> int:
+    text = node.string(what)
+    if not text.isdigit() or not 1 <= int(text) <= 86400:
+        raise node.fail(f"{what} '{text}' must be a whole number of seconds from 1 to 86400")
+    return int(text)
 
 
 def _history(node: _Node) -> HistorySettings:
@@ -367,7 +398,26 @@ def load_config(path: Path) -> Config:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FatalError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
-    return parse_config(text, path.resolve())
+    config = parse_config(text, path.resolve())
+    refuse_linked_directories(config)
+    return config
+
+
+def refuse_linked_directories(config: Config) -> None:
+    """Every file the fork keeps must be reached without leaving the fork through a
+    symlinked directory: forktool would read (and rewrite, and delete) files git does
+    not commit, possibly outside the fork."""
+    files = [config.series, config.upstream_map, config.ledger, config.record]
+    files += [site.file for site in config.pin_sites]
+    directories = [config.patches, f"{config.patches}/notes"]
+    for rel, itself in [*((f, False) for f in files), *((d, True) for d in directories)]:
+        problem = linked_directory(config.root, rel, itself=itself)
+        if problem:
+            raise FatalError(
+                f"{rel}: {problem}; forktool reads and writes the fork's files only inside "
+                "the fork",
+                LINK_HINT,
+            )
 
 
 def find_config(start: Path, stop: Callable[[Path], bool] | None = None) -> Path:

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.errors import FatalError, GitError
+from forktool.errors import FatalError, GitError, git_said
 from forktool.faults import faultpoint
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -63,6 +63,19 @@ def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+# What makes a name a revision expression rather than a ref (git check-ref-format
+# refuses these in ref names): v1.3.0~2, v1^{tree}, v1:path, v1@{1}, a..b, globs.
+_REVISION_SYNTAX = re.compile(r"[~^:?*\[\\]|@\{|\.\.")
+
+
+def is_revision_expression(name: str) -> bool:
+    """``v1.3.0~2`` and the like (a name with spaces or control characters is no
+    expression, and no tag either: it stays an unknown tag)."""
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        return False
+    return bool(_REVISION_SYNTAX.search(name))
 
 
 def git_argv(args: Sequence[str]) -> list[str]:
@@ -132,8 +145,37 @@ def run(
     if _observer is not None:
         _observer(purpose, args, result.returncode)
     if check and not result.ok:
+        if args and args[0] == "fetch":
+            raise fetch_error(args, cwd, purpose, result)
         raise GitError(purpose, argv, result.returncode, result.err)
     return result
+
+
+def fetch_error(args: Sequence[str], cwd: Path, purpose: str, result: GitResult) -> GitError:
+    """A failed fetch, said in full: git's first meaningful line, and the remote with
+    its URL (the last line alone, "and the repository exists.", says nothing)."""
+    options = list(args[1:])
+    if "--end-of-options" in options:
+        options = options[options.index("--end-of-options") + 1 :]
+    source = next((a for a in options if not a.startswith("-")), "")
+    url = run(
+        ["config", "--get", f"remote.{source}.url"],
+        cwd=cwd,
+        purpose=f"read the URL of remote {source}",
+        check=False,
+    ).out.strip()
+    where = f"{source} ({url})" if url and url != source else source
+    said = git_said(result.err) or f"exit status {result.returncode}"
+    error = GitError(
+        purpose,
+        result.argv,
+        result.returncode,
+        result.err,
+        hint=f"check that {url or source} is reachable and the remote is right "
+        "(git remote -v), then run the command again",
+    )
+    error.message = f"git could not fetch from {where}: {said}"
+    return error
 
 
 @dataclass
@@ -228,6 +270,7 @@ class Git:
             if found is not None:
                 kind = self.object_types([found]).get(found) or "object"
                 raise FatalError(f"{what} '{rev}' is a {kind}, not a commit")
+            self.require_objects()
             raise FatalError(
                 f"unknown {what} '{rev}'",
                 "fetch it first (git fetch <remote> --tags), or check the spelling",
@@ -235,14 +278,53 @@ class Git:
         return oid
 
     def tag_commit(self, tag: str) -> str | None:
-        """The commit an existing tag peels to, or None if there is no such tag."""
+        """The commit an existing tag peels to, or None if there is no such tag (a
+        revision expression such as ``v1.3.0~2`` names no tag)."""
+        if is_revision_expression(tag):
+            return None
         if not self.try_resolve(f"refs/tags/{tag}", kind="object"):
             return None
         return self.try_resolve(f"refs/tags/{tag}")
 
+    def vanished_alternates(self) -> tuple[Path, list[str]]:
+        """(the alternates file, the object directories it names that are gone): a
+        clone made with ``--shared`` or ``--reference`` borrows its objects from them."""
+        listed = Path(
+            self.out(
+                ["rev-parse", "--git-path", "objects/info/alternates"],
+                purpose="find the alternates file",
+            )
+        )
+        listed = listed if listed.is_absolute() else self.cwd / listed
+        try:
+            lines = listed.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return listed, []
+        entries = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+        objects = listed.parent.parent
+        return listed, [e for e in entries if not (objects / e).is_dir()]
+
+    def require_objects(self) -> None:
+        """Refuse (exit 2) a repository whose borrowed objects are gone: every tag and
+        commit would look unknown, and "fetch it" would be the wrong advice."""
+        listed, gone = self.vanished_alternates()
+        if gone:
+            raise FatalError(
+                f"the repository's objects are missing: {listed} says they are in {gone[0]}, "
+                "which no longer exists",
+                "restore that directory (the clone was made with --shared or --reference), "
+                "or clone the fork again without it",
+            )
+
     def peel_tag(self, tag: str) -> str:
+        if is_revision_expression(tag):
+            raise FatalError(
+                f"'{tag}' is a revision expression, not a tag: a tag (refs/tags/...) is needed",
+                "name a tag (git tag --list); to judge another commit, tag it first",
+            )
         oid = self.tag_commit(tag)
         if oid is None:
+            self.require_objects()
             raise FatalError(
                 f"unknown tag '{tag}'",
                 "fetch upstream tags (git fetch <upstream-remote> --tags) or pass --fetch",
@@ -436,6 +518,28 @@ class Git:
         return self.run(
             ["archive", "--format=tar", "--end-of-options", rev], purpose=f"export {rev}"
         ).stdout
+
+    def blob_id(self, rev: str, path: str) -> str | None:
+        """The id of the blob at ``path`` in ``rev``'s tree, or None when there is none."""
+        res = self.run(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}:{path}"],
+            purpose=f"find {path} in {rev}",
+            check=False,
+        )
+        oid = res.out.strip()
+        if not res.ok or self.object_types([oid]).get(oid) != "blob":
+            return None
+        return oid
+
+    def uncommitted(self, pathspecs: Sequence[str], exclude: Sequence[str] = ()) -> list[str]:
+        """Paths under ``pathspecs`` (from the top) that differ from HEAD or are untracked."""
+        specs = [f":(top,literal){p}" for p in pathspecs]
+        specs += [f":(top,literal,exclude){p}" for p in exclude]
+        out = self.run(
+            ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *specs],
+            purpose="list uncommitted changes to the fork's files",
+        ).out
+        return [entry[3:] for entry in out.split("\0") if len(entry) > 3 and entry[2] == " "]
 
     def local_config(self, key: str) -> str | None:
         """A value from the repository's own config (global and system config are off)."""

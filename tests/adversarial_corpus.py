@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from forktool.git import Git
 
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
@@ -260,6 +263,58 @@ def truncate_patch(fraction: float) -> Setup:
 def ten_mb_single_line_patch(data: bytes) -> bytes:
     del data
     return b"+" + b"x" * TEN_MB
+
+
+def move_out_and_link(relative: str) -> Setup:
+    """``relative`` (a directory in the fork) moved to the scratch directory, and a
+    symlink to it left in its place."""
+
+    def setup(fork: Path, scratch: Path) -> None:
+        moved = scratch / Path(relative).name
+        (fork / relative).rename(moved)
+        (fork / relative).symlink_to(moved)
+
+    return setup
+
+
+def site_entry(kind: str) -> Setup:
+    """The apply target with a directory or a FIFO where ``pulse/config.py`` should be."""
+
+    def setup(fork: Path, scratch: Path) -> None:
+        path = site(fork, scratch) / "pulse" / "config.py"
+        path.unlink()
+        if kind == "directory":
+            path.mkdir()
+        else:
+            os.mkfifo(path)
+
+    return setup
+
+
+GITLINK_PATCH = (
+    b"diff --git a/vendor/lib b/vendor/lib\nnew file mode 160000\nindex 0000000..1234567\n"
+    b"--- /dev/null\n+++ b/vendor/lib\n@@ -0,0 +1 @@\n"
+    b"+Subproject commit 1234567890123456789012345678901234567890\n"
+)
+
+
+def upstream_url(url: str) -> Setup:
+    def setup(fork: Path, scratch: Path) -> None:
+        Git(fork).run(
+            ["remote", "set-url", "upstream", url.format(scratch=scratch)],
+            purpose="point the upstream remote elsewhere",
+        )
+
+    return setup
+
+
+def objects_borrowed_from_a_vanished_clone(fork: Path, scratch: Path) -> None:
+    """The fork's objects live in another repository (``clone --shared``), now deleted."""
+    objects = fork / ".git" / "objects"
+    shutil.rmtree(objects)
+    (objects / "info").mkdir(parents=True)
+    (objects / "pack").mkdir()
+    (objects / "info" / "alternates").write_text(f"{scratch}/gone/objects\n")
 
 
 # -- the corpus ----------------------------------------------------------------------
@@ -884,5 +939,104 @@ CASES: list[Case] = [
         2,
         "unknown tag or commit 'v1.3.0 && touch pwned'",
         "an unknown tag is an error",
+    ),
+    # issue 12: inputs that made a run lie, crash or write outside the fork
+    Case(
+        "config-yaml-local-tag",
+        edit("forktool.yaml", b"layout: merged", b"layout: !merged merged"),
+        ("status",),
+        2,
+        "{fork}/forktool.yaml:8: unknown YAML tag '!merged'",
+        "a tag YAML would resolve to a custom type is no plain value: refused, not ignored",
+    ),
+    Case(
+        "absorbed-tag-is-a-revision-expression",
+        nothing,
+        ("absorbed", "--tag", "v1.2.0~1"),
+        2,
+        "'v1.2.0~1' is a revision expression, not a tag",
+        "a verdict on a tag must be about that tag, not a commit near it",
+    ),
+    Case(
+        "retire-tag-is-a-revision-expression",
+        nothing,
+        ("retire", "--tag", "v1.2.0^"),
+        2,
+        "'v1.2.0^' is a revision expression, not a tag",
+        "retire records the tag that absorbed a fix: it must be a tag",
+    ),
+    Case(
+        "poll-release-tags-match-nothing",
+        edit("forktool.yaml", b"release_tags: 'v*'", b"release_tags: 'release-*'"),
+        ("upstream", "poll", "--no-fetch"),
+        2,
+        "release_tags 'release-*' matches no tag, not even the pinned tag 'v1.1.0'",
+        "a pattern that matches nothing would say 'nothing new' for ever",
+    ),
+    Case(
+        "poll-fetch-from-a-missing-repository",
+        upstream_url("{scratch}/nowhere"),
+        ("upstream", "poll"),
+        2,
+        "git could not fetch from upstream ({scratch}/nowhere): fatal: '{scratch}/nowhere' "
+        "does not appear to be a git repository",
+        "git's first line says what failed; its last ('and the repository exists.') does not",
+    ),
+    Case(
+        "alternates-source-vanished",
+        objects_borrowed_from_a_vanished_clone,
+        ("verify",),
+        2,
+        "the repository's objects are missing: {fork}/.git/objects/info/alternates says they "
+        "are in {scratch}/gone/objects, which no longer exists",
+        "the tag is there but its objects are not: 'fetch the tag' would be wrong advice",
+    ),
+    Case(
+        "apply-target-directory-where-a-file-is-patched",
+        site_entry("directory"),
+        ("apply", "--target", "{scratch}/site"),
+        1,
+        "pulse/config.py: is a directory where the patch expects a file; refusing to patch it",
+        "the series cannot apply: a verdict, before anything is written",
+    ),
+    Case(
+        "apply-target-fifo-where-a-file-is-patched",
+        site_entry("fifo"),
+        ("apply", "--target", "{scratch}/site"),
+        1,
+        "pulse/config.py: is a FIFO where the patch expects a file; refusing to patch it",
+        "reading a FIFO would block for ever; copying it fails",
+    ),
+    Case(
+        "apply-target-series-with-a-submodule",
+        with_site(write(f"patches/{P4}", GITLINK_PATCH)),
+        ("apply", "--target", "{scratch}/site"),
+        1,
+        "vendor/lib: a submodule (gitlink, mode 160000) has no content to apply",
+        "a gitlink names a commit of another repository: nothing to write into a directory",
+    ),
+    Case(
+        "pin-site-in-a-symlinked-directory",
+        move_out_and_link("docker"),
+        ("pin", "bump", "v1.2.0"),
+        2,
+        "docker/Dockerfile: 'docker' is a symlinked directory (to {scratch}/docker)",
+        "a bump would rewrite a Dockerfile outside the fork",
+    ),
+    Case(
+        "notes-in-a-symlinked-directory",
+        move_out_and_link("patches/notes"),
+        ("retire", "--tag", "v1.2.0"),
+        2,
+        "patches/notes: 'patches/notes' is a symlinked directory (to {scratch}/notes)",
+        "retire would delete a note outside the fork",
+    ),
+    Case(
+        "patches-in-a-symlinked-directory",
+        move_out_and_link("patches"),
+        ("verify",),
+        2,
+        "patches: 'patches' is a symlinked directory (to {scratch}/patches)",
+        "verify would read patches git does not commit",
     ),
 ]

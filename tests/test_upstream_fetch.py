@@ -133,7 +133,7 @@ def test_a_failed_fetch_names_gits_cause_and_hints(
     _set_url(fork, str(gone))
     result = run_cli("-C", fork.path, "sync", "v2")
     assert result.code == 2
-    assert result.error_lines[0].startswith(f"error: could not fetch tag 'v2' from {gone}: fatal:")
+    assert result.error_lines[0].startswith(f"error: git could not fetch from {gone}: fatal:")
     assert result.error_lines[1] == (
         f"hint: check that {gone} is reachable (git ls-remote {gone}), "
         "or pass --no-fetch to use what is here"
@@ -147,7 +147,7 @@ def test_a_tag_upstream_does_not_have_says_so(url_fork: tuple[RepoBuilder, Path]
     result = run_cli("-C", fork.path, "pin", "bump", "v9", "--fetch")
     assert result.code == 2
     assert result.error_lines == [
-        f"error: could not fetch tag 'v9' from {bare}: fatal: couldn't find remote ref refs/tags/v9",
+        f"error: git could not fetch from {bare}: fatal: couldn't find remote ref refs/tags/v9",
         f"hint: {bare} does not have it: check the name (git ls-remote --tags {bare}), "
         "or drop --fetch to use what is here",
     ]

@@ -419,6 +419,19 @@ def step_images(demo: Demo) -> None:
         demo.run(["arms"])
         demo.run(["image", "build", "--minus", patch])
         demo.run(["image", "gate", f"{candidate}-minus-0001"], expect=1)
+        demo.say(
+            "   A gate judges committed configuration only: an uncommitted gate: [[true]]"
+            " cannot turn that failure into a pass."
+        )
+        config_file = demo.fork_path / "forktool.yaml"
+        committed = config_file.read_text()
+        lines = committed.splitlines(keepends=True)
+        lines = ['  gate: [["true"]]\n' if ln.startswith("  gate: ") else ln for ln in lines]
+        config_file.write_text("".join(lines))
+        try:
+            demo.run(["image", "gate", f"{candidate}-minus-0001"], expect=2)
+        finally:
+            config_file.write_text(committed)
 
 
 def step_poll(demo: Demo) -> None:

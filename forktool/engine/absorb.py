@@ -29,7 +29,7 @@ from typing import Literal
 
 from forktool.config import Config
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
-from forktool.engine.releases import first_releases, release_tags
+from forktool.engine.releases import first_releases, release_tags, require_releases
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
@@ -513,7 +513,11 @@ def absorbed(
         probe.require_covers(fork, tag)
     patches = list(fork.patches)
     commits = [c for p in patches for c in p.commits]
-    releases = release_tags(git, fork.config.release_tags, prereleases=fork.config.prereleases)
+    releases = require_releases(
+        release_tags(git, fork.config.release_tags, prereleases=fork.config.prereleases),
+        fork.config.release_tags,
+        fork.config.pin_tag,
+    )
     since = fork.config.pin_commit
     # The witnesses are independent read-only git runs: gather them side by side.
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:

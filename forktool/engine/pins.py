@@ -32,7 +32,7 @@ from forktool.config import Config, PinSite, parse_config
 from forktool.engine.pin import PinState, pin_state
 from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Finding, InputError
-from forktool.fsutil import write_files
+from forktool.fsutil import write_files, write_refusal
 from forktool.git import Git
 
 MAX_SITE_BYTES = 1 << 20
@@ -678,8 +678,10 @@ def plan_bump(config: Config, git: Git, tag: str, *, fetch: bool, dry_run: bool)
         try:
             write_files(contents)
         except OSError as exc:
+            refused = write_refusal(exc, "the bump")
             raise FatalError(
                 f"could not write the bump ({exc.strerror or exc}: {exc.filename}); "
-                "every file was restored, nothing changed"
+                "every file was restored, nothing changed",
+                refused.hint if refused else None,
             ) from exc
     return result

@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from forktool.engine.releases import Release, parse_release_version, release_tags
+from forktool.engine.releases import (
+    Release,
+    parse_release_version,
+    release_tags,
+    require_releases,
+)
 from forktool.engine.sync import SyncReport, plan_sync, sync_blockers
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
@@ -79,7 +84,11 @@ def poll(
     config = fork.config
     reached = fetch_upstream(config, git, all_tags=True) if fetch else Fetched(None)
     include_pre = config.prereleases if prereleases is None else prereleases
-    releases = release_tags(git, config.release_tags, prereleases=include_pre)
+    releases = require_releases(
+        release_tags(git, config.release_tags, prereleases=include_pre),
+        config.release_tags,
+        config.pin_tag,
+    )
     pinned = parse_release_version(config.pin_tag, config.release_tags)
     if pinned is None:
         raise FatalError(

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forktool.config import Config
-from forktool.errors import FatalError, GitError, cause_line
+from forktool.errors import FatalError, GitError, git_said
 from forktool.git import Git
 
 
@@ -43,6 +43,11 @@ def no_source_hint(config: Config) -> str:
         f"add the remote (git remote add {config.upstream_remote} <url>) "
         "or set upstream.url in forktool.yaml"
     )
+
+
+def cause_line(exc: GitError) -> str:
+    """git's line that says why (its first ``fatal:``/``error:`` line)."""
+    return git_said(exc.stderr) or f"exit status {exc.returncode}"
 
 
 def fetch_upstream(
@@ -82,19 +87,18 @@ def fetch_upstream(
     fetched: list[str] = []
     notices: list[str] = []
     if unshallow and git.is_shallow():
-        _fetch(git, source, [], "the rest of the shallow history", offline, unshallow=True)
+        _fetch(git, source, [], offline, unshallow=True)
         fetched.append("--unshallow")
     if all_tags:
         _fetch_all_tags(git, source, offline)
         fetched.append("tags")
     else:
         for tag in _tags_to_fetch(git, source, wanted, notices):
-            _fetch(git, source, [f"refs/tags/{tag}:refs/tags/{tag}"], f"tag '{tag}'", offline)
+            _fetch(git, source, [f"refs/tags/{tag}:refs/tags/{tag}"], offline)
             fetched.append(tag)
     missing = sorted(c for c, kind in git.object_types(set(commits)).items() if kind is None)
     if missing:
-        what = f"commit(s) {', '.join(c[:12] for c in missing)}"
-        _fetch(git, source, missing, what, offline)
+        _fetch(git, source, missing, offline)
         fetched += missing
     return Fetched(source, tuple(fetched), tuple(notices))
 
@@ -108,7 +112,7 @@ def _tags_to_fetch(git: Git, source: str, tags: list[str], notices: list[str]) -
             remote = git.remote_tag_commits(source, present)
         except GitError as exc:
             notices.append(
-                f"could not reach {source} ({cause_line(exc.stderr)}): using the local "
+                f"could not reach {source} ({cause_line(exc)}): using the local "
                 f"tag(s) {', '.join(present)}"
             )
             remote = {tag: str(local[tag]) for tag in present}
@@ -129,30 +133,24 @@ def _tags_to_fetch(git: Git, source: str, tags: list[str], notices: list[str]) -
 
 
 def _fetch(
-    git: Git,
-    source: str,
-    refspecs: list[str],
-    what: str,
-    offline: str,
-    *,
-    unshallow: bool = False,
+    git: Git, source: str, refspecs: list[str], offline: str, *, unshallow: bool = False
 ) -> None:
     try:
         git.fetch(source, refspecs, unshallow=unshallow)
     except GitError as exc:
-        raise _fetch_error(source, what, exc, offline) from exc
+        raise _fetch_error(source, exc, offline) from exc
 
 
 def _fetch_all_tags(git: Git, source: str, offline: str) -> None:
     try:
         git.fetch_all_tags(source)
     except GitError as exc:
-        raise _fetch_error(source, "tags", exc, offline) from exc
+        raise _fetch_error(source, exc, offline) from exc
 
 
-def _fetch_error(source: str, what: str, exc: GitError, offline: str) -> FatalError:
-    cause = cause_line(exc.stderr)
-    if "couldn't find remote ref" in cause:
+def _fetch_error(source: str, exc: GitError, offline: str) -> FatalError:
+    """git's own words (the remote, its URL and the cause line), with a hint that fits."""
+    if "couldn't find remote ref" in cause_line(exc):
         hint = (
             f"{source} does not have it: check the name (git ls-remote --tags {source}), "
             f"or {offline} to use what is here"
@@ -167,4 +165,4 @@ def _fetch_error(source: str, what: str, exc: GitError, offline: str) -> FatalEr
             f"check that {source} is reachable (git ls-remote {source}), "
             f"or {offline} to use what is here"
         )
-    return FatalError(f"could not fetch {what} from {source}: {cause}", hint)
+    return FatalError(exc.message, hint)
