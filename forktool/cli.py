@@ -264,6 +264,27 @@ def _fail(message: str, hint: str | None, code: int = 2) -> int:
     return code
 
 
+# Options of ``forktool`` itself, with the value each takes.
+GLOBAL_OPTIONS = {
+    "-C": " DIR",
+    "--config": " FILE",
+    "-q": "",
+    "--quiet": "",
+    "-v": "",
+    "--verbose": "",
+}
+
+
+def _usage_hint(exc: click.UsageError, command: str) -> str:
+    """Usage help; for a global option given after the command, where it goes."""
+    if isinstance(exc, click.NoSuchOption) and exc.option_name in GLOBAL_OPTIONS:
+        name = exc.option_name
+        sub = command.removeprefix("forktool ")
+        usage = f"forktool {name}{GLOBAL_OPTIONS[name]} {sub}"
+        return f"{name} is a global option: put it before the command ({usage})"
+    return f"run '{command} --help' for usage"
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (also used by the tests)."""
     _current_app.set(None)
@@ -277,7 +298,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return int(exc.exit_code)
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx else "forktool"
-        return _fail(exc.format_message(), f"run '{command} --help' for usage")
+        return _fail(exc.format_message(), _usage_hint(exc, command))
     except click.ClickException as exc:
         return _fail(exc.format_message(), None)
     except FatalError as exc:

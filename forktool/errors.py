@@ -109,6 +109,12 @@ def _death_hint(returncode: int) -> str | None:
     return None
 
 
+def rolled_back(exc: FatalError, what: str) -> FatalError:
+    """``exc`` restated after ``what`` was undone, saying that nothing changed (exit 2
+    means exactly that); a GitError already says git's cause line."""
+    return FatalError(f"{exc.message}; {what}", exc.hint)
+
+
 def errors_only(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error"]
 

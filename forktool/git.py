@@ -475,6 +475,21 @@ class Git:
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
+    @contextmanager
+    def index_copy(self) -> Iterator[TempIndex]:
+        """A copy of this worktree's own index (skip-worktree bits and all), removed
+        afterwards: stage into it and the real index is left exactly as it was."""
+        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-"))
+        try:
+            real = self.cwd / self.out(
+                ["rev-parse", "--git-path", "index"], purpose="find the index"
+            )
+            if real.is_file():
+                shutil.copyfile(real, tmpdir / "index")
+            yield TempIndex(self, tmpdir / "index", {"GIT_INDEX_FILE": str(tmpdir / "index")})
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
     # -- pins and alignment --------------------------------------------------------
 
     def check_ref_format(self, ref: str) -> bool:
@@ -668,6 +683,46 @@ class Git:
             args.append("--unshallow")
         self.run([*args, "--end-of-options", source, *refspecs], purpose=f"fetch from {source}")
 
+    def fetch_all_tags(self, source: str) -> None:
+        """Fetch every tag of ``source``; git refuses a tag that moved (never clobbered)."""
+        self.run(
+            [
+                "fetch",
+                "--quiet",
+                "--no-auto-gc",
+                "--no-write-fetch-head",
+                "--end-of-options",
+                source,
+                "refs/tags/*:refs/tags/*",
+            ],
+            purpose=f"fetch tags from {source}",
+        )
+
+    def remote_tag_commits(self, source: str, tags: Sequence[str]) -> dict[str, str]:
+        """The commit each of ``tags`` peels to on ``source`` (``ls-remote``, no objects
+        fetched); a tag ``source`` does not have is absent."""
+        refs = [f"refs/tags/{t}" for t in tags]
+        out = self.out(
+            [
+                "ls-remote",
+                "--tags",
+                "--end-of-options",
+                source,
+                *refs,
+                *(f"{r}^{{}}" for r in refs),
+            ],
+            purpose=f"read tags of {source}",
+        )
+        found: dict[str, str] = {}
+        for line in out.splitlines():
+            oid, _, ref = line.partition("\t")
+            name = ref.removeprefix("refs/tags/")
+            if name.endswith("^{}"):
+                found[name[:-3]] = oid  # the peeled commit wins over the tag object
+            else:
+                found.setdefault(name, oid)
+        return found
+
     def write_commit_graph(self) -> None:
         """Write a commit-graph, with changed-path filters, for every reachable commit
         (changes .git: opt-in only)."""
@@ -770,8 +825,9 @@ class Git:
 
     # -- tracking upstream: upstream resolve, forecast ------------------------------
 
-    def fetch_branch(self, remote: str, branch: str) -> None:
-        """Fetch upstream's ``branch`` into ``refs/remotes/<remote>/<branch>``."""
+    def fetch_branch(self, source: str, branch: str, remote: str) -> None:
+        """Fetch ``branch`` from ``source`` (a remote or a URL) into
+        ``refs/remotes/<remote>/<branch>``."""
         self.run(
             [
                 "fetch",
@@ -779,10 +835,10 @@ class Git:
                 "--no-tags",
                 "--no-write-fetch-head",
                 "--end-of-options",
-                remote,
+                source,
                 f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
             ],
-            purpose=f"fetch {branch} from {remote}",
+            purpose=f"fetch {branch} from {source}",
         )
 
     def first_parent_log(self, tip: str, exclude: Sequence[str] = ()) -> list[LogEntry]:
@@ -845,9 +901,40 @@ class Git:
             purpose=f"re-create the worktree of {branch}",
         )
 
+    def worktree_add_sparse(self, path: Path, rev: str, paths: Sequence[str]) -> None:
+        """A detached worktree at ``path`` on ``rev`` with only ``paths`` checked out (a
+        hand resolution needs the conflicting patch's files, not the whole tree)."""
+        self.run(
+            [
+                *("worktree", "add", "--quiet", "--no-checkout", "--detach", "--end-of-options"),
+                *(str(path), rev),
+            ],
+            purpose=f"create the worktree {path}",
+        )
+        Git(path).sparse_reset(rev, paths)
+
+    def sparse_reset(self, rev: str, paths: Sequence[str]) -> None:
+        """Make this worktree's index ``rev`` and check out only ``paths`` (the others
+        are marked skip-worktree: add, diff and reset leave them alone). The patterns
+        live in this worktree's own git directory; no config is written."""
+        info = self.git_dir() / "info"
+        info.mkdir(exist_ok=True)
+        whole = not paths or any("\n" in p or "\r" in p for p in paths)
+        patterns = "/*\n" if whole else "".join(f"/{_literal_pattern(p)}\n" for p in paths)
+        (info / "sparse-checkout").write_text(patterns, encoding="utf-8")
+        self.run(
+            ["-c", "core.sparseCheckout=true", "read-tree", "--reset", "-u", rev],
+            purpose=f"check out the files to resolve at {rev}",
+        )
+
     def worktree_prune(self) -> None:
         """Forget worktrees whose directory is gone."""
         self.run(["worktree", "prune"], purpose="prune worktrees")
+
+
+def _literal_pattern(path: str) -> str:
+    """``path`` as a gitignore-style pattern that matches only itself."""
+    return "".join("\\" + ch if ch in "\\*?[]!# " else ch for ch in path)
 
 
 def is_hex40(text: str) -> bool:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.cli import App, format_option, notice, pass_app
 from forktool.engine.absorb import absorbed, fetch_missing, load_probe_results
 from forktool.report import retirement
 
@@ -64,8 +64,11 @@ def command(
     if probe_file is not None:
         probe = load_probe_results(probe_file if probe_file.is_absolute() else app.cwd / probe_file)
     if fetch:
-        for what in fetch_missing(fork, git, tag):
-            app.output.detail(f"fetched {what}")
+        reached = fetch_missing(fork, git, tag)
+        for line in reached.notices:
+            notice(line)
+        for what in reached.fetched:
+            app.output.detail(f"fetched {what} from {reached.source}")
     if commit_graph:
         with app.lock(git):
             git.write_commit_graph()

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
-from forktool.engine.forecast import choose_targets, fetch_upstream, forecast
+from forktool.cli import App, format_option, notice, pass_app
+from forktool.engine.forecast import choose_targets, fetch_targets, forecast
 from forktool.report import tracking
 
 
@@ -59,7 +59,9 @@ def command(app: App, tags: str | None, branch: str | None, fetch: bool, fmt: st
     git = app.git()
     wanted = _tag_list(tags)
     if fetch:
-        fetch_upstream(fork.config, git, branch=branch == fork.config.upstream_branch)
+        reached = fetch_targets(fork.config, git, branch=branch == fork.config.upstream_branch)
+        for line in reached.notices:
+            notice(line)
     targets = choose_targets(fork.config, git, wanted, branch)
     with app.output.progress(len(targets), "forecasting") as tick:
         result = forecast(fork, git, targets, fetched=fetch, progress=tick)

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import os
+
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.cli import App, format_option, notice, pass_app
 from forktool.report import tracking
 
 
@@ -44,8 +46,10 @@ def poll_command(
 
     Exit codes a scheduler can branch on: 0 nothing new; 3 a new release with a
     clean plan (sync can run unattended); 4 a new release that needs hands (a patch
-    conflicts on it, or the witnesses disagree about one); 2 the poll could not run.
-    The report also lists pending PRs that have merged upstream ('upstream resolve').
+    conflicts on it, the witnesses disagree about one, a patch waits for upstream, or
+    'sync' could not start here: no commit identity, uncommitted fork files, a sync in
+    progress, broken record markers); 2 the poll could not run. The report also lists
+    pending PRs that have merged upstream ('upstream resolve').
 
     \b
     Examples:
@@ -57,8 +61,15 @@ def poll_command(
     from forktool.report import sync as report
 
     result = poll(
-        app.fork(), app.git(), fetch=fetch, prereleases=prereleases, with_forecast=with_forecast
+        app.fork(),
+        app.git(),
+        fetch=fetch,
+        env=os.environ,
+        prereleases=prereleases,
+        with_forecast=with_forecast,
     )
+    for line in result.upstream.notices:
+        notice(line)
     if fmt == "json":
         app.output.json(result.to_json())
     else:

@@ -329,7 +329,6 @@ def step_retire(demo: Demo) -> None:
         restores 0001 from the commit before the retirement, byte for byte, and records
         why.""",
     )
-    demo.run(["retire", "--tag", "v1.2.0", "--dry-run"])
     demo.run(["retire", p2, "--tag", "v1.2.0"], expect=1)
     demo.run(["retire", "--tag", "v1.2.0"])
     record = (demo.fork_path / "FORK.md").read_text(encoding="utf-8")
@@ -484,7 +483,7 @@ def step_sync(demo: Demo) -> None:
         runs check, and writes a report for the pull request.""",
     )
     demo.run(["sync", "v1.3.0"])
-    report = demo.fork_path / ".git" / "forktool" / "sync" / "v1.3.0" / "report.md"
+    report = demo.fork_path / ".git/forktool/sync/v1.3.0/forktool/sync-v1.3.0/report.md"
     demo.say(f"   the pull-request body is in {report}")
 
 

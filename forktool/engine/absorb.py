@@ -30,6 +30,7 @@ from typing import Literal
 from forktool.config import Config
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
 from forktool.engine.releases import Release, first_releases, release_tags, require_releases
+from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -38,7 +39,7 @@ from forktool.model.patchfile import PatchFile, touched_paths
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only", "pending"]
 EvidenceKind = Literal[
-    "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies"
+    "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies", "offset"
 ]
 Outcome = Literal[
     "retired",
@@ -264,31 +265,19 @@ def require_commits(fork: Fork, git: Git) -> None:
             )
 
 
-def fetch_missing(fork: Fork, git: Git, tag: str) -> list[str]:
+def fetch_missing(fork: Fork, git: Git, tag: str) -> Fetched:
     """``--fetch``: the tag, the pin's tag, every missing mapped commit, and the rest of
-    a shallow history, from the upstream remote (or ``upstream.url``). What was fetched."""
+    a shallow history, by the one rule for reaching upstream. What was fetched."""
     config = fork.config
-    source = config.upstream_remote
-    if source not in git.remotes():
-        if config.upstream_url is None:
-            raise FatalError(
-                f"there is no remote '{source}' to fetch from",
-                f"git remote add {source} <url>, or set upstream.url in forktool.yaml",
-            )
-        source = config.upstream_url
-    fetched: list[str] = []
-    if git.is_shallow():
-        git.fetch(source, [], unshallow=True)
-        fetched.append("--unshallow")
-    refspecs = [f"refs/tags/{t}:refs/tags/{t}" for t in dict.fromkeys((tag, config.pin_tag))]
-    git.fetch(source, refspecs)
-    fetched += [tag, config.pin_tag] if tag != config.pin_tag else [tag]
-    commits = {c for p in fork.patches for c in p.commits} | {config.pin_commit}
-    missing = sorted(c for c, kind in git.object_types(commits).items() if kind is None)
-    if missing:
-        git.fetch(source, missing)
-        fetched += missing
-    return fetched
+    commits = sorted({c for p in fork.patches for c in p.commits} | {config.pin_commit})
+    return fetch_upstream(
+        config,
+        git,
+        tags=[tag, config.pin_tag],
+        commits=commits,
+        unshallow=True,
+        offline="drop --fetch",
+    )
 
 
 # -- the witnesses, each in bulk -----------------------------------------------------
@@ -367,6 +356,7 @@ class ApplyState:
     reverse: bool  # reverse-applies exactly: the change is present
     message: str  # why the forward apply is not exact ("" when it is)
     reverse_shifted: bool = False  # reverse-applies, but only at shifted lines
+    forward_shifted: bool = False  # applies, but only at shifted lines (drift, not a conflict)
 
 
 def _exact(attempt: Attempt) -> bool:
@@ -446,7 +436,9 @@ def apply_states(
             )
             message = "" if _exact(fwd) else classify(patch, fwd, None, _exact(back), base).message
             shifted = back.ok and not _exact(back)
-            states[patch.name] = ApplyState(_exact(fwd), _exact(back), message, shifted)
+            states[patch.name] = ApplyState(
+                _exact(fwd), _exact(back), message, shifted, fwd.ok and not _exact(fwd)
+            )
     return states
 
 
@@ -489,7 +481,9 @@ def _evidence(
                 f"the patch still applies forward exactly on {tag}: its change is not there",
             )
         )
-    if not state.forward and not state.reverse:
+    if state.forward_shifted and not ancestor:  # offset drift: it still applies, moved
+        found.append(Evidence("offset", None, state.message))
+    elif not state.forward and not state.reverse:
         detail = state.message
         if state.reverse_shifted:
             detail += "; it reverse-applies only at an offset: the change looks present, moved"

@@ -295,19 +295,30 @@ def chain_bytes(index: TempIndex, chain: Chain) -> list[bytes]:
 
 
 def structure(parsed: PatchFile) -> tuple[object, ...]:
-    """What a patch does, apart from cosmetics: files, modes and every hunk's lines."""
+    """What a patch does, apart from cosmetics: files, mode changes and every hunk's
+    range. A mode that does not change is not part of it (a plain diff states none;
+    a new file without one is created 100644, as git apply does)."""
     return tuple(
         (
             diff.old_path,
             diff.new_path,
-            diff.old_mode,
-            diff.new_mode,
+            _mode_change(diff.old_mode, diff.new_mode, diff.is_new, diff.is_deleted),
             diff.is_new,
             diff.is_deleted,
             tuple((h.old_start, h.old_count, h.new_start, h.new_count) for h in diff.hunks),
         )
         for diff in parsed.files
     )
+
+
+def _mode_change(
+    old: str | None, new: str | None, is_new: bool, is_deleted: bool
+) -> tuple[str | None, str | None]:
+    if is_new:
+        return (None, new or "100644")
+    if is_deleted:
+        return (old or "100644", None)
+    return (old, new) if old is not None and new is not None and old != new else (None, None)
 
 
 def patch_id(git: Git, data: bytes) -> str | None:
@@ -319,11 +330,22 @@ def patch_id(git: Git, data: bytes) -> str | None:
 
 def cosmetic_only(git: Git, old: bytes, new: bytes) -> bool:
     """True when ``old`` and ``new`` differ only in lines that change nothing applied:
-    the same ``git patch-id --stable``, the same files, modes and hunk ranges."""
-    if structure(parse_patch(old)) != structure(parse_patch(new)):
+    the same files (after ``-p1``), modes and hunk ranges, and the same changes (the same
+    ``git patch-id --stable``, or, where patch-id reads the path prefixes too, e.g. a
+    plain diff's ``pkg.orig/`` against ``a/``, the same hunk lines)."""
+    old_parsed, new_parsed = parse_patch(old), parse_patch(new)
+    if structure(old_parsed) != structure(new_parsed):
         return False
+    if _hunk_lines(old_parsed) == _hunk_lines(new_parsed) and not any(
+        diff.is_binary for diff in (*old_parsed.files, *new_parsed.files)
+    ):
+        return True
     old_id = patch_id(git, old)
     return old_id is not None and old_id == patch_id(git, new)
+
+
+def _hunk_lines(parsed: PatchFile) -> tuple[tuple[str, ...], ...]:
+    return tuple(hunk.lines for diff in parsed.files for hunk in diff.hunks)
 
 
 def unified_diff(old: bytes, new: bytes, path: str) -> str:

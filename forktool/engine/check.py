@@ -217,7 +217,7 @@ def check_format(ctx: CheckContext) -> list[Finding]:
             f"{entry.status}: {entry.message}",
             entry.path,
             None,
-            "run 'forktool fmt' (add --force for cosmetic differences)",
+            "run 'forktool fmt'",
         )
         for entry in result.entries
         if entry.status != "canonical"

@@ -27,13 +27,13 @@ from typing import Literal
 from forktool.config import Config
 from forktool.engine.absorb import Shared, Verdict, absorbed, shared_knowledge
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
-from forktool.engine.poll import fetch_tags, newer_releases
+from forktool.engine.poll import newer_releases
 from forktool.engine.resolve import (
     branch_ref,
     compiled_patterns,
-    fetch_upstream_branch,
     merged_prs,
 )
+from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
 from forktool.model.patchfile import touched_paths
@@ -163,11 +163,12 @@ class ForecastResult:
 # -- targets ---------------------------------------------------------------------------
 
 
-def fetch_upstream(config: Config, git: Git, *, branch: bool) -> None:
-    """The one place forecast fetches: upstream's tags, and its branch when asked."""
-    fetch_tags(config, git)
-    if branch:
-        fetch_upstream_branch(config, git)
+def fetch_targets(config: Config, git: Git, *, branch: bool) -> Fetched:
+    """Upstream's tags, and its development branch when asked (the one rule for
+    reaching upstream)."""
+    return fetch_upstream(
+        config, git, all_tags=True, branch=config.upstream_branch if branch else None
+    )
 
 
 def branch_target(config: Config, git: Git, ref: str) -> Target:

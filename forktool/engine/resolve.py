@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forktool.config import Config
+from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
@@ -182,16 +183,9 @@ class ResolveResult:
 # -- fetching ------------------------------------------------------------------------
 
 
-def fetch_upstream_branch(config: Config, git: Git) -> None:
-    """Fetch ``upstream.branch`` from the upstream remote (the one place this engine
-    fetches)."""
-    remote = config.upstream_remote
-    if remote not in git.remotes():
-        raise FatalError(
-            f"no remote named '{remote}' to fetch {config.upstream_branch} from",
-            f"add it (git remote add {remote} <url>), or pass --no-fetch to use what is here",
-        )
-    git.fetch_branch(remote, config.upstream_branch)
+def fetch_upstream_branch(config: Config, git: Git) -> Fetched:
+    """Fetch ``upstream.branch`` by the one rule for reaching upstream."""
+    return fetch_upstream(config, git, branch=config.upstream_branch)
 
 
 def branch_ref(config: Config) -> str:
