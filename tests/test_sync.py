@@ -363,8 +363,8 @@ def test_poll_needs_hands_while_a_sync_is_stopped_or_the_record_is_broken(
     code, data = _poll(sync_fork)
     assert code == 4
     assert data["blockers"] == [
-        "FORK.md: the retirement record section is missing or its markers are broken: FORK.md "
-        "needs exactly one '<!-- forktool:retirement-record:begin -->' line followed by one "
+        "FORK.md: one record marker without the other ('<!-- forktool:retirement-record:end -->' "
+        "is missing): FORK.md needs exactly one '<!-- forktool:retirement-record:begin -->' line followed by one "
         "'<!-- forktool:retirement-record:end -->' line"
     ]
 
