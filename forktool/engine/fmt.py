@@ -10,10 +10,10 @@ unless ``--force``, so files do not churn for nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from forktool.engine import Progress
 from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, unified_diff
 from forktool.engine.canonical_fast import regenerate_if_canonical
 from forktool.errors import FatalError
@@ -22,7 +22,6 @@ from forktool.fsutil import write_files
 from forktool.git import Git
 
 FmtStatus = Literal["canonical", "rewrite", "cosmetic", "error", "pending"]
-Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -30,6 +30,7 @@ from pathlib import Path, PurePosixPath
 from forktool import __version__
 from forktool.config import Config, ImageSettings, load_config
 from forktool.docker_client import DockerEngine, ImageInfo, tail, tar_files
+from forktool.engine import Progress
 from forktool.engine.apply import apply_to_directory
 from forktool.engine.arms import (
     FULL,
@@ -56,8 +57,6 @@ IN_IMAGE_FORK = "/tmp/forktool-gate"
 FAILING_LINES = 30
 _DOCKER_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 _IMAGE_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-Progress = Callable[[int], None]
 
 
 def require_image_settings(config: Config) -> ImageSettings:

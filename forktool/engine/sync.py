@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 from forktool.config import Config, load_config, parse_config
+from forktool.engine import Progress
 from forktool.engine.absorb import AbsorbedResult, absorbed
 from forktool.engine.check import GateResult, run_checks, select_checks
 from forktool.engine.pins import plan_bump, validate_tag_name
@@ -55,7 +56,6 @@ from forktool.model.ledger import Ledger
 Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
 STAGES: tuple[Stage, ...] = ("retire", "refresh", "bump", "merge", "check", "done")
 STATE_DIR = Path("forktool") / "sync"
-Progress = Callable[[int], None]
 
 
 # -- results -----------------------------------------------------------------------------
@@ -615,10 +615,6 @@ def _drive(
             return replace(run.state.report, worktree=str(worktree))
         resume = False
     return _finish(run)
-
-
-def _next(stage: Stage) -> Stage:
-    return STAGES[STAGES.index(stage) + 1]
 
 
 def _stage_retire(run: _Run, resume: bool) -> bool:
