@@ -4,10 +4,10 @@ import contextlib
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.fmt import fmt_fork
 from forktool.engine.pin import require_pin
-from forktool.errors import InputError
+from forktool.errors import require_no_errors
 from forktool.report import patches as report
 
 
@@ -45,17 +45,12 @@ def command(app: App, check: bool, force: bool, fmt: str) -> int:
     git = app.git()
     with contextlib.nullcontext() if check else app.lock(git):
         fork = app.fork(strict=False)  # read under the lock
-        problems = [f for f in fork.findings if f.severity == "error"]
-        if problems:
-            raise InputError(problems)
+        require_no_errors(fork.findings)
         commit = require_pin(fork.config, git)
         tag = fork.config.pin_tag
         with app.output.progress(len(fork.patches), f"regenerating on {tag}") as tick:
             result = fmt_fork(
                 fork, git, base=tag, base_commit=commit, check=check, force=force, progress=tick
             )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_fmt(app.output, result)
+    app.emit(result, fmt, report.render_fmt)
     return 0 if result.ok else 1

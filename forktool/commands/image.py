@@ -4,7 +4,7 @@ import os
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.docker_client import DockerEngine, connect
 from forktool.engine.freeze import freeze_release, tagger_identity
 from forktool.engine.image import (
@@ -63,10 +63,7 @@ def build(app: App, minus: str | None, patchless: bool, fmt: str) -> int:
     config = app.config()
     require_image_settings(config)
     result = build_candidate(config, app.git(), engine(), minus=minus, patchless=patchless)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_build(app.output, result)
+    app.emit(result, fmt, render_build)
     return 0 if result.ok else 1
 
 
@@ -93,10 +90,7 @@ def gate(app: App, candidate: str, fmt: str) -> int:
     steps = len(config.image.gate) + 1 if config.image else 1
     with app.lock(git), app.output.progress(steps, f"gating {candidate}") as tick:
         record = gate_candidate(config, git, docker, candidate, progress=tick)
-    if fmt == "json":
-        app.output.json({**record.to_json(), "record": record.record_path})
-    else:
-        render_gate(app.output, record)
+    app.emit(record, fmt, render_gate, extra={"record": record.record_path})
     return 0 if record.ok else 1
 
 
@@ -122,10 +116,7 @@ def promote(app: App, candidate: str, tag: str, latest: bool, fmt: str) -> int:
     git = app.git()
     with app.lock(git):
         result = promote_candidate(config, engine(), candidate, tag, latest=latest)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_promote(app.output, result)
+    app.emit(result, fmt, render_promote)
     return 0 if result.ok else 1
 
 
@@ -155,8 +146,5 @@ def freeze(app: App, digest: str | None, fmt: str) -> int:
     git = app.git()
     with app.lock(git):
         result = freeze_release(config, git, tagger_identity(git, os.environ), digest)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_freeze(app.output, result)
+    app.emit(result, fmt, render_freeze)
     return 0 if result.ok else 1

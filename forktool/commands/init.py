@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.init import scaffold
 from forktool.git import Git
 from forktool.report import text
@@ -50,8 +50,5 @@ def command(
         result = scaffold(
             app.cwd, git, tag=tag, remote=upstream_remote, url=upstream_url, layout=layout
         )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        text.render_init(app.output, result)
+    app.emit(result, fmt, text.render_init)
     return 0

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.poll import poll
 from forktool.report import sync as report
 
@@ -44,8 +44,5 @@ def poll_command(app: App, fetch: bool, prereleases: bool | None, fmt: str) -> i
       forktool upstream poll --no-fetch --format json
     """
     result = poll(app.fork(), app.git(), fetch=fetch, prereleases=prereleases)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_poll(app.output, result)
+    app.emit(result, fmt, report.render_poll)
     return result.exit_code

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from rich.table import Table
 from rich.text import Text
 
 from forktool.engine.check import GateResult
 from forktool.errors import Finding
 from forktool.output import Output
+from forktool.report.table import new_table
 
 
 def render_text(out: Output, result: GateResult) -> None:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table = new_table()
     table.add_column("check")
     table.add_column("result")
     table.add_column("findings", justify="right")

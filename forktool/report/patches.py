@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 
 from forktool.engine.export import ExportResult, ImportResult
@@ -10,6 +9,7 @@ from forktool.engine.fmt import FmtResult
 from forktool.engine.history import HistoryResult
 from forktool.engine.refresh import RefreshResult
 from forktool.output import Output
+from forktool.report.table import new_table
 
 _STYLE = {
     "canonical": "green",
@@ -24,13 +24,6 @@ _STYLE = {
     "error": "red",
     "pending": "dim",
 }
-
-
-def _table(*columns: str) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
 
 
 def _status(status: str) -> Text:
@@ -49,7 +42,7 @@ def render_fmt(out: Output, result: FmtResult) -> None:
     if not result.entries:
         out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
         return
-    table = _table("patch", "status", "detail")
+    table = new_table("patch", "status", "detail")
     for entry in result.entries:
         detail = entry.message + (" (rewritten)" if entry.written else "")
         table.add_row(entry.patch, _status(entry.status), detail)
@@ -121,7 +114,7 @@ def render_export(out: Output, result: ExportResult) -> None:
         f"export {result.base}..{result.rev} ({result.rev_commit[:10]}): "
         f"{len(result.patches)} patch(es)"
     )
-    table = _table("patch", "status", "upstream", "commit")
+    table = new_table("patch", "status", "upstream", "commit")
     for patch in result.patches:
         upstream = ",".join(c[:10] for c in patch.upstream_commits) or "none"
         table.add_row(patch.patch, _status(patch.status), upstream, patch.commit[:10])
@@ -151,7 +144,7 @@ def render_refresh(out: Output, result: RefreshResult) -> None:
         out.result(Text(f"OK: {result.message}", style="green"), markup=False)
         return
     out.print(f"refresh onto {result.onto} ({result.onto_commit[:10]}); the pin stays {result.pin}")
-    table = _table("patch", "status", "detail")
+    table = new_table("patch", "status", "detail")
     for entry in result.entries:
         table.add_row(entry.patch, _status(entry.status), entry.message)
     out.print(table)

@@ -8,16 +8,14 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from forktool.git import short
 from forktool.output import Output
+from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # renderers need the result types only for annotations; keep start-up lean
     from forktool.engine.apply import DirResult, PatchVerdict, VerifyResult
     from forktool.engine.init import InitResult
     from forktool.engine.status import StatusResult
-
-
-def short(oid: str | None) -> str:
-    return oid[:10] if oid else "-"
 
 
 def render_init(out: Output, result: InitResult) -> None:
@@ -56,9 +54,7 @@ def render_status(out: Output, result: StatusResult) -> None:
         out.print(f"newest : {newest.get('tag')} {what}", markup=False)
     if not result.patches:
         return
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("#", "patch", "upstream", "PR", "at pin"):
-        table.add_column(column, overflow="fold")
+    table = new_table("#", "patch", "upstream", "PR", "at pin")
     for index, patch in enumerate(result.patches, start=1):
         upstream = (
             "fork-only"
@@ -87,8 +83,7 @@ _STATUS_STYLE = {
 
 
 def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("patch", overflow="fold")
+    table = new_table("patch")
     table.add_column("status")
     table.add_column("detail", overflow="fold")
     for verdict in verdicts:
