@@ -9,10 +9,10 @@ from pathlib import Path
 
 import click
 import pytest
+from helpers import run_cli
 
 import forktool.commands
 from forktool.cli import COMMANDS, command_module
-from helpers import run_cli
 
 HEAVY = ("forktool.engine", "forktool.report", "forktool.commands.", "rich", "yaml", "docker")
 
@@ -58,9 +58,7 @@ def test_command_table_matches_the_command_it_names(name: str) -> None:
 
 def test_every_command_module_is_in_the_table() -> None:
     folder = Path(forktool.commands.__file__).parent
-    modules = {
-        f"forktool.commands.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__"
-    }
+    modules = {f"forktool.commands.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__"}
     assert modules == {command_module(name) for name in COMMANDS}
 
 

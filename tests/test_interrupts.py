@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -46,6 +47,12 @@ class Run:
     err: str
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as a terminal gives it, even when pytest runs with SIGINT
+    ignored (nohup, some supervisors), whose children would inherit the ignoring."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def forktool(root: Path, args: Sequence[str], **env: str) -> Run:
     res = subprocess.run(
         [sys.executable, "-m", "forktool", "-C", str(root), *args],
@@ -53,6 +60,7 @@ def forktool(root: Path, args: Sequence[str], **env: str) -> Run:
         text=True,
         env={**os.environ, **ENV, **env},
         timeout=120,
+        preexec_fn=_default_sigint,
     )
     return Run(res.returncode, res.stdout, res.stderr)
 
