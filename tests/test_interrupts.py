@@ -31,6 +31,8 @@ from forktool.demo import DemoUpstream
 from forktool.fsutil import BACKUP_MARK, JOURNAL_NAME, TMP_MARK, leftover_temp_files
 from forktool.git import Git
 
+pytestmark = pytest.mark.slow  # fault injection: every write point, both signals
+
 ENV = {
     **IDENTITY,
     "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
