@@ -33,6 +33,16 @@ def demo_upstream(tmp_path_factory: pytest.TempPathFactory) -> DemoUpstream:
     return build_demo_upstream(tmp_path_factory.mktemp("demo-upstream") / "pulse")
 
 
+@pytest.fixture
+def sync_fork(builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> RepoBuilder:
+    """tests/test_sync.py's fixture history (every kind of patch for a sync to v2)."""
+    from test_sync import IDENTITY, build_sync_fork
+
+    for key, value in IDENTITY.items():
+        monkeypatch.setenv(key, value)
+    return build_sync_fork(builder)
+
+
 @pytest.fixture(scope="session")
 def example_fork_template(
     tmp_path_factory: pytest.TempPathFactory, demo_upstream: DemoUpstream

@@ -10,9 +10,12 @@ from pathlib import Path
 import click
 import pytest
 from helpers import run_cli
+from test_image_unit import site_with
 
 import forktool.commands
+from forktool.builder import RepoBuilder
 from forktool.cli import COMMANDS, command_module
+from forktool.demo import DemoUpstream
 
 HEAVY = ("forktool.engine", "forktool.report", "forktool.commands.", "rich", "yaml", "docker")
 
@@ -77,3 +80,16 @@ def test_unknown_command_is_a_usage_error() -> None:
         "error: No such command 'frobnicate'.",
         "hint: run 'forktool --help' for usage",
     ]
+
+
+def test_relative_paths_resolve_against_dash_c(
+    example_fork: RepoBuilder, demo_upstream: DemoUpstream
+) -> None:
+    site = site_with(demo_upstream, example_fork.path, example_fork)  # inside the fork
+    relative = site.relative_to(example_fork.path).as_posix()
+    assert not Path(relative).exists()  # not from the working directory of the test
+    result = run_cli(
+        "-C", example_fork.path, "apply", "--target", relative, "--verify", "--format", "json"
+    )
+    assert result.code == 0, result.err
+    assert result.json()["target"] == str(site)

@@ -20,7 +20,6 @@ import click
 import pytest
 from helpers import run_cli
 from test_image_unit import FakeEngine, identity, site_with
-from test_sync import IDENTITY, build_sync_fork
 
 from forktool.builder import RepoBuilder
 from forktool.cli import COMMANDS, command_module
@@ -180,13 +179,6 @@ def test_retire_and_undo_json(example_fork: RepoBuilder) -> None:
     patch = retired["retired"][0]["patch"]  # type: ignore[index]
     undo = json_of("-C", root, "retire", "--undo", patch, "--reason", "r", "--dry-run")
     assert_contract("retire --undo", undo)
-
-
-@pytest.fixture
-def sync_fork(builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> RepoBuilder:
-    for key, value in IDENTITY.items():
-        monkeypatch.setenv(key, value)
-    return build_sync_fork(builder)
 
 
 def test_sync_json(sync_fork: RepoBuilder) -> None:
