@@ -8,10 +8,14 @@ For every patch of the series, against a release tag:
 * **first release**: the earliest release tag in version order containing every
   mapped commit (:func:`forktool.engine.releases.first_releases`);
 * **evidence** that can contradict or support ancestry, each gathered in bulk over
-  the tag's history since the pin: ``(cherry picked from commit X)`` trailers (one
-  ``git log``), identical changes (one ``git patch-id --stable`` over the patch files,
-  one over ``git log -p``), and how the patch applies on the tag (one ``git apply
-  --check`` forward and one in reverse, each patch checked against the tag's tree).
+  the tag's history since the pin, and only where it can change a verdict: for a
+  patch the tag lacks, ``(cherry picked from commit X)`` trailers (one ``git log``)
+  and identical changes (one ``git patch-id --stable`` over the patch files, one over
+  ``git log -p``); for a patch the tag contains, reverts of its commits
+  (:mod:`forktool.engine.reverts`); for every patch, how it applies on the tag (one
+  ``git apply --check`` forward and one in reverse, each patch checked against the
+  tag's tree). A revert, or a forward apply (exact or at an offset), objects to
+  ancestry.
 
 The verdict rule lives in one place, :func:`decide`; the second witness (probe
 results) is combined with it in one place, :func:`combine`.
@@ -21,15 +25,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal
 
 from forktool.config import Config
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
 from forktool.engine.releases import first_releases, release_tags
+from forktool.engine.reverts import Revert, find_reverts, pathspec_dirs, revert_messages
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -38,7 +43,13 @@ from forktool.model.patchfile import PatchFile, touched_paths
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only", "pending"]
 EvidenceKind = Literal[
-    "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies"
+    "cherry-pick",
+    "patch-id",
+    "content-present",
+    "still-applies",
+    "still-applies-at-offset",
+    "revert",
+    "no-longer-applies",
 ]
 Outcome = Literal[
     "retired",
@@ -55,9 +66,10 @@ Progress = Callable[[int], None]
 HARMFUL_OUTCOMES: frozenset[str] = frozenset({"broken-on-tag", "now-harmful"})
 # Evidence that, without ancestry, says the change may already be in the tag.
 _PRESENCE: tuple[EvidenceKind, ...] = ("cherry-pick", "patch-id", "content-present")
+# Evidence that, with ancestry, says the change is absent from the tag after all.
+_ABSENCE: tuple[EvidenceKind, ...] = ("revert", "still-applies", "still-applies-at-offset")
 _CHERRY = re.compile(r"\(cherry picked from commit ([0-9a-f]{40})\)")
 CHERRY_GREP = "cherry picked from commit "
-MAX_PATHSPECS = 64
 WITNESS_WORKERS = 4
 _PATCH_FAILED = re.compile(r"^error: patch failed: (.+):[0-9]+$")
 
@@ -171,13 +183,9 @@ def decide(
         return "fork-only", None, "mapped to 'none': no upstream commit can retire it"
     if not not_in_tag:
         named = ", ".join(short(c) for c in commits)
-        if any(e.kind == "still-applies" for e in evidence):
-            return (
-                "revisit",
-                True,
-                f"{named} in {tag} by ancestry, yet the patch still applies forward exactly "
-                f"on {tag}: the change is absent there (reverted, or lost in a merge)",
-            )
+        objection = _absence_reason(evidence, tag)
+        if objection:
+            return "revisit", True, f"{named} in {tag} by ancestry, yet {objection}"
         return "retire", True, f"{named} in {tag} by ancestry"
     absent = ", ".join(short(c) for c in not_in_tag)
     partly = (
@@ -195,6 +203,30 @@ def decide(
             f"may be there: decide by hand (retire --force --reason, or keep)",
         )
     return "keep", False, f"{absent} not an ancestor of {tag}{partly}"
+
+
+def _absence_reason(evidence: Sequence[Evidence], tag: str) -> str:
+    """Why the change is absent from ``tag`` although ancestry says it is in ("" if
+    nothing says so): a revert first, then a forward apply."""
+    kinds = {e.kind for e in evidence}
+    reverts = [e for e in evidence if e.kind == "revert"]
+    if reverts:
+        named = "; ".join(e.detail for e in reverts)
+        return (
+            f"{named}: the fix is not in {tag}; decide by hand "
+            "(keep it, or retire --force --reason)"
+        )
+    if "still-applies" in kinds:
+        return (
+            f"the patch still applies forward exactly on {tag}: the change is absent there "
+            "(reverted, or lost in a merge)"
+        )
+    if "still-applies-at-offset" in kinds:
+        return (
+            f"the patch still applies forward (at an offset) on {tag}: the change is absent "
+            "there (reverted, or lost in a merge)"
+        )
+    return ""
 
 
 def combine(verdict: Verdict, full: ProbeResult, arm: ProbeResult) -> tuple[Outcome, str]:
@@ -325,16 +357,11 @@ def _diff_bytes(parsed: PatchFile) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
 
 
-def _pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
-    """The directories holding ``paths`` (a top-level file stands for itself), or None
-    (no limit) when there are too many: git matches every pathspec against every
-    changed entry, so hundreds of pathspecs cost more than reading the whole range."""
-    dirs = sorted({str(PurePosixPath(p).parent) if "/" in p else p for p in paths})
-    return dirs if len(dirs) <= MAX_PATHSPECS else None
-
-
-def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str, list[str]]:
-    """Patch name -> commits in ``tip`` (since ``since``) with the same stable patch-id.
+def same_changes(
+    git: Git, patches: Sequence[Patch], tip: str, since: str, bound: Sequence[str] = ()
+) -> dict[str, list[str]]:
+    """Patch name -> commits in ``tip`` (since ``since``, and not in ``bound``) with the
+    same stable patch-id.
 
     Two ``git patch-id --stable`` runs: one over every patch file (each introduced
     by a placeholder id), one over ``git log -p`` of the range limited to the
@@ -343,7 +370,7 @@ def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> di
     """
     if not patches:
         return {}
-    paths = _pathspec_dirs(path for p in patches for path in touched_paths(p.parsed))
+    paths = pathspec_dirs(path for p in patches for path in touched_paths(p.parsed))
     stream = b"".join(
         f"commit {index:040x}\n".encode() + _diff_bytes(p.parsed) for index, p in enumerate(patches)
     )
@@ -351,7 +378,7 @@ def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> di
     for patch_id, placeholder in git.patch_ids(stream):
         ids.setdefault(patch_id, []).append(patches[int(placeholder, 16)].name)
     found: dict[str, list[str]] = {}
-    for patch_id, commit in git.patch_ids(git.log_patches(tip, [since], paths)):
+    for patch_id, commit in git.patch_ids(git.log_patches(tip, [since, *bound], paths)):
         for name in ids.get(patch_id, ()):
             found.setdefault(name, []).append(commit)
     return found
@@ -365,6 +392,7 @@ class ApplyState:
     reverse: bool  # reverse-applies exactly: the change is present
     message: str  # why the forward apply is not exact ("" when it is)
     reverse_shifted: bool = False  # reverse-applies, but only at shifted lines
+    forward_shifted: bool = False  # applies forward, but only at shifted lines (no fuzz)
 
 
 def _exact(attempt: Attempt) -> bool:
@@ -444,7 +472,14 @@ def apply_states(
             )
             message = "" if _exact(fwd) else classify(patch, fwd, None, _exact(back), base).message
             shifted = back.ok and not _exact(back)
-            states[patch.name] = ApplyState(_exact(fwd), _exact(back), message, shifted)
+            # git never fuzzes without -C: an apply that succeeds is exact or shifted.
+            states[patch.name] = ApplyState(
+                _exact(fwd),
+                _exact(back),
+                message,
+                shifted,
+                fwd.ok and fwd.fuzz == 0 and not _exact(fwd),
+            )
     return states
 
 
@@ -487,12 +522,34 @@ def _evidence(
                 f"the patch still applies forward exactly on {tag}: its change is not there",
             )
         )
-    if not state.forward and not state.reverse:
+    elif ancestor and state.forward_shifted:
+        found.append(
+            Evidence(
+                "still-applies-at-offset",
+                None,
+                f"the patch still applies forward on {tag}, at an offset ({state.message}): "
+                "its change is not there",
+            )
+        )
+    elif not state.forward and not state.reverse:
         detail = state.message
         if state.reverse_shifted:
             detail += "; it reverse-applies only at an offset: the change looks present, moved"
         found.append(Evidence("no-longer-applies", None, detail))
     return found
+
+
+def _revert_evidence(patch: Patch, tag: str, reverts: Mapping[str, list[Revert]]) -> list[Evidence]:
+    return [
+        Evidence(
+            "revert",
+            revert.commit,
+            f"{short(revert.commit)} '{revert.subject}' in {tag} reverts {short(commit)} "
+            f"(found by: {', '.join(revert.witnesses)})",
+        )
+        for commit in patch.commits
+        for revert in reverts.get(commit, ())
+    ]
 
 
 # -- the report ---------------------------------------------------------------------
@@ -521,22 +578,50 @@ def absorbed(
     commits = [c for p in patches for c in p.commits]
     releases = release_tags(git, fork.config.release_tags, prereleases=fork.config.prereleases)
     since = fork.config.pin_commit
+    missing = git.not_in(commits, tag_commit)
+    in_tag = [c for c in dict.fromkeys(commits) if c not in missing]
+    # Ancestry decides where it says no, unless other evidence says the change may be
+    # there: only those patches (and fork-only ones) are sought by patch-id, and only
+    # above what every missing commit already contains (a copy of a change comes after
+    # it). Where ancestry says yes, only a revert or a forward apply can object.
+    undecided = [p for p in patches if not p.commits or missing.intersection(p.commits)]
     # The witnesses are independent read-only git runs: gather them side by side.
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
         first_f = pool.submit(
             first_releases, git, releases, {p.name: p.commits for p in patches}, since=since
         )
-        same_f = pool.submit(same_changes, git, patches, tag_commit, since)
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
-        missing = git.not_in(commits, tag_commit)
+        messages_f = pool.submit(revert_messages, git, tag_commit, since)
+        bound = git.common_ancestors(sorted(missing)) if missing else []
+        if any(not p.commits for p in undecided):
+            bound = []
+        same_f = pool.submit(same_changes, git, undecided, tag_commit, since, bound)
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
         picks = cherry_picks(git, tag_commit, since, sorted(missing))
-        first, same, states = first_f.result(), same_f.result(), states_f.result()
+        states = states_f.result()
+        # A change the tag visibly carries (the patch reverse-applies exactly) was not
+        # reverted for good: only the others are sought by their inverse diff.
+        hidden = [
+            p
+            for p in patches
+            if p.commits and not missing.intersection(p.commits) and not states[p.name].reverse
+        ]
+        reverts = find_reverts(
+            git,
+            tag_commit,
+            since,
+            in_tag,
+            content=[c for p in hidden for c in p.commits],
+            paths=[path for p in hidden for path in touched_paths(p.parsed)],
+            messages=messages_f.result(),
+        )
+        first, same = first_f.result(), same_f.result()
     results = []
     for patch in patches:
         not_in_tag = tuple(c for c in patch.commits if c in missing)
         ancestor = bool(patch.commits) and not not_in_tag
         evidence = _evidence(patch, tag, ancestor, picks, same, states[patch.name])
+        evidence += _revert_evidence(patch, tag, reverts)
         verdict, is_ancestor, reason = decide(
             patch.commits,
             not_in_tag,
