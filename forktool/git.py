@@ -504,17 +504,18 @@ class Git:
         tip: str,
         exclude: Sequence[str] = (),
         *,
-        grep: str | None = None,
+        grep: str | Sequence[str] | None = None,
         ignore_case: bool = False,
     ) -> list[tuple[str, str]]:
         """(commit, full message) for every commit in ``tip`` and not in ``exclude``.
 
-        One ``git log`` call; ``grep`` (a fixed string) keeps only messages holding it
-        (in any case with ``ignore_case``).
+        One ``git log`` call; ``grep`` (fixed strings) keeps only messages holding one
+        of them (in any case with ``ignore_case``).
         """
         args = ["log", "-z", "--no-color", "--format=%H%n%B"]
         if grep is not None:
-            args += ["--fixed-strings", f"--grep={grep}"]
+            args.append("--fixed-strings")
+            args += [f"--grep={g}" for g in ([grep] if isinstance(grep, str) else grep)]
             if ignore_case:
                 args.append("--regexp-ignore-case")
         res = self.run(

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +34,7 @@ from typing import Literal
 from forktool.config import Config
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
 from forktool.engine.releases import first_releases, release_tags
-from forktool.engine.reverts import Revert, find_reverts, pathspec_dirs, revert_messages
+from forktool.engine.reverts import REVERT_GREP, Revert, find_reverts, pathspec_dirs
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -325,26 +325,53 @@ def fetch_missing(fork: Fork, git: Git, tag: str) -> list[str]:
 
 
 def cherry_picks(
-    git: Git, tip: str, since: str, picked: Sequence[str]
+    git: Git,
+    tip: str,
+    since: str,
+    picked: Sequence[str],
+    messages: Sequence[tuple[str, str]] | None = None,
 ) -> dict[str, list[tuple[str, str]]]:
     """Picked-from commit -> [(commit in ``tip``, its subject)] for the ``picked``
-    commits, from one ``git log --grep``.
+    commits, from one ``git log --grep`` (or ``messages`` already read from it).
 
     A cherry-pick of C is made after C, so it is never an ancestor of C: the scan
     skips every commit that all of ``picked`` already contain (their common
     ancestors), which on a release branch leaves little more than the branch itself.
+    Messages read from a wider range are fine: no commit older than C names C.
     """
     if not picked:
         return {}
     wanted = set(picked)
-    exclude = [since, *git.common_ancestors(picked)]
+    if messages is None:
+        exclude = [since, *git.common_ancestors(picked)]
+        messages = git.log_messages(tip, exclude, grep=CHERRY_GREP)
     found: dict[str, list[tuple[str, str]]] = {}
-    for commit, message in git.log_messages(tip, exclude, grep=CHERRY_GREP):
+    for commit, message in messages:
         subject = message.split("\n", 1)[0]
         for origin in _CHERRY.findall(message):
             if origin in wanted:
                 found.setdefault(origin, []).append((commit, subject))
     return found
+
+
+def history_messages(git: Git, tip: str, since: str) -> list[tuple[str, str]]:
+    """Every message in ``tip`` since ``since`` that names a cherry-pick or a revert:
+    one ``git log`` (no diffs) serves both witnesses."""
+    return git.log_messages(tip, [since], grep=(CHERRY_GREP, REVERT_GREP), ignore_case=True)
+
+
+def copies(
+    git: Git, patches: Sequence[Patch], tip: str, since: str, missing: Iterable[str]
+) -> dict[str, list[str]]:
+    """:func:`same_changes` for patches whose verdict it can change, read only above
+    what every ``missing`` commit already contains (a copy of a change comes after
+    it); a fork-only patch has no such bound."""
+    if not patches:
+        return {}
+    bound = git.common_ancestors(sorted(missing)) if missing else []
+    if any(not p.commits for p in patches):
+        bound = []
+    return same_changes(git, patches, tip, since, bound)
 
 
 def _diff_bytes(parsed: PatchFile) -> bytes:
@@ -591,13 +618,10 @@ def absorbed(
             first_releases, git, releases, {p.name: p.commits for p in patches}, since=since
         )
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
-        messages_f = pool.submit(revert_messages, git, tag_commit, since)
-        bound = git.common_ancestors(sorted(missing)) if missing else []
-        if any(not p.commits for p in undecided):
-            bound = []
-        same_f = pool.submit(same_changes, git, undecided, tag_commit, since, bound)
+        same_f = pool.submit(copies, git, undecided, tag_commit, since, missing)
+        messages = history_messages(git, tag_commit, since)
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
-        picks = cherry_picks(git, tag_commit, since, sorted(missing))
+        picks = cherry_picks(git, tag_commit, since, sorted(missing), messages)
         states = states_f.result()
         # A change the tag visibly carries (the patch reverse-applies exactly) was not
         # reverted for good: only the others are sought by their inverse diff.
@@ -613,7 +637,7 @@ def absorbed(
             in_tag,
             content=[c for p in hidden for c in p.commits],
             paths=[path for p in hidden for path in touched_paths(p.parsed)],
-            messages=messages_f.result(),
+            messages=[(c, m) for c, m in messages if REVERT_GREP in m.lower()],
         )
         first, same = first_f.result(), same_f.result()
     results = []
