@@ -178,16 +178,16 @@ def retire(
         for p in targets
         if report.patch(p.name).verdict != "retire" and reason is None
     ]
-    lacking = {} if pin_follows else _pin_lacks(fork, git, targets)
-    if reason is None:
-        refused += [
-            Refusal(name, "retire", _pin_refusal(fork, commits, report.tag))
-            for name, commits in lacking.items()
-            if report.patch(name).verdict == "retire"
-        ]
     if refused:
         return RetireResult(report.tag, report.tag_commit, dry_run, (), tuple(refused), ())
     record_path, record = _load_record(fork)
+    lacking = {} if pin_follows else _pin_lacks(fork, git, targets)
+    if reason is None and lacking:
+        refused = [
+            Refusal(name, "retire", _pin_refusal(fork, commits, report.tag))
+            for name, commits in lacking.items()
+        ]
+        return RetireResult(report.tag, report.tag_commit, dry_run, (), tuple(refused), ())
     series: Series = fork.series
     umap: UpstreamMap = fork.upstream_map
     changes: dict[Path, bytes | None] = {}
