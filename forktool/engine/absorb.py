@@ -605,21 +605,21 @@ def absorbed(
     commits = [c for p in patches for c in p.commits]
     releases = release_tags(git, fork.config.release_tags, prereleases=fork.config.prereleases)
     since = fork.config.pin_commit
-    missing = git.not_in(commits, tag_commit)
-    in_tag = [c for c in dict.fromkeys(commits) if c not in missing]
-    # Ancestry decides where it says no, unless other evidence says the change may be
-    # there: only those patches (and fork-only ones) are sought by patch-id, and only
-    # above what every missing commit already contains (a copy of a change comes after
-    # it). Where ancestry says yes, only a revert or a forward apply can object.
-    undecided = [p for p in patches if not p.commits or missing.intersection(p.commits)]
     # The witnesses are independent read-only git runs: gather them side by side.
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
         first_f = pool.submit(
             first_releases, git, releases, {p.name: p.commits for p in patches}, since=since
         )
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
+        messages_f = pool.submit(history_messages, git, tag_commit, since)
+        missing = git.not_in(commits, tag_commit)
+        in_tag = [c for c in dict.fromkeys(commits) if c not in missing]
+        # Ancestry decides where it says no, unless other evidence says the change may
+        # be there: only those patches (and fork-only ones) are sought by patch-id. Where
+        # ancestry says yes, only a revert or a forward apply can object.
+        undecided = [p for p in patches if not p.commits or missing.intersection(p.commits)]
         same_f = pool.submit(copies, git, undecided, tag_commit, since, missing)
-        messages = history_messages(git, tag_commit, since)
+        messages = messages_f.result()
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
         picks = cherry_picks(git, tag_commit, since, sorted(missing), messages)
         states = states_f.result()
