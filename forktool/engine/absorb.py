@@ -371,6 +371,8 @@ def copies(
     bound = git.common_ancestors(sorted(missing)) if missing else []
     if any(not p.commits for p in patches):
         bound = []
+    if any(tip not in git.not_in([tip], b) for b in bound):
+        return {}  # every missing commit descends from the tag: nothing to read
     return same_changes(git, patches, tip, since, bound)
 
 
@@ -607,11 +609,11 @@ def absorbed(
     since = fork.config.pin_commit
     # The witnesses are independent read-only git runs: gather them side by side.
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
+        messages_f = pool.submit(history_messages, git, tag_commit, since)
         first_f = pool.submit(
             first_releases, git, releases, {p.name: p.commits for p in patches}, since=since
         )
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
-        messages_f = pool.submit(history_messages, git, tag_commit, since)
         missing = git.not_in(commits, tag_commit)
         in_tag = [c for c in dict.fromkeys(commits) if c not in missing]
         # Ancestry decides where it says no, unless other evidence says the change may
