@@ -489,9 +489,11 @@ def apply_states(
             testable.append(patch)
     if not testable:
         return states
-    with git.temp_index(treeish) as index:
+    with git.temp_index(treeish) as index, ThreadPoolExecutor(max_workers=1) as pool:
+        # Both checks only read the index: run the reverse one beside the forward one.
+        backward_f = pool.submit(_attempts_in_bulk, index, testable, reverse=True)
         forward = _attempts_in_bulk(index, testable, reverse=False)
-        backward = _attempts_in_bulk(index, testable, reverse=True)
+        backward = backward_f.result()
         for patch in testable:
             fwd = forward[patch.name] if forward else try_patch(index, patch, check=True)
             back = (
