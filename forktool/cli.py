@@ -8,6 +8,7 @@ optional ``hint:`` line on stderr, never a traceback).
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import shlex
 import sys
@@ -24,11 +25,14 @@ import click
 from forktool import __version__
 from forktool.config import Config, find_config, load_config
 from forktool.errors import FatalError, Interrupted
+from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
-from forktool.fsutil import fork_lock, recover_interrupted
+from forktool.fsutil import fork_lock, recover_interrupted, write_refusal
 from forktool.git import Git, set_observer
 from forktool.inputs import describe_os_error, is_input_os_error
 from forktool.output import Output
+
+faultpoint("cli.import", write=False)  # where the tests press Ctrl-C while the CLI loads
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,6 +57,8 @@ COMMAND_MODULES = (
     "retire",
     "sync",
     "upstream",
+    "map",
+    "forecast",
 )
 
 
@@ -258,6 +264,27 @@ def _fail(message: str, hint: str | None, code: int = 2) -> int:
     return code
 
 
+# Options of ``forktool`` itself, with the value each takes.
+GLOBAL_OPTIONS = {
+    "-C": " DIR",
+    "--config": " FILE",
+    "-q": "",
+    "--quiet": "",
+    "-v": "",
+    "--verbose": "",
+}
+
+
+def _usage_hint(exc: click.UsageError, command: str) -> str:
+    """Usage help; for a global option given after the command, where it goes."""
+    if isinstance(exc, click.NoSuchOption) and exc.option_name in GLOBAL_OPTIONS:
+        name = exc.option_name
+        sub = command.removeprefix("forktool ")
+        usage = f"forktool {name}{GLOBAL_OPTIONS[name]} {sub}"
+        return f"{name} is a global option: put it before the command ({usage})"
+    return f"run '{command} --help' for usage"
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (also used by the tests)."""
     _current_app.set(None)
@@ -271,7 +298,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         return int(exc.exit_code)
     except click.UsageError as exc:
         command = exc.ctx.command_path if exc.ctx else "forktool"
-        return _fail(exc.format_message(), f"run '{command} --help' for usage")
+        return _fail(exc.format_message(), _usage_hint(exc, command))
     except click.ClickException as exc:
         return _fail(exc.format_message(), None)
     except FatalError as exc:
@@ -283,8 +310,11 @@ def run(argv: Sequence[str] | None = None) -> int:
             return _fail(said.message, said.hint, 130)
         return _fail("interrupted; nothing was left half-written", None, 130)
     except OSError as exc:
-        # A user's file that is missing, unreadable or of the wrong kind is bad
-        # input (exit 2, naming the file); any other OSError is a bug: re-raised.
+        # A write the file system refused (disk full, file too large, read-only) and
+        # a user's file that is missing, unreadable or of the wrong kind are exit 2,
+        # naming the file; any other OSError is a bug: re-raised.
+        if (refused := write_refusal(exc, "a file")) is not None:
+            return _fail(refused.message, refused.hint)
         if not is_input_os_error(exc, _input_roots()):
             raise
         return _fail(f"{_shown(exc.filename)}: {describe_os_error(exc)}", None)
@@ -293,7 +323,16 @@ def run(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _escape_unencodable() -> None:
+    """A patch name the output encoding cannot show (``PYTHONIOENCODING=ascii``, a
+    latin-1 locale) is written escaped (``\\xe9``), never a crash."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
+    _escape_unencodable()
     try:
         code = run()
         sys.stdout.flush()

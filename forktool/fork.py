@@ -22,6 +22,7 @@ from forktool.model.upstream_map import MapEntry, UpstreamMap, parse_map
 
 PATCH_SUFFIXES = (".patch", ".diff")
 NOTES_DIR = "notes"
+NOTES_README = "README.md"  # what init writes into notes/: the directory's guide, nobody's note
 MAX_PATCH_BYTES = 64 << 20
 
 
@@ -170,7 +171,9 @@ def _cross_check(
                     f"'{entry.name}' has no line in {config.upstream_map}",
                     config.series,
                     entry.line,
-                    f"add '{entry.name} <40-hex commit>' (or 'none') to {config.upstream_map}",
+                    f"add '{entry.name} <40-hex commit>' (or 'pending [PR-url]', or 'none' "
+                    f"for a fork-only patch) to {config.upstream_map}; 'forktool map suggest "
+                    "--write' fills what the patch headers say",
                 )
             )
     for map_entry in umap.entries:

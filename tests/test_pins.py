@@ -383,7 +383,7 @@ def test_bump_dry_run_shows_the_diff_and_writes_nothing(pin_fork: PinFork) -> No
         f"+  commit: '{pin_fork.v2}'\n"
     ) in result.out
     assert result.out.splitlines()[-1] == (
-        f"Dry run: would pin v1.1.0 ({pin_fork.v2[:10]}) in 5 file(s); nothing was written."
+        f"DRY RUN: would pin v1.1.0 ({pin_fork.v2[:10]}) in 5 file(s); nothing was written."
     )
     data = pin_fork.cli("pin", "bump", "v1.1.0", "--dry-run", "--format", "json").json()
     assert data["dry_run"] is True

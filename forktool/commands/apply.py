@@ -37,7 +37,8 @@ from forktool.errors import InputError
     "exclude",
     multiple=True,
     metavar="PATCH",
-    help="Bring DIR to 'every patch applied except PATCH' from whatever state it is in (repeatable).",
+    help="Bring DIR to 'every patch applied except PATCH' from whatever state it is in "
+    "(repeatable); with --verify, prove DIR is exactly that state (PATCH absent).",
 )
 @click.option("--dry-run", is_flag=True, help="Decide everything, write nothing.")
 @format_option()
@@ -64,9 +65,8 @@ def command(
       forktool apply --target ./site --engine patch --dry-run
       forktool apply --target ./site --verify
       forktool apply --target ./site --except 0002-retry.patch     # a minus-one arm
+      forktool apply --target ./site --verify --except 0002-retry.patch   # prove that arm
     """
-    if verify and exclude:
-        raise click.UsageError("--verify and --except cannot be combined")
     fork = app.fork(strict=False)
     problems = [f for f in fork.findings if f.severity == "error"]
     if problems:

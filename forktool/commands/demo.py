@@ -9,7 +9,9 @@ from forktool.demo.walkthrough import run_demo
 
 
 @click.command("demo")
-@click.argument("directory", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.argument(
+    "directory", metavar="[DIR]", required=False, type=click.Path(file_okay=False, path_type=Path)
+)
 @pass_app
 def command(app: App, directory: Path | None) -> int:
     """Build a throwaway upstream and fork, and walk the release cycle on them.

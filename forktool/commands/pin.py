@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.cli import App, format_option, notice, pass_app
 from forktool.engine.pins import check_pins, plan_bump, read_pins
 from forktool.report import pins as report
 
@@ -100,6 +100,8 @@ def bump(app: App, tag: str, fetch: bool, dry_run: bool, fmt: str) -> int:
     else:
         with app.lock(git):  # the config is read under the lock
             result = plan_bump(app.config(), git, tag, fetch=fetch, dry_run=dry_run, warn=warn)
+    for line in result.notices:
+        notice(line)
     if fmt == "json":
         app.output.json(result.to_json())
     else:

@@ -70,7 +70,8 @@ def _load_record(fork: Fork) -> tuple[Path, Record]:
             "create it with the record markers ('forktool init' writes them), or set 'record'",
         )
     text = read_text(path, fork.config.record, follow=False)
-    return path, parse_record(text, fork.config.record)
+    # A FORK.md without the section gets it appended with the first record row.
+    return path, parse_record(text, fork.config.record, add_missing=True)
 
 
 # -- retire ---------------------------------------------------------------------------

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 
 from forktool.engine.pins import BumpResult, PinsResult
 from forktool.output import Output
+from forktool.report.tables import table as make_table
 
 
 def _short(oid: str | None) -> str:
@@ -26,9 +26,7 @@ def _pin_line(out: Output, result: PinsResult) -> None:
 
 def render_show(out: Output, result: PinsResult) -> None:
     _pin_line(out, result)
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("site", "line", "value", "note"):
-        table.add_column(column, overflow="fold")
+    table = make_table("site", "line", "value", "note")
     for site in result.sites:
         if site.is_config:
             note = "pin.tag"
@@ -90,7 +88,7 @@ def render_bump(out: Output, result: BumpResult) -> None:
         out.print(result.diff, markup=False, end="")
         out.result(
             Text(
-                f"Dry run: would pin {result.tag} ({_short(result.commit)}) in "
+                f"DRY RUN: would pin {result.tag} ({_short(result.commit)}) in "
                 f"{len({e.file for e in result.edits})} file(s); nothing was written.",
                 style="yellow",
             )
