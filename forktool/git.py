@@ -738,18 +738,6 @@ class Git:
             input=("\n".join(commits) + "\n").encode(),
         ).stdout
 
-    def subjects(self, commits: Iterable[str]) -> dict[str, str]:
-        """Commit -> subject line for ``commits`` (one ``git log --no-walk``)."""
-        items = list(dict.fromkeys(commits))
-        if not items:
-            return {}
-        out = self.run(
-            ["log", "--no-walk=unsorted", "--stdin", "--no-color", "--format=%H%x00%s"],
-            purpose="read the subjects of the mapped commits",
-            input=("\n".join(items) + "\n").encode(),
-        ).out
-        return dict(line.split("\0", 1) for line in out.splitlines() if "\0" in line)
-
     def patch_ids(self, patches: bytes) -> list[tuple[str, str]]:
         """(patch id, commit) for each patch in ``patches`` (``git patch-id --stable``)."""
         if not patches:

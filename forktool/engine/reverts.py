@@ -73,6 +73,11 @@ def reverted_title(subject: str) -> str | None:
     return title_key(match.group(1)) if match else None
 
 
+def _subjects(git: Git, commits: Iterable[str]) -> dict[str, str]:
+    items = list(dict.fromkeys(commits))
+    return {e.commit: e.subject for e in git.log_entries(items)} if items else {}
+
+
 def revert_messages(git: Git, tip: str, since: str) -> list[tuple[str, str]]:
     """(commit, message) of every commit in ``tip`` since ``since`` that mentions a
     revert (one ``git log``, filtered by git)."""
@@ -198,7 +203,7 @@ def find_reverts(
     if messages is None:
         messages = revert_messages(git, tip, since)
     edges = _Edges()
-    subjects = git.subjects(commits) if messages else {}
+    subjects = _subjects(git, commits) if messages else {}
     _message_claims(edges, messages, subjects)
     if content:
         _content_claims(edges, git, tip, since, content, paths)
@@ -226,7 +231,7 @@ def find_reverts(
         return {}
     subject_of = {c: m.split("\n", 1)[0] for c, m in messages}
     unnamed = [r for found in standing.values() for r, _ in found if r not in subject_of]
-    subject_of.update(git.subjects(unnamed))
+    subject_of.update(_subjects(git, unnamed))
     return {
         commit: [Revert(r, subject_of.get(r, ""), commit, w) for r, w in found]
         for commit, found in standing.items()
