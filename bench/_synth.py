@@ -48,13 +48,17 @@ def module_text(index: int, value: int) -> str:
     return f"# module {index}\nheader = {index}\nvalue = {value}\nfooter = {index}\n"
 
 
-def build_upstream(path: Path, commits: int, fixes: int) -> list[str]:
+def build_upstream(path: Path, commits: int, fixes: int, *, pre_pin: int = 0) -> list[str]:
     """A linear history of ``commits`` commits on ``main``; returns the fix commits.
 
     Commit 1 adds ``fixes`` module files ``m/NNNN.txt`` (value 0) and is tagged
     ``v0.1.0``; fix k (evenly spaced, in order) sets module k's value to 1; every
     other commit bumps ``counter.txt``. Every :data:`RELEASE_EVERY` commits get a
     ``v1.N.0rc0`` (one commit before) and a ``v1.N.0`` tag.
+
+    ``pre_pin`` older commits come first (each bumps ``counter.txt``, with a
+    ``v0.0.N`` release every :data:`RELEASE_EVERY`): history before the pin, which
+    grows without changing anything after it (0: the history is byte-identical).
     """
     subprocess.run(
         git_argv(["init", "-q", "--template=", str(path)]), check=True, env=hardened_env()
@@ -62,9 +66,19 @@ def build_upstream(path: Path, commits: int, fixes: int) -> list[str]:
     stream = bytearray()
     fix_every = max(1, commits // (fixes + 1))
     fix_marks: list[int] = []
+    for n in range(1, pre_pin + 1):
+        when = EPOCH - (pre_pin - n + 1) * 60
+        stream += b"commit refs/heads/main\nmark :%d\n" % n
+        stream += b"author A <a@example.com> %d +0000\n" % when
+        stream += b"committer C <c@example.com> %d +0000\n" % when
+        stream += _data(f"old change {n}".encode())
+        stream += b"M 100644 inline counter.txt\n" + _data(f"old {n}\n".encode()) + b"\n"
+        if n % RELEASE_EVERY == 0:
+            stream += b"reset refs/tags/v0.0.%d\nfrom :%d\n\n" % (n // RELEASE_EVERY, n)
     for n in range(1, commits + 1):
         when = EPOCH + n * 60
-        stream += b"commit refs/heads/main\nmark :%d\n" % n
+        mark = pre_pin + n
+        stream += b"commit refs/heads/main\nmark :%d\n" % mark
         stream += b"author A <a@example.com> %d +0000\n" % when
         stream += b"committer C <c@example.com> %d +0000\n" % when
         fix = n > 1 and (n - 1) % fix_every == 0 and len(fix_marks) < fixes
@@ -75,16 +89,16 @@ def build_upstream(path: Path, commits: int, fixes: int) -> list[str]:
         if fix:
             k = len(fix_marks)
             stream += b"M 100644 inline m/%04d.txt\n" % k + _data(module_text(k, 1).encode())
-            fix_marks.append(n)
+            fix_marks.append(mark)
         else:
             stream += b"M 100644 inline counter.txt\n" + _data(f"{n}\n".encode())
         stream += b"\n"
         if n == 1:
-            stream += b"reset refs/tags/v0.1.0\nfrom :1\n\n"
+            stream += b"reset refs/tags/v0.1.0\nfrom :%d\n\n" % mark
         elif n % RELEASE_EVERY == 0:
             minor = n // RELEASE_EVERY
-            stream += b"reset refs/tags/v1.%d.0rc0\nfrom :%d\n\n" % (minor, n - 1)
-            stream += b"reset refs/tags/v1.%d.0\nfrom :%d\n\n" % (minor, n)
+            stream += b"reset refs/tags/v1.%d.0rc0\nfrom :%d\n\n" % (minor, mark - 1)
+            stream += b"reset refs/tags/v1.%d.0\nfrom :%d\n\n" % (minor, mark)
     marks = path / "marks"
     subprocess.run(
         git_argv(["fast-import", "--quiet", f"--export-marks={marks}"]),

@@ -23,22 +23,63 @@ from forktool.faults import faultpoint
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
-# Settings that must not leak in from the user's environment or repository
-# config: they change what git apply, diff and format-patch produce.
+# Every setting that could change a result, pinned in one place and passed as
+# ``git -c`` to every git process: neither the user's environment nor the
+# repository's own config (``.git/config``, which GIT_CONFIG_NOSYSTEM and
+# GIT_CONFIG_GLOBAL do not reach) may change what apply, diff, log -p, patch-id,
+# format-patch or fetch produce. Most values are git's defaults; pinning them is
+# what makes a repository that sets them otherwise give the same answers.
 _CONFIG_OVERRIDES = (
     "core.autocrlf=false",
     "core.safecrlf=false",
     "core.quotepath=false",
+    "core.abbrev=auto",
+    "core.commentChar=#",
+    "core.attributesFile=/dev/null",
     "apply.whitespace=nowarn",
     "apply.ignoreWhitespace=no",
+    "diff.context=3",
+    "diff.interHunkContext=0",
+    "diff.algorithm=myers",
+    "diff.indentHeuristic=true",
+    "diff.suppressBlankEmpty=false",
+    "diff.orderFile=/dev/null",
+    "diff.submodule=short",
+    "diff.ignoreSubmodules=none",
     "diff.noprefix=false",
     "diff.mnemonicPrefix=false",
     "diff.relative=false",
     "diff.renames=false",
-    "format.signature=",
+    "color.ui=false",
     "log.showSignature=false",
+    "log.showRoot=true",
+    "log.decorate=false",
+    "log.abbrevCommit=false",
+    "log.follow=false",
+    "i18n.commitEncoding=UTF-8",
+    "i18n.logOutputEncoding=UTF-8",
+    "format.signature=",
+    "fetch.prune=false",
+    "fetch.pruneTags=false",
     "commit.gpgSign=false",
     "tag.gpgSign=false",
+)
+
+# Diff options for every ``git log -p`` whose output feeds ``git patch-id``: the
+# config above already pins these, and the command line says them again so that the
+# patch text cannot depend on anything but the commits (no external diff driver, no
+# textconv filter, three lines of context).
+PATCH_ID_DIFF_ARGS = (
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-renames",
+    "-U3",
+    "--inter-hunk-context=0",
+    "--diff-algorithm=myers",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--no-relative",
 )
 
 # Inherited variables that would point git somewhere other than where we aim it.
@@ -59,6 +100,8 @@ def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
         GIT_TERMINAL_PROMPT="0",
         GIT_PAGER="cat",
         GIT_OPTIONAL_LOCKS="0",
+        # No system-wide gitattributes (core.attributesFile above covers the user's).
+        GIT_ATTR_NOSYSTEM="1",
     )
     if extra:
         env.update(extra)
@@ -611,15 +654,24 @@ class Git:
     # -- retirement: absorbed and retire ---------------------------------------------
 
     def log_messages(
-        self, tip: str, exclude: Sequence[str] = (), *, grep: str | None = None
+        self,
+        tip: str,
+        exclude: Sequence[str] = (),
+        *,
+        grep: str | Sequence[str] | None = None,
+        ignore_case: bool = False,
     ) -> list[tuple[str, str]]:
         """(commit, full message) for every commit in ``tip`` and not in ``exclude``.
 
-        One ``git log`` call; ``grep`` (a fixed string) keeps only messages holding it.
+        One ``git log`` call; ``grep`` (fixed strings) keeps only messages holding one
+        of them (in any case with ``ignore_case``).
         """
         args = ["log", "-z", "--no-color", "--format=%H%n%B"]
         if grep is not None:
-            args += ["--fixed-strings", f"--grep={grep}"]
+            args.append("--fixed-strings")
+            args += [f"--grep={g}" for g in ([grep] if isinstance(grep, str) else grep)]
+            if ignore_case:
+                args.append("--regexp-ignore-case")
         res = self.run(
             [*args, tip, *(f"^{e}" for e in exclude), "--"], purpose=f"read the history of {tip}"
         )
@@ -646,7 +698,7 @@ class Git:
             [
                 "log",
                 "--no-merges",
-                "--no-color",
+                *PATCH_ID_DIFF_ARGS,
                 "-p",
                 "--format=commit %H",
                 tip,
@@ -656,6 +708,28 @@ class Git:
             ],
             cwd=self.toplevel(),
             purpose=f"read the changes in {tip}",
+        ).stdout
+
+    def commit_patches(self, commits: Sequence[str], *, reverse: bool = False) -> bytes:
+        """``git log -p`` of exactly ``commits`` (a merge against its first parent),
+        each introduced by a ``commit <id>`` line; ``reverse``: each change inverted,
+        as a revert of it would read."""
+        if not commits:
+            return b""
+        return self.run(
+            [
+                "log",
+                "--no-walk=unsorted",
+                "--stdin",
+                "--diff-merges=first-parent",
+                *PATCH_ID_DIFF_ARGS,
+                # -R swaps the prefixes too: swap them first, so the inverse reads a/, b/.
+                *(["-R", "--src-prefix=b/", "--dst-prefix=a/"] if reverse else []),
+                "-p",
+                "--format=commit %H",
+            ],
+            purpose="read the changes of the mapped commits",
+            input=("\n".join(commits) + "\n").encode(),
         ).stdout
 
     def patch_ids(self, patches: bytes) -> list[tuple[str, str]]:

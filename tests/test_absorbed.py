@@ -205,12 +205,16 @@ def test_patch_mapped_to_two_commits_is_kept_until_both_are_in(builder: RepoBuil
     assert [e["kind"] for e in entry["evidence"]] == ["content-present"]
 
 
-def test_reverted_fix_is_revisit_because_the_patch_still_applies(builder: RepoBuilder) -> None:
+def test_change_lost_without_a_revert_is_revisit_because_the_patch_still_applies(
+    builder: RepoBuilder,
+) -> None:
     builder.commit("import\n", {"app.py": APP})
     builder.tag("v1.0.0")
     fixed = _edit(APP, "line 7\n", "line seven\n")
     fix = builder.commit("fix line 7\n", {"app.py": fixed})
-    builder.commit(f'Revert "fix line 7"\n\nThis reverts commit {fix}.\n', {"app.py": APP})
+    # A bad merge resolution loses the fix while changing something else: no revert
+    # names it, and its diff is not the fix's inverse.
+    builder.commit("merge the feature branch\n", {"app.py": _edit(APP, "line 20\n", "line 2O\n")})
     builder.tag("v1.1.0")
     patch = make_patch(builder, "v1.0.0", {"app.py": fixed}, "fix line 7")
     fork = _fork(builder, "v1.0.0", {"0001-fix.patch": patch}, {"0001-fix.patch": fix})

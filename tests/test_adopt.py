@@ -203,6 +203,7 @@ def test_retire_appends_the_record_section_when_it_is_missing(builder: RepoBuild
     patch = make_patch(builder, "v1", {"a.py": lines("a").replace("a3\n", "A3\n")}, "a: three")
     fork.write({"0001-a-three.patch": patch}, commits={"0001-a-three.patch": fix})
     (fork.root / "FORK.md").write_text(NOTES)
+    assert fork.cli("pin", "bump", "v2").code == 0  # retire needs a pin with the fix
     result = run_cli("-C", fork.root, "retire", "--tag", "v2", "--format", "json")
     assert result.code == 0, result.err
     text = (fork.root / "FORK.md").read_text()

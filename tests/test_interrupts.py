@@ -211,6 +211,9 @@ def check_every_point(
 # -- the forks -------------------------------------------------------------------------
 
 
+P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
+
+
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory, demo_upstream: DemoUpstream) -> Path:
     from forktool.demo.walkthrough import setup_fork
@@ -251,7 +254,11 @@ def commit_all(message: str) -> list[str]:
 def test_retire_survives_an_interruption_at_every_write_point(
     example: Path, tmp_path: Path
 ) -> None:
-    points = check_every_point(example, tmp_path, Scenario(("retire", "--tag", "v1.2.0")))
+    # The example pins v1.1.0, which lacks 0001's fix: retiring it takes --force --reason.
+    forced = ("--force", "--reason", "the pin moves next")
+    points = check_every_point(
+        example, tmp_path, Scenario(("retire", P1, "--tag", "v1.2.0", *forced))
+    )
     assert {"fsutil.temp", "fsutil.journal", "fsutil.move", "fsutil.cleanup"} <= {
         name for name, _ in points
     }
@@ -261,7 +268,11 @@ def test_retire_undo_survives_an_interruption_at_every_write_point(
     example: Path, tmp_path: Path
 ) -> None:
     retired = variant(
-        example, tmp_path, "retired", ["retire", "--tag", "v1.2.0"], commit_all("retire")
+        example,
+        tmp_path,
+        "retired",
+        ["retire", P1, "--tag", "v1.2.0", "--force", "--reason", "the pin moves next"],
+        commit_all("retire"),
     )
     undo = ("retire", "--undo", "0001-config-do-not-crash-on-an-empty-config-file.patch")
     check_every_point(retired, tmp_path / "undo", Scenario((*undo, "--reason", "crash")))

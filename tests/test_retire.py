@@ -28,6 +28,16 @@ def fixed_date(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FORKTOOL_DATE", DATE)
 
 
+@pytest.fixture
+def example_fork(example_fork: RepoBuilder) -> RepoBuilder:
+    """The example fork with its pin moved to v1.2.0 (committed): retire refuses a patch
+    whose fix the pin lacks, so a fork retires what v1.2.0 absorbed after the bump."""
+    bumped = run_cli("-C", example_fork.path, "pin", "bump", "v1.2.0")
+    assert bumped.code == 0, bumped.err
+    example_fork.commit("fork: pin v1.2.0\n")
+    return example_fork
+
+
 def _files(root: Path) -> dict[str, bytes | None]:
     return {
         name: (root / name).read_bytes() if (root / name).exists() else None for name in FORK_FILES
@@ -64,10 +74,7 @@ def test_retire_removes_exactly_the_absorbed_patch(
         ],
         "refused": [],
         "files": [f"patches/{P1}", NOTE1, "series", "upstream.map", "FORK.md"],
-        "warnings": [
-            f"the fork pins v1.1.0, which does not contain the fix of {P1}: "
-            "bump the pin to v1.2.0 before building from this series"
-        ],
+        "warnings": [],
     }
     assert not (root / "patches" / P1).exists()
     assert not (root / NOTE1).exists()
@@ -152,7 +159,8 @@ def test_force_with_reason_is_recorded(
         "v1.3.0rc0",
         "v1.2.0",
     ]
-    assert rows[0][7].startswith("FORCED over verdict 'revisit' (")
+    # Pinned at v1.2.0, the cherry-pick is below the pin: ancestry alone says keep.
+    assert rows[0][7].startswith("FORCED over verdict 'keep' (")
     assert rows[0][7].endswith(f"): {reason}")
     assert (example_fork.path / "series").read_text().splitlines()[1:] == [P1, P2, P4]
 
@@ -249,7 +257,8 @@ def test_undo_of_a_committed_retirement_restores_from_the_commit_before_it(
     series = (root / "series").read_text().replace(P2, f"# retries: PR 57\n{P2}")
     original = example_fork.commit("fork: note PR 57 in the series\n", {"series": series})
     before = _files(root)
-    assert run_cli("-C", root, "retire", P2, "--tag", "v1.3.0").code == 0
+    forced = ("--force", "--reason", "the pin moves to v1.3.0 next")
+    assert run_cli("-C", root, "retire", P2, "--tag", "v1.3.0", *forced).code == 0
     example_fork.commit("fork: retire 0002\n")
     example_fork.commit("fork: unrelated later work\n", {"docs.txt": "x\n"})
     result = run_cli("-C", root, "retire", "--undo", P2, "--format", "json")
@@ -263,7 +272,8 @@ def test_undo_of_a_committed_retirement_restores_from_the_commit_before_it(
     assert (root / "patches" / P2).read_bytes() == example_fork.git.run(
         ["cat-file", "blob", f"{original}:patches/{P2}"], purpose="read"
     ).stdout
-    verify = run_cli("-C", root, "verify")
+    # The series was written for v1.1.0 (the fixture bumped the pin without refreshing).
+    verify = run_cli("-C", root, "verify", "--base", "v1.1.0")
     assert verify.code == 0, verify.out
 
 

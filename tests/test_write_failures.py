@@ -24,7 +24,10 @@ from helpers import snapshot_tree
 
 from forktool.demo import DemoUpstream
 
-COMMANDS = [("pin", "bump", "v1.2.0"), ("retire", "--tag", "v1.2.0")]
+P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
+# The example pins v1.1.0, which lacks 0001's fix: retiring it takes --force --reason.
+RETIRE = ("retire", P1, "--tag", "v1.2.0", "--force", "--reason", "the pin moves next")
+COMMANDS = [("pin", "bump", "v1.2.0"), RETIRE]
 # A limit below the first file each command rewrites (forktool.yaml; FORK.md, about
 # 5 KB) and above what git writes first (a temporary index of the small tree).
 SIZE_LIMITS = {"pin": 64, "retire": 4096}

@@ -77,17 +77,23 @@ def bump(app: App, tag: str, fetch: bool, dry_run: bool, fmt: str) -> int:
     TAG is unknown or not a safe tag name, nothing is written (exit 2). The
     files are written all or nothing.
 
+    A patch FORK.md records as retired whose upstream commits TAG does not
+    contain (a pin moved back below a retired fix) is named in a warning
+    before anything is written; 'forktool check' then fails until the patch is
+    restored (retire --undo) or the pin contains the fix again.
+
     \b
     Examples:
       forktool pin bump v1.2.0 --dry-run
       forktool pin bump v1.2.0 --fetch
     """
     git = app.git()
+    warn = app.output.warn
     if dry_run and not fetch:
-        result = plan_bump(app.config(), git, tag, fetch=False, dry_run=True)
+        result = plan_bump(app.config(), git, tag, fetch=False, dry_run=True, warn=warn)
     else:
         with app.lock(git):  # the config is read under the lock
-            result = plan_bump(app.config(), git, tag, fetch=fetch, dry_run=dry_run)
+            result = plan_bump(app.config(), git, tag, fetch=fetch, dry_run=dry_run, warn=warn)
     for line in result.notices:
         notice(line)
     app.emit(result, fmt, report.render_bump)

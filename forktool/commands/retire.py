@@ -43,7 +43,9 @@ def command(
     With no PATCH, retires every patch whose 'absorbed --tag TAG' verdict is 'retire'.
     A named patch with any other verdict is refused (exit 1, nothing changed) unless
     --force --reason TEXT is given; the reason goes into FORK.md's retirement record.
-    Every file changes together or not at all.
+    So is a patch whose fix the pinned tag does not contain yet: retire after
+    'forktool pin bump TAG', or through 'forktool sync TAG'. Every file changes
+    together or not at all.
 
     --undo PATCH restores a wrong retirement from the last commit whose series listed
     it (HEAD, if the retirement is not committed yet) and records why.

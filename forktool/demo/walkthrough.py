@@ -325,12 +325,13 @@ def step_retire(demo: Demo) -> None:
         """retire drops exactly the patches whose verdict is 'retire' (series line, patch
         file, note, map line) and appends a row to FORK.md's retirement record; all files
         change together or not at all. Retiring 0002 is refused: v1.2.0 lacks its fix.
-        The fork still pins v1.1.0, so this retirement is premature (retire warns): undo
-        restores 0001 from the commit before the retirement, byte for byte, and records
-        why.""",
+        Retiring 0001 is refused too while the fork pins v1.1.0, which lacks its fix (the
+        fork would build without it): retire after 'pin bump', or through 'sync'. Forced
+        here with a reason to show undo: it restores 0001 from the commit before the
+        retirement, byte for byte, and records why.""",
     )
     demo.run(["retire", p2, "--tag", "v1.2.0"], expect=1)
-    demo.run(["retire", "--tag", "v1.2.0"])
+    demo.run(["retire", p1, "--tag", "v1.2.0", "--force", "--reason", "the pin moves next"])
     record = (demo.fork_path / "FORK.md").read_text(encoding="utf-8")
     begin = record.index("<!-- forktool:retirement-record:begin -->")
     end = record.index("<!-- forktool:retirement-record:end -->")

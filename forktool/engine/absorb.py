@@ -8,10 +8,14 @@ For every patch of the series, against a release tag:
 * **first release**: the earliest release tag in version order containing every
   mapped commit (:func:`forktool.engine.releases.first_releases`);
 * **evidence** that can contradict or support ancestry, each gathered in bulk over
-  the tag's history since the pin: ``(cherry picked from commit X)`` trailers (one
-  ``git log``), identical changes (one ``git patch-id --stable`` over the patch files,
-  one over ``git log -p``), and how the patch applies on the tag (one ``git apply
-  --check`` forward and one in reverse, each patch checked against the tag's tree).
+  the tag's history since the pin, and only where it can change a verdict: for a
+  patch the tag lacks, ``(cherry picked from commit X)`` trailers (one ``git log``)
+  and identical changes (one ``git patch-id --stable`` over the patch files, one over
+  ``git log -p``); for a patch the tag contains, reverts of its commits
+  (:mod:`forktool.engine.reverts`); for every patch, how it applies on the tag (one
+  ``git apply --check`` forward and one in reverse, each patch checked against the
+  tag's tree). A revert, or a forward apply (exact or at an offset), objects to
+  ancestry.
 
 The verdict rule lives in one place, :func:`decide`; the second witness (probe
 results) is combined with it in one place, :func:`combine`.
@@ -24,13 +28,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal
 
 from forktool.config import Config
 from forktool.engine import Progress
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
 from forktool.engine.releases import Release, first_releases, release_tags, require_releases
+from forktool.engine.reverts import REVERT_GREP, Revert, find_reverts, pathspec_dirs
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
@@ -40,7 +45,14 @@ from forktool.model.patchfile import PatchFile, touched_paths
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only", "pending"]
 EvidenceKind = Literal[
-    "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies", "offset"
+    "cherry-pick",
+    "patch-id",
+    "content-present",
+    "still-applies",
+    "still-applies-at-offset",
+    "revert",
+    "no-longer-applies",
+    "offset",
 ]
 Outcome = Literal[
     "retired",
@@ -56,9 +68,10 @@ ProbeResult = Literal["pass", "fail"]
 HARMFUL_OUTCOMES: frozenset[str] = frozenset({"broken-on-tag", "now-harmful"})
 # Evidence that, without ancestry, says the change may already be in the tag.
 _PRESENCE: tuple[EvidenceKind, ...] = ("cherry-pick", "patch-id", "content-present")
+# Evidence that, with ancestry, says the change is absent from the tag after all.
+_ABSENCE: tuple[EvidenceKind, ...] = ("revert", "still-applies", "still-applies-at-offset")
 _CHERRY = re.compile(r"\(cherry picked from commit ([0-9a-f]{40})\)")
 CHERRY_GREP = "cherry picked from commit "
-MAX_PATHSPECS = 64
 WITNESS_WORKERS = 4
 _PATCH_FAILED = re.compile(r"^error: patch failed: (.+):[0-9]+$")
 
@@ -170,13 +183,9 @@ def decide(
         return "fork-only", None, "mapped to 'none': no upstream commit can retire it"
     if not not_in_tag:
         named = ", ".join(short(c) for c in commits)
-        if any(e.kind == "still-applies" for e in evidence):
-            return (
-                "revisit",
-                True,
-                f"{named} in {tag} by ancestry, yet the patch still applies forward exactly "
-                f"on {tag}: the change is absent there (reverted, or lost in a merge)",
-            )
+        objection = _absence_reason(evidence, tag)
+        if objection:
+            return "revisit", True, f"{named} in {tag} by ancestry, yet {objection}"
         return "retire", True, f"{named} in {tag} by ancestry"
     absent = ", ".join(short(c) for c in not_in_tag)
     partly = (
@@ -194,6 +203,30 @@ def decide(
             f"may be there: decide by hand (retire --force --reason, or keep)",
         )
     return "keep", False, f"{absent} not an ancestor of {tag}{partly}"
+
+
+def _absence_reason(evidence: Sequence[Evidence], tag: str) -> str:
+    """Why the change is absent from ``tag`` although ancestry says it is in ("" if
+    nothing says so): a revert first, then a forward apply."""
+    kinds = {e.kind for e in evidence}
+    reverts = [e for e in evidence if e.kind == "revert"]
+    if reverts:
+        named = "; ".join(e.detail for e in reverts)
+        return (
+            f"{named}: the fix is not in {tag}; decide by hand "
+            "(keep it, or retire --force --reason)"
+        )
+    if "still-applies" in kinds:
+        return (
+            f"the patch still applies forward exactly on {tag}: the change is absent there "
+            "(reverted, or lost in a merge)"
+        )
+    if "still-applies-at-offset" in kinds:
+        return (
+            f"the patch still applies forward (at an offset) on {tag}: the change is absent "
+            "there (reverted, or lost in a merge)"
+        )
+    return ""
 
 
 def combine(verdict: Verdict, full: ProbeResult, arm: ProbeResult) -> tuple[Outcome, str]:
@@ -280,26 +313,55 @@ def fetch_missing(fork: Fork, git: Git, tag: str) -> Fetched:
 
 
 def cherry_picks(
-    git: Git, tip: str, since: str, picked: Sequence[str]
+    git: Git,
+    tip: str,
+    since: str,
+    picked: Sequence[str],
+    messages: Sequence[tuple[str, str]] | None = None,
 ) -> dict[str, list[tuple[str, str]]]:
     """Picked-from commit -> [(commit in ``tip``, its subject)] for the ``picked``
-    commits, from one ``git log --grep``.
+    commits, from one ``git log --grep`` (or ``messages`` already read from it).
 
     A cherry-pick of C is made after C, so it is never an ancestor of C: the scan
     skips every commit that all of ``picked`` already contain (their common
     ancestors), which on a release branch leaves little more than the branch itself.
+    Messages read from a wider range are fine: no commit older than C names C.
     """
     if not picked:
         return {}
     wanted = set(picked)
-    exclude = [since, *git.common_ancestors(picked)]
+    if messages is None:
+        exclude = [since, *git.common_ancestors(picked)]
+        messages = git.log_messages(tip, exclude, grep=CHERRY_GREP)
     found: dict[str, list[tuple[str, str]]] = {}
-    for commit, message in git.log_messages(tip, exclude, grep=CHERRY_GREP):
+    for commit, message in messages:
         subject = message.split("\n", 1)[0]
         for origin in _CHERRY.findall(message):
             if origin in wanted:
                 found.setdefault(origin, []).append((commit, subject))
     return found
+
+
+def history_messages(git: Git, tip: str, since: str) -> list[tuple[str, str]]:
+    """Every message in ``tip`` since ``since`` that names a cherry-pick or a revert:
+    one ``git log`` (no diffs) serves both witnesses."""
+    return git.log_messages(tip, [since], grep=(CHERRY_GREP, REVERT_GREP), ignore_case=True)
+
+
+def copies(
+    git: Git, patches: Sequence[Patch], tip: str, since: str, missing: Iterable[str]
+) -> dict[str, list[str]]:
+    """:func:`same_changes` for patches whose verdict it can change, read only above
+    what every ``missing`` commit already contains (a copy of a change comes after
+    it); a fork-only patch has no such bound."""
+    if not patches:
+        return {}
+    bound = git.common_ancestors(sorted(missing)) if missing else []
+    if any(not p.commits for p in patches):
+        bound = []
+    if any(tip not in git.not_in([tip], b) for b in bound):
+        return {}  # every missing commit descends from the tag: nothing to read
+    return same_changes(git, patches, tip, since, bound)
 
 
 def _diff_bytes(parsed: PatchFile) -> bytes:
@@ -312,16 +374,11 @@ def _diff_bytes(parsed: PatchFile) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
 
 
-def _pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
-    """The directories holding ``paths`` (a top-level file stands for itself), or None
-    (no limit) when there are too many: git matches every pathspec against every
-    changed entry, so hundreds of pathspecs cost more than reading the whole range."""
-    dirs = sorted({str(PurePosixPath(p).parent) if "/" in p else p for p in paths})
-    return dirs if len(dirs) <= MAX_PATHSPECS else None
-
-
-def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str, list[str]]:
-    """Patch name -> commits in ``tip`` (since ``since``) with the same stable patch-id.
+def same_changes(
+    git: Git, patches: Sequence[Patch], tip: str, since: str, bound: Sequence[str] = ()
+) -> dict[str, list[str]]:
+    """Patch name -> commits in ``tip`` (since ``since``, and not in ``bound``) with the
+    same stable patch-id.
 
     Two ``git patch-id --stable`` runs: one over every patch file (each introduced
     by a placeholder id), one over ``git log -p`` of the range limited to the
@@ -330,7 +387,7 @@ def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> di
     """
     if not patches:
         return {}
-    paths = _pathspec_dirs(path for p in patches for path in touched_paths(p.parsed))
+    paths = pathspec_dirs(path for p in patches for path in touched_paths(p.parsed))
     stream = b"".join(
         f"commit {index:040x}\n".encode() + _diff_bytes(p.parsed) for index, p in enumerate(patches)
     )
@@ -338,7 +395,7 @@ def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> di
     for patch_id, placeholder in git.patch_ids(stream):
         ids.setdefault(patch_id, []).append(patches[int(placeholder, 16)].name)
     found: dict[str, list[str]] = {}
-    for patch_id, commit in git.patch_ids(git.log_patches(tip, [since], paths)):
+    for patch_id, commit in git.patch_ids(git.log_patches(tip, [since, *bound], paths)):
         for name in ids.get(patch_id, ()):
             found.setdefault(name, []).append(commit)
     return found
@@ -352,7 +409,8 @@ class ApplyState:
     reverse: bool  # reverse-applies exactly: the change is present
     message: str  # why the forward apply is not exact ("" when it is)
     reverse_shifted: bool = False  # reverse-applies, but only at shifted lines
-    forward_shifted: bool = False  # applies, but only at shifted lines (drift, not a conflict)
+    # applies forward, but only at shifted lines, without fuzz (drift, not a conflict)
+    forward_shifted: bool = False
 
 
 def _exact(attempt: Attempt) -> bool:
@@ -420,9 +478,11 @@ def apply_states(
             testable.append(patch)
     if not testable:
         return states
-    with git.temp_index(treeish) as index:
+    with git.temp_index(treeish) as index, ThreadPoolExecutor(max_workers=1) as pool:
+        # Both checks only read the index: run the reverse one beside the forward one.
+        backward_f = pool.submit(_attempts_in_bulk, index, testable, reverse=True)
         forward = _attempts_in_bulk(index, testable, reverse=False)
-        backward = _attempts_in_bulk(index, testable, reverse=True)
+        backward = backward_f.result()
         for patch in testable:
             fwd = forward[patch.name] if forward else try_patch(index, patch, check=True)
             back = (
@@ -432,8 +492,13 @@ def apply_states(
             )
             message = "" if _exact(fwd) else classify(patch, fwd, None, _exact(back), base).message
             shifted = back.ok and not _exact(back)
+            # git never fuzzes without -C: an apply that succeeds is exact or shifted.
             states[patch.name] = ApplyState(
-                _exact(fwd), _exact(back), message, shifted, fwd.ok and not _exact(fwd)
+                _exact(fwd),
+                _exact(back),
+                message,
+                shifted,
+                fwd.ok and fwd.fuzz == 0 and not _exact(fwd),
             )
     return states
 
@@ -477,7 +542,16 @@ def _evidence(
                 f"the patch still applies forward exactly on {tag}: its change is not there",
             )
         )
-    if state.forward_shifted and not ancestor:  # offset drift: it still applies, moved
+    if state.forward_shifted and ancestor:
+        found.append(
+            Evidence(
+                "still-applies-at-offset",
+                None,
+                f"the patch still applies forward on {tag}, at an offset ({state.message}): "
+                "its change is not there",
+            )
+        )
+    elif state.forward_shifted:  # offset drift: it still applies, moved
         found.append(Evidence("offset", None, state.message))
     elif not state.forward and not state.reverse:
         detail = state.message
@@ -485,6 +559,19 @@ def _evidence(
             detail += "; it reverse-applies only at an offset: the change looks present, moved"
         found.append(Evidence("no-longer-applies", None, detail))
     return found
+
+
+def _revert_evidence(patch: Patch, tag: str, reverts: Mapping[str, list[Revert]]) -> list[Evidence]:
+    return [
+        Evidence(
+            "revert",
+            revert.commit,
+            f"{short(revert.commit)} '{revert.subject}' in {tag} reverts {short(commit)} "
+            f"(found by: {', '.join(revert.witnesses)})",
+        )
+        for commit in patch.commits
+        for revert in reverts.get(commit, ())
+    ]
 
 
 # -- the report ---------------------------------------------------------------------
@@ -553,19 +640,44 @@ def absorbed(
     since = fork.config.pin_commit
     # The witnesses are independent read-only git runs: gather them side by side.
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
+        messages_f = pool.submit(history_messages, git, tag_commit, since)
         first_f = None if releases is None else pool.submit(first_release_map, fork, git, releases)
-        same_f = pool.submit(same_changes, git, patches, tag_commit, since)
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
         missing = git.not_in(commits, tag_commit)
+        in_tag = [c for c in dict.fromkeys(commits) if c not in missing]
+        # Ancestry decides where it says no, unless other evidence says the change may
+        # be there: only those patches (and fork-only ones) are sought by patch-id. Where
+        # ancestry says yes, only a revert or a forward apply can object.
+        undecided = [p for p in patches if not p.commits or missing.intersection(p.commits)]
+        same_f = pool.submit(copies, git, undecided, tag_commit, since, missing)
+        messages = messages_f.result()
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
-        picks = cherry_picks(git, tag_commit, since, sorted(missing))
+        picks = cherry_picks(git, tag_commit, since, sorted(missing), messages)
+        states = states_f.result()
+        # A change the tag visibly carries (the patch reverse-applies exactly) was not
+        # reverted for good: only the others are sought by their inverse diff.
+        hidden = [
+            p
+            for p in patches
+            if p.commits and not missing.intersection(p.commits) and not states[p.name].reverse
+        ]
+        reverts = find_reverts(
+            git,
+            tag_commit,
+            since,
+            in_tag,
+            content=[c for p in hidden for c in p.commits],
+            paths=[path for p in hidden for path in touched_paths(p.parsed)],
+            messages=[(c, m) for c, m in messages if REVERT_GREP in m.lower()],
+        )
         first = shared.first if shared is not None else first_f.result() if first_f else {}
-        same, states = same_f.result(), states_f.result()
+        same = same_f.result()
     results = []
     for patch in patches:
         not_in_tag = tuple(c for c in patch.commits if c in missing)
         ancestor = bool(patch.commits) and not not_in_tag
         evidence = _evidence(patch, tag, ancestor, picks, same, states[patch.name])
+        evidence += _revert_evidence(patch, tag, reverts)
         verdict, is_ancestor, reason = decide(
             patch.commits,
             not_in_tag,

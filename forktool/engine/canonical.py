@@ -13,8 +13,9 @@ patch's own. Regenerating one therefore needs no worktree:
 
 A plain-diff patch (``#`` header lines, no mail header) keeps its header verbatim; only
 its diff part is regenerated. Every option that the user's or the repository's git
-config could change is pinned on the command line, and ``--no-signature`` drops the
-git version, so the bytes depend on the patch and the tree alone.
+config could change is pinned, on the command line here and by the config overrides
+every git run gets (:mod:`forktool.git`), and ``--no-signature`` drops the git
+version, so the bytes depend on the patch and the tree alone.
 """
 
 from __future__ import annotations
@@ -69,16 +70,6 @@ FORMAT_PATCH_ARGS = (
     "--encode-email-headers",
     "--suffix=.patch",
     "--filename-max-length=64",
-)
-
-# Config that no command-line option overrides (given as ``git -c`` before the command).
-CONFIG_PINS = (
-    "-c",
-    "diff.suppressBlankEmpty=false",
-    "-c",
-    "core.attributesFile=/dev/null",
-    "-c",
-    "i18n.commitEncoding=UTF-8",
 )
 
 # A plain-diff patch has no author or date; its commit gets these (they never reach its file).
@@ -181,7 +172,7 @@ def commit_tree(
 ) -> str:
     """A commit of ``tree`` on ``parent`` carrying ``meta`` (``env``: e.g. a temporary index's)."""
     res = git.run(
-        [*CONFIG_PINS, "commit-tree", tree, "-p", parent],
+        ["commit-tree", tree, "-p", parent],
         purpose="record a patch as a commit",
         input=meta.message.encode(ENCODING, ERRORS),
         env={**(env or {}), **meta.env()},
@@ -256,9 +247,9 @@ def format_range(index: TempIndex, base: str, tip: str) -> list[tuple[str, bytes
     out_dir = Path(tempfile.mkdtemp(prefix="forktool-format-"))
     try:
         res = index.git.run(
-            [*CONFIG_PINS, *FORMAT_PATCH_ARGS, "-o", str(out_dir), f"{base}..{tip}"],
+            [*FORMAT_PATCH_ARGS, "-o", str(out_dir), f"{base}..{tip}"],
             purpose="format the patches",
-            env={**index.env, "GIT_ATTR_NOSYSTEM": "1"},
+            env=index.env,
         )
         written = [Path(line) for line in res.out.splitlines() if line]
         return [(path.name, path.read_bytes()) for path in written]
@@ -361,7 +352,6 @@ def range_diff(index: TempIndex, old: tuple[str, str], new: tuple[str, str]) -> 
         return ""
     res = index.git.run(
         [
-            *CONFIG_PINS,
             "range-diff",
             "--no-color",
             "--no-notes",
@@ -369,6 +359,6 @@ def range_diff(index: TempIndex, old: tuple[str, str], new: tuple[str, str]) -> 
             f"{new[0]}..{new[1]}",
         ],
         purpose="compare the old series with the new one",
-        env={**index.env, "GIT_ATTR_NOSYSTEM": "1"},
+        env=index.env,
     )
     return res.out

@@ -33,7 +33,6 @@ from pathlib import Path
 
 from forktool.engine.apply import precheck
 from forktool.engine.canonical import (
-    CONFIG_PINS,
     FORMAT_PATCH_ARGS,
     PLACEHOLDER_DATE,
     CommitMeta,
@@ -157,7 +156,7 @@ def _import_and_format(
         for sub in ("objects", "refs/heads", "refs/tags"):
             (git_dir / sub).mkdir(parents=True)
         (git_dir / "HEAD").write_text("ref: refs/heads/chain\n")
-        env = {**index.env, "GIT_DIR": str(git_dir), "GIT_ATTR_NOSYSTEM": "1"}
+        env = {**index.env, "GIT_DIR": str(git_dir)}
         imported = index.git.run(
             ["fast-import", "--quiet", "--done", "--date-format=raw"],
             purpose="build the chain of patch commits",
@@ -169,7 +168,7 @@ def _import_and_format(
             return None
         out_dir = scratch / "out"
         formatted = index.git.run(
-            [*CONFIG_PINS, *FORMAT_PATCH_ARGS, "-o", str(out_dir), f"{base_commit}..chain"],
+            [*FORMAT_PATCH_ARGS, "-o", str(out_dir), f"{base_commit}..chain"],
             purpose="format the patches",
             env=env,
             check=False,

@@ -185,7 +185,33 @@ def check_record(ctx: CheckContext) -> list[Finding]:
                 "remove it, or record its restoration with 'forktool retire --undo'",
             )
         )
-    return findings
+    return findings + _lost_fix_findings(ctx)
+
+
+def _lost_fix_findings(ctx: CheckContext) -> list[Finding]:
+    """A pin moved back below a retired fix: the shipped tree has lost it."""
+    from forktool.engine.retire import lost_fixes
+
+    try:
+        pin = ctx.pin_commit
+    except FatalError:
+        return []  # the pin check reports it
+    config = ctx.config
+    try:
+        lost_now = lost_fixes(config, ctx.git, pin)
+    except FatalError as exc:
+        return [Finding("error", exc.message, config.record, None, exc.hint)]
+    return [
+        Finding(
+            "error",
+            lost.describe(config.pin_tag),
+            config.record,
+            None,
+            f"pin a tag that contains it, or restore the patch: forktool retire --undo "
+            f"{lost.patch}",
+        )
+        for lost in lost_now
+    ]
 
 
 def check_pins(ctx: CheckContext) -> list[Finding]:

@@ -22,9 +22,10 @@ import itertools
 import json
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -34,6 +35,9 @@ from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Finding, InputError
 from forktool.fsutil import write_files, write_refusal
 from forktool.git import Git
+
+if TYPE_CHECKING:
+    from forktool.engine.retire import LostFix
 
 MAX_SITE_BYTES = 1 << 20
 PATTERN_TIMEOUT_SECONDS = 10.0
@@ -452,6 +456,7 @@ class BumpResult:
     notices: tuple[str, ...] = ()  # from reaching upstream, for stderr
     head_contains_tag: bool | None = None
     contents: dict[Path, bytes] = field(default_factory=dict, repr=False, compare=False)
+    lost_fixes: tuple[LostFix, ...] = ()  # retired fixes the new pin does not contain
 
     @property
     def changed(self) -> bool:
@@ -470,6 +475,7 @@ class BumpResult:
             "head_contains_tag": self.head_contains_tag,
             "edits": [e.to_json() for e in self.edits],
             "diff": self.diff,
+            "lost_fixes": [lost.to_json() for lost in self.lost_fixes],
         }
 
 
@@ -625,12 +631,32 @@ def _verify_rewrite(
             )
 
 
-def plan_bump(config: Config, git: Git, tag: str, *, fetch: bool, dry_run: bool) -> BumpResult:
+def _lost_fixes(config: Config, git: Git, commit: str) -> list[LostFix]:
+    """Retired fixes ``commit`` lacks; an unreadable record is the check's to report."""
+    from forktool.engine.retire import lost_fixes
+
+    try:
+        return lost_fixes(config, git, commit)
+    except FatalError:
+        return []
+
+
+def plan_bump(
+    config: Config,
+    git: Git,
+    tag: str,
+    *,
+    fetch: bool,
+    dry_run: bool,
+    warn: Callable[[str], None] | None = None,
+) -> BumpResult:
     """Compute (and unless ``dry_run``, write) a bump of every pin to ``tag``.
 
     Reads forktool.yaml afresh (the caller holds the fork lock), refuses with exit 2
     when TAG is unknown or any site does not match exactly once; writes all files or
-    none.
+    none. A retired fix that ``tag`` does not contain (a pin moved back below it) is
+    told to ``warn`` before anything is written; ``check`` then fails until the patch
+    is restored or the pin moves on.
     """
     validate_tag_name(git, tag)
     config_text = config.path.read_bytes().decode("utf-8")
@@ -660,6 +686,12 @@ def plan_bump(config: Config, git: Git, tag: str, *, fetch: bool, dry_run: bool)
     real_edits = tuple(e for file_edits in edits.values() for e in file_edits if e.old != e.new)
     head = git.head()
     contains = git.is_ancestor(commit, head) if head is not None else None
+    lost = _lost_fixes(config, git, commit)
+    if warn is not None:
+        for fix in lost:
+            warn(
+                f"{fix.describe(tag)}; restore it (forktool retire --undo {fix.patch}) or pin a tag that contains it"
+            )
     result = BumpResult(
         tag=tag,
         commit=commit,
@@ -673,6 +705,7 @@ def plan_bump(config: Config, git: Git, tag: str, *, fetch: bool, dry_run: bool)
         notices=notices,
         head_contains_tag=contains if config.layout == "merged" else None,
         contents=contents,
+        lost_fixes=tuple(lost),
     )
     if not dry_run and contents:
         try:

@@ -24,11 +24,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from forktool.config import Config
 from forktool.engine.absorb import AbsorbedResult, PatchAbsorption, Verdict
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
-from forktool.git import Git, short
+from forktool.git import Git, is_hex40, short
 from forktool.inputs import read_text
 from forktool.model.patchfile import parse_patch
 from forktool.model.record import Record, RecordEntry, parse_record
@@ -36,6 +37,7 @@ from forktool.model.series import Series, parse_series
 from forktool.model.upstream_map import UpstreamMap, parse_map
 
 DATE_ENV = "FORKTOOL_DATE"
+FORCED_OVER_VERDICT = "FORCED over verdict"
 _DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 
 
@@ -139,7 +141,7 @@ def _upstream_pr(patch: Patch) -> str:
 
 def witnesses(report: PatchAbsorption, tag: str, reason: str | None) -> str:
     if reason is not None:
-        return f"FORCED over verdict '{report.verdict}' ({report.reason}): {reason}"
+        return f"{FORCED_OVER_VERDICT} '{report.verdict}' ({report.reason}): {reason}"
     kinds = [e.kind for e in report.evidence]
     named = ", ".join(short(c) for c in report.upstream_commits)
     return "; ".join([f"ancestry: {named} in {tag}", *kinds])
@@ -154,11 +156,15 @@ def retire(
     reason: str | None = None,
     dry_run: bool = False,
     today: str,
+    pin_follows: bool = False,
 ) -> RetireResult:
     """Retire ``names`` (default: every patch whose verdict is ``retire``) at the report's tag.
 
-    ``reason`` forces the named patches whatever their verdict and is recorded. A
-    refusal changes nothing, not even for the patches that could go.
+    A patch whose fix the pinned tag lacks is refused too: the fork would build its
+    pin without the fix. ``pin_follows`` says the caller moves the pin to the report's
+    tag next (``sync``). ``reason`` forces the named patches whatever their verdict
+    and pin, and is recorded. A refusal changes nothing, not even for the patches that
+    could go.
     """
     if reason is not None and not names:
         raise FatalError(
@@ -176,13 +182,26 @@ def retire(
     if refused:
         return RetireResult(report.tag, report.tag_commit, dry_run, (), tuple(refused), ())
     record_path, record = _load_record(fork)
+    lacking = {} if pin_follows else _pin_lacks(fork, git, targets)
+    if reason is None and lacking:
+        refused = [
+            Refusal(name, "retire", _pin_refusal(fork, commits, report.tag))
+            for name, commits in lacking.items()
+        ]
+        return RetireResult(report.tag, report.tag_commit, dry_run, (), tuple(refused), ())
     series: Series = fork.series
     umap: UpstreamMap = fork.upstream_map
     changes: dict[Path, bytes | None] = {}
     retired = []
     for patch in targets:
         verdict = report.patch(patch.name)
-        forced = verdict.verdict != "retire"
+        forced = verdict.verdict != "retire" or patch.name in lacking
+        if verdict.verdict != "retire":
+            why = witnesses(verdict, report.tag, reason)
+        else:
+            why = witnesses(verdict, report.tag, None)
+            if patch.name in lacking:
+                why += f"; FORCED with the pin at {fork.config.pin_tag}, which lacks it: {reason}"
         entry = RecordEntry(
             date=today,
             action="retired",
@@ -191,7 +210,7 @@ def retire(
             commits=patch.commits or ("none",),
             first_release=verdict.first_release or "-",
             tag=report.tag,
-            witnesses=witnesses(verdict, report.tag, reason if forced else None),
+            witnesses=why,
         )
         record = record.with_entry(entry)
         series = series.without(patch.name)
@@ -218,16 +237,91 @@ def retire(
     )
 
 
+def _pin_lacks(fork: Fork, git: Git, patches: Sequence[Patch]) -> dict[str, tuple[str, ...]]:
+    """Patch -> its mapped commits that the pinned commit does not contain."""
+    missing = git.not_in([c for p in patches for c in p.commits], fork.config.pin_commit)
+    return {
+        p.name: tuple(c for c in p.commits if c in missing)
+        for p in patches
+        if missing.intersection(p.commits)
+    }
+
+
+def _pin_refusal(fork: Fork, commits: Sequence[str], tag: str) -> str:
+    named = ", ".join(short(c) for c in commits)
+    return (
+        f"the fork pins {fork.config.pin_tag}, which does not contain {named}: the fork "
+        f"would build without the fix; retire after 'forktool pin bump {tag}', or through "
+        f"'forktool sync {tag}'"
+    )
+
+
 def _pin_warnings(fork: Fork, git: Git, patches: Sequence[Patch], tag: str) -> list[str]:
     """The fork still builds its pin: say so when the pin lacks a retired patch's fix."""
-    pin = fork.config.pin_commit
-    missing = git.not_in([c for p in patches for c in p.commits], pin)
-    lacking = [p.name for p in patches if missing.intersection(p.commits)]
+    lacking = list(_pin_lacks(fork, git, patches))
     if not lacking:
         return []
     return [
         f"the fork pins {fork.config.pin_tag}, which does not contain the fix of "
         f"{', '.join(lacking)}: bump the pin to {tag} before building from this series"
+    ]
+
+
+# -- a pin that lost a retired fix ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LostFix:
+    """A patch the record says was retired, whose upstream commits a pin lacks."""
+
+    patch: str
+    commits: tuple[str, ...]  # the retired-for commits the pin does not contain
+    tag: str  # the tag it was retired at
+
+    def describe(self, pin_tag: str) -> str:
+        named = ", ".join(short(c) for c in self.commits)
+        return (
+            f"'{self.patch}' was retired at {self.tag}, but {pin_tag} does not contain "
+            f"{named}: a fork pinned there ships without the fix"
+        )
+
+    def to_json(self) -> dict[str, object]:
+        return {"patch": self.patch, "commits": list(self.commits), "retired_at": self.tag}
+
+
+def lost_fixes(config: Config, git: Git, pin_commit: str) -> list[LostFix]:
+    """Patches retired for upstream commits that ``pin_commit`` does not contain.
+
+    Read from the record in FORK.md: a later ``restored`` entry cancels a retirement,
+    and a retirement forced over another verdict (``FORCED over verdict``: a human
+    judged the fix present some other way, e.g. as a cherry-pick) is not checked. No
+    record file, nothing to check (the record check says so). A retired-for commit
+    that is not in the repository is an error: it cannot be judged.
+    """
+    path = config.record_path
+    if not path.is_file():
+        return []
+    record = parse_record(read_text(path, config.record, follow=False), config.record)
+    retired = record.retired()
+    entries = [
+        entry
+        for name in sorted(retired)
+        if (entry := record.last_retirement(name)) is not None
+        and not entry.witnesses.startswith(FORCED_OVER_VERDICT)
+    ]
+    commits = {c: e.patch for e in entries for c in e.commits if is_hex40(c)}
+    for commit, kind in git.object_types(commits).items():
+        if kind != "commit":
+            raise FatalError(
+                f"{config.record}: '{commits[commit]}' was retired for {commit}, which is "
+                "not a commit in this repository",
+                f"fetch it: git fetch {config.upstream_remote} {commit}",
+            )
+    missing = git.not_in(commits, pin_commit)
+    return [
+        LostFix(e.patch, tuple(c for c in e.commits if c in missing), e.tag)
+        for e in entries
+        if missing.intersection(e.commits)
     ]
 
 

@@ -718,7 +718,8 @@ def _stage_retire(run: _Run, resume: bool) -> bool:
     retiring = sorted(p.patch for p in report.retirable())
     retired = tuple(_retired_entry(report, name) for name in retiring)
     if retiring:
-        retire(fork, run.wt, report, retiring, today=record_date())
+        # The bump stage pins TAG next: the pin may lack the fixes until then.
+        retire(fork, run.wt, report, retiring, today=record_date(), pin_follows=True)
         run.commit(
             f"sync {run.state.tag}: retire {len(retiring)} patch(es) absorbed upstream\n\n"
             + "".join(f"- {r.patch}: {r.witnesses}\n" for r in retired)

@@ -1,0 +1,238 @@
+"""Was a mapped commit reverted before the tag? Every witness a real project leaves.
+
+Ancestry says a fix is in a release when its commit is an ancestor of the tag; a
+later revert takes it out again, and ancestry cannot see that. This module finds,
+in bulk, the commits between the pin and the tag that revert a mapped commit:
+
+* **revert line**: git's ``This reverts commit <sha>.`` (full, or abbreviated to 7+
+  hex digits) in the message;
+* **title**: ``Revert "<original subject>"`` anywhere in the subject, so prefixes
+  such as ``[BugFix] Revert "..."`` count, and a GitHub ``(#123)`` suffix on either
+  title is ignored (a squash-merged revert carries the title and no sha);
+* **inverse patch-id**: a commit whose change is the exact inverse of the mapped
+  commit's (``git patch-id --stable`` of ``git log -p -R`` of the mapped commit).
+
+A revert of a revert (a re-land) cancels it, by the same witnesses: a commit that
+reverts R, or, by content, re-applies the mapped change after R, makes R no longer
+count. Every claimed revert must descend from what it reverts.
+
+Cost: one ``git log`` of the messages (no diffs) between the pin and the tag,
+filtered by git to those mentioning "revert"; the content witness reads diffs only
+for the commits the caller names (patches whose change the tag does not visibly
+carry), limited to the directories they touch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from forktool.git import Git
+
+REVERT_GREP = "revert"
+MAX_PATHSPECS = 64
+_REVERT_LINE = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
+_REVERT_TITLE = re.compile(r'Revert "(.*)"')
+_PR_SUFFIX = re.compile(r"\s*\(#[0-9]+\)\s*$")
+_DIFF_PATHS = re.compile(rb"^diff --git a/(.*) b/(.*)$", re.MULTILINE)
+
+# Names of the witnesses, as they appear in the evidence's detail.
+BY_LINE = "'This reverts commit' line"
+BY_TITLE = "'Revert \"...\"' title"
+BY_CONTENT = "inverse patch-id"
+
+
+@dataclass(frozen=True)
+class Revert:
+    """A commit in the tag that reverts a mapped commit, and nothing re-landed it."""
+
+    commit: str
+    subject: str
+    target: str
+    witnesses: tuple[str, ...]
+
+
+def pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
+    """The directories holding ``paths`` (a top-level file stands for itself), or None
+    (no limit) when there are too many: git matches every pathspec against every
+    changed entry, so hundreds of pathspecs cost more than reading the whole range."""
+    dirs = sorted({str(PurePosixPath(p).parent) if "/" in p else p for p in paths})
+    return dirs if len(dirs) <= MAX_PATHSPECS else None
+
+
+def title_key(title: str) -> str:
+    """A subject as a revert's title quotes it: without a ``(#123)`` PR suffix."""
+    return _PR_SUFFIX.sub("", title.strip()).strip()
+
+
+def reverted_title(subject: str) -> str | None:
+    """The title ``subject`` says it reverts (``... Revert "<title>" ...``), or None."""
+    match = _REVERT_TITLE.search(subject)
+    return title_key(match.group(1)) if match else None
+
+
+def _subjects(git: Git, commits: Iterable[str]) -> dict[str, str]:
+    items = list(dict.fromkeys(commits))
+    return {e.commit: e.subject for e in git.log_entries(items)} if items else {}
+
+
+def revert_messages(git: Git, tip: str, since: str) -> list[tuple[str, str]]:
+    """(commit, message) of every commit in ``tip`` since ``since`` that mentions a
+    revert (one ``git log``, filtered by git)."""
+    return git.log_messages(tip, [since], grep=REVERT_GREP, ignore_case=True)
+
+
+class _Edges:
+    """Who claims to revert whom, and by which witnesses."""
+
+    def __init__(self) -> None:
+        self.by_target: dict[str, dict[str, list[str]]] = {}
+
+    def add(self, reverter: str, target: str, witness: str) -> None:
+        if reverter == target:
+            return
+        found = self.by_target.setdefault(target, {}).setdefault(reverter, [])
+        if witness not in found:
+            found.append(witness)
+
+    def relevant(self, roots: Iterable[str]) -> dict[str, dict[str, list[str]]]:
+        """The claims about ``roots``, their reverters, their reverters' reverters..."""
+        seen = set(roots)
+        todo = list(seen)
+        kept: dict[str, dict[str, list[str]]] = {}
+        while todo:
+            target = todo.pop()
+            for reverter, witnesses in self.by_target.get(target, {}).items():
+                kept.setdefault(target, {})[reverter] = witnesses
+                if reverter not in seen:
+                    seen.add(reverter)
+                    todo.append(reverter)
+        return kept
+
+
+def _message_claims(
+    edges: _Edges, messages: Sequence[tuple[str, str]], subjects: Mapping[str, str]
+) -> None:
+    known = [*subjects, *(c for c, _ in messages)]
+    by_title: dict[str, list[str]] = {}
+    for commit, subject in subjects.items():
+        by_title.setdefault(title_key(subject), []).append(commit)
+    for commit, message in messages:
+        by_title.setdefault(title_key(message.split("\n", 1)[0]), []).append(commit)
+    for commit, message in messages:
+        for named in _REVERT_LINE.findall(message):
+            targets = [k for k in known if k.startswith(named)]
+            if len(named) == 40 or len(set(targets)) == 1:
+                edges.add(commit, named if len(named) == 40 else targets[0], BY_LINE)
+        title = reverted_title(message.split("\n", 1)[0])
+        for target in by_title.get(title, []) if title else []:
+            edges.add(commit, target, BY_TITLE)
+
+
+def _ids(git: Git, patches: bytes) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for patch_id, commit in git.patch_ids(patches):
+        found.setdefault(patch_id, []).append(commit)
+    return found
+
+
+def _content_claims(
+    edges: _Edges, git: Git, tip: str, since: str, commits: Sequence[str], paths: Iterable[str]
+) -> None:
+    """Inverse patch-ids: one walk of the range's diffs, limited to the directories
+    the mapped commits and their patches touch."""
+    forward = git.commit_patches(commits)
+    inverse = _ids(git, git.commit_patches(commits, reverse=True))
+    redo = _ids(git, forward)
+    touched = [
+        name.decode("utf-8", "surrogateescape")
+        for pair in _DIFF_PATHS.findall(forward)
+        for name in pair
+    ]
+    dirs = pathspec_dirs([*touched, *paths])
+    exclude = [since, *git.common_ancestors(commits)]
+    relanded: dict[str, list[str]] = {}
+    for patch_id, commit in git.patch_ids(git.log_patches(tip, exclude, dirs)):
+        for target in inverse.get(patch_id, ()):
+            edges.add(commit, target, BY_CONTENT)
+        for original in redo.get(patch_id, ()):
+            if commit != original:
+                relanded.setdefault(original, []).append(commit)
+    # Re-applying the mapped change after a content revert reverts that revert.
+    for original, copies in relanded.items():
+        for reverter, witnesses in list(edges.by_target.get(original, {}).items()):
+            if BY_CONTENT in witnesses:
+                for copy in copies:
+                    edges.add(copy, reverter, BY_CONTENT)
+
+
+def _descending(git: Git, claims: Mapping[str, Mapping[str, list[str]]]) -> set[tuple[str, str]]:
+    """(reverter, target) claims where the reverter descends from the target (one
+    ``rev-list`` per reverter; claims are rare)."""
+    targets_of: dict[str, list[str]] = {}
+    for target, reverters in claims.items():
+        for reverter in reverters:
+            targets_of.setdefault(reverter, []).append(target)
+    valid = set()
+    for reverter, targets in targets_of.items():
+        outside = git.not_in(targets, reverter)
+        valid |= {(reverter, t) for t in targets if t not in outside}
+    return valid
+
+
+def find_reverts(
+    git: Git,
+    tip: str,
+    since: str,
+    commits: Sequence[str],
+    *,
+    content: Sequence[str] = (),
+    paths: Iterable[str] = (),
+    messages: Sequence[tuple[str, str]] | None = None,
+) -> dict[str, list[Revert]]:
+    """Mapped commit -> the standing reverts of it in ``tip`` (none: not in the dict).
+
+    ``commits``: the mapped commits ``tip`` contains; ``content``: those of them
+    whose change must also be sought by its inverse diff, with ``paths`` the files
+    their patches touch; ``messages``: :func:`revert_messages`, if already read.
+    """
+    if not commits:
+        return {}
+    if messages is None:
+        messages = revert_messages(git, tip, since)
+    edges = _Edges()
+    subjects = _subjects(git, commits) if messages else {}
+    _message_claims(edges, messages, subjects)
+    if content:
+        _content_claims(edges, git, tip, since, content, paths)
+    claims = edges.relevant(commits)
+    if not claims:
+        return {}
+    valid = _descending(git, claims)
+    memo: dict[str, bool] = {}
+
+    def reverted(commit: str) -> bool:
+        # Valid claims point from descendants to ancestors: no cycles.
+        if commit not in memo:
+            memo[commit] = any(
+                (reverter, commit) in valid and not reverted(reverter)
+                for reverter in claims.get(commit, {})
+            )
+        return memo[commit]
+
+    standing: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
+    for commit in dict.fromkeys(commits):
+        for reverter, witnesses in claims.get(commit, {}).items():
+            if (reverter, commit) in valid and not reverted(reverter):
+                standing.setdefault(commit, []).append((reverter, tuple(witnesses)))
+    if not standing:
+        return {}
+    subject_of = {c: m.split("\n", 1)[0] for c, m in messages}
+    unnamed = [r for found in standing.values() for r, _ in found if r not in subject_of]
+    subject_of.update(_subjects(git, unnamed))
+    return {
+        commit: [Revert(r, subject_of.get(r, ""), commit, w) for r, w in found]
+        for commit, found in standing.items()
+    }
