@@ -174,6 +174,8 @@ def test_absorbed_json(example_fork: RepoBuilder) -> None:
 
 def test_retire_and_undo_json(example_fork: RepoBuilder) -> None:
     root = example_fork.path
+    assert run_cli("-C", root, "pin", "bump", "v1.2.0").code == 0  # retire needs the fix pinned
+    example_fork.commit("fork: pin v1.2.0\n")
     retired = json_of("-C", root, "retire", "--tag", "v1.2.0")
     assert_contract("retire", retired)
     patch = retired["retired"][0]["patch"]  # type: ignore[index]
