@@ -10,13 +10,20 @@ leniently and report what they find.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from forktool.config import Config
 from forktool.errors import FatalError, Finding, InputError
 from forktool.inputs import UnreadableInput, read_input
 from forktool.model.ledger import Ledger, parse_ledger
-from forktool.model.patchfile import PatchFile, parse_patch
+from forktool.model.patchfile import (
+    PatchFile,
+    PatchHeader,
+    parse_header,
+    parse_patch,
+    parse_upstream_merge,
+)
 from forktool.model.series import Series, SeriesEntry, parse_series
 from forktool.model.upstream_map import MapEntry, UpstreamMap, parse_map
 
@@ -27,12 +34,13 @@ MAX_PATCH_BYTES = 64 << 20
 
 @dataclass(frozen=True)
 class Patch:
-    """One series entry with its file, parse and map entry."""
+    """One series entry with its file (read once, when the fork is loaded), its map
+    entry, and its parse (made when first asked for: ``verify`` starts git first)."""
 
     entry: SeriesEntry
     path: Path
     data: bytes
-    parsed: PatchFile
+    preparsed: PatchFile | None  # None: parsed when first asked for
     mapping: MapEntry | None
     rel: str  # path as shown to the user, relative to the fork root
 
@@ -40,10 +48,30 @@ class Patch:
     def name(self) -> str:
         return self.entry.name
 
+    @cached_property
+    def parsed(self) -> PatchFile:
+        return self.parse()
+
+    def parse(self) -> PatchFile:
+        """The parse, without keeping it when it was not made yet (a pass over a long
+        series holds one parse at a time)."""
+        if self.preparsed is not None:
+            return self.preparsed
+        if "parsed" in self.__dict__:
+            return self.parsed
+        return parse_patch(self.data, strip=self.entry.strip)
+
+    @cached_property
+    def header(self) -> PatchHeader:
+        """``parsed.header``, read without parsing the diffs."""
+        if self.preparsed is not None or "parsed" in self.__dict__:
+            return self.parsed.header
+        return parse_header(self.data, strip=self.entry.strip)
+
     @property
     def upstream_pr(self) -> str | None:
         """The one rule for a patch's PR: the Upstream-PR trailer, else the map note's URL."""
-        trailer = self.parsed.header.trailer("Upstream-PR")
+        trailer = self.header.trailer("Upstream-PR")
         if trailer:
             return trailer.value
         return self.mapping.pr if self.mapping else None
@@ -143,7 +171,7 @@ def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) ->
         return Finding(
             "error", f"names '{entry.name}' but {exc.message}", config.series, entry.line, exc.hint
         )
-    return Patch(entry, path, data, parse_patch(data, strip=entry.strip), mapping, rel)
+    return Patch(entry, path, data, None, mapping, rel)
 
 
 def _cross_check(
@@ -190,8 +218,8 @@ def _cross_check(
 
 
 def _trailer_vs_map(patch: Patch) -> list[Finding]:
-    trailer = patch.parsed.header.trailer("Upstream-Merge")
-    declared = patch.parsed.upstream_merge()
+    trailer = patch.header.trailer("Upstream-Merge")
+    declared = None if trailer is None else parse_upstream_merge(trailer.value)
     if trailer is None or declared is None or patch.mapping is None:
         return []
     if set(declared) == set(patch.mapping.commits):
