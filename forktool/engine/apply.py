@@ -641,10 +641,10 @@ def _up_to_first_failure(
     verdicts: list[PatchVerdict] = []
     if good:
         ok, err = _series_in_one_call(index, patches[:good], reverse=False)
-        if not ok:  # applied a moment ago: only a bisection on a changing repo gets here
-            raise FatalError(
-                "the series applied differently on a second try: is the repository changing?"
-            )
+        if not ok:  # the output misled us (a hunk's text can mimic it): ask git again
+            good = _bisect_applying_prefix(index, base_tree, patches, good)
+            index.read_tree(base_tree)
+            ok, err = _series_in_one_call(index, patches[:good], reverse=False)
         verdicts = _verdicts_applied(index, base_tree, patches[:good], surveys[:good], err, base)
     position = good
     while position < len(patches):
