@@ -67,7 +67,7 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
     }
     patches = []
     for patch in fork.patches:
-        criterion = patch.parsed.header.trailer("Exit-Criterion")
+        criterion = patch.header.trailer("Exit-Criterion")  # the header only: no diff parse
         verdict = at_pin.get(patch.name)
         patches.append(
             PatchStatus(
