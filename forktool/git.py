@@ -165,6 +165,9 @@ class Started:
                 "git is not installed or not on PATH", "install git 2.30 or newer"
             ) from exc
 
+    def done(self) -> bool:
+        return self._proc.poll() is not None
+
     def wait(self, *, check: bool = True) -> GitResult:
         try:
             returncode = self._proc.wait()

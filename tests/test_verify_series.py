@@ -16,6 +16,7 @@ from helpers import MiniFork, mini_fork
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
+from forktool.engine import apply as apply_engine
 from forktool.engine.apply import (
     Attempt,
     PatchVerdict,
@@ -35,8 +36,14 @@ APP_TEXT = numbered(40)
 LIB_TEXT = numbered(40, "lib")
 
 
-@pytest.fixture
-def fork(builder: RepoBuilder) -> MiniFork:
+@pytest.fixture(params=["one call", "one call per patch"])
+def fork(
+    builder: RepoBuilder, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> MiniFork:
+    """Every test runs twice: the series in one git call, and (as a long series is)
+    in several calls, here one per patch."""
+    if request.param == "one call per patch":
+        monkeypatch.setattr(apply_engine, "CHUNK_BYTES", 1)
     return mini_fork(builder, {APP: APP_TEXT, LIB: LIB_TEXT})
 
 

@@ -28,7 +28,7 @@ from typing import Literal, Protocol
 
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
-from forktool.git import Git, GitResult, TempIndex, hardened_env
+from forktool.git import Git, Started, TempIndex, hardened_env
 from forktool.git import run as run_git
 from forktool.model.patchfile import FileDiff, Hunk, PatchFile
 
@@ -470,16 +470,75 @@ def try_patch(
     return read_git_apply(patch.parsed, res.err, res.ok, reverse)
 
 
-def _series_in_one_call(
-    index: TempIndex, patches: Sequence[Patch], reverse: bool
-) -> tuple[bool, str]:
-    ordered = list(reversed(patches)) if reverse else list(patches)
-    res = index.run(
-        _git_apply_args([p.path for p in ordered], reverse=reverse),
-        purpose="apply the series",
-        check=False,
-    )
-    return res.ok, res.err
+# git apply keeps every file it patched in memory until it exits (about ten times the
+# patch text it read): a long series goes through in several calls of at most this
+# much patch text each, one after the other, so memory stays flat in the series.
+CHUNK_BYTES = 4 << 20
+
+
+def _chunks(patches: Sequence[Patch]) -> list[Sequence[Patch]]:
+    chunks: list[Sequence[Patch]] = []
+    start = size = 0
+    for position, patch in enumerate(patches):
+        if position > start and size + len(patch.data) > CHUNK_BYTES:
+            chunks.append(patches[start:position])
+            start, size = position, 0
+        size += len(patch.data)
+    chunks.append(patches[start:])
+    return chunks
+
+
+class _SeriesRun:
+    """The series through ``git apply --cached -v`` on ``index`` in the background, in
+    order (reversed, with ``reverse``), one call per chunk: :meth:`poll` starts the next
+    call once one is done, :meth:`wait` runs the rest. Use as a context manager: leaving
+    early kills the call under way."""
+
+    def __init__(self, index: TempIndex, patches: Sequence[Patch], reverse: bool) -> None:
+        self.index = index
+        self.reverse = reverse
+        self.pending = _chunks(list(reversed(patches)) if reverse else patches)
+        self.errs: list[str] = []
+        self.ok = True
+        self.running: Started | None = None
+        self._start_next()
+
+    def _start_next(self) -> None:
+        self.running = None
+        if self.ok and self.pending:
+            chunk = self.pending.pop(0)
+            args = _git_apply_args([p.path for p in chunk], reverse=self.reverse)
+            self.running = self.index.start(args, purpose="apply the series")
+
+    def _collect(self) -> None:
+        assert self.running is not None
+        with self.running:
+            res = self.running.wait(check=False)
+        self.errs.append(res.err.rstrip("\n"))
+        self.ok = res.ok
+        self._start_next()
+
+    def poll(self) -> None:
+        if self.running is not None and self.running.done():
+            self._collect()
+
+    def wait(self) -> tuple[bool, str]:
+        while self.running is not None:
+            self._collect()
+        return self.ok, "\n".join(self.errs)
+
+    def __enter__(self) -> _SeriesRun:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.running is not None:
+            self.running.__exit__(*exc)
+
+
+def _apply_series(index: TempIndex, patches: Sequence[Patch], reverse: bool) -> tuple[bool, str]:
+    """Apply ``patches`` on ``index`` (whether all applied, and git's output)."""
+    with _SeriesRun(index, patches, reverse) as run:
+        return run.wait()
 
 
 def verify_series(
@@ -512,22 +571,23 @@ def verify_series(
         ["rev-parse", f"{base_commit}^{{tree}}"], purpose=f"read the tree of {base}"
     )
     with git.temp_index(base_tree) as index:
-        with index.start(
-            _git_apply_args([p.path for p in patches]), purpose="apply the series"
-        ) as forward:
+        with _SeriesRun(index, patches, reverse=False) as forward:
             surveys = []
             for patch in patches:
                 surveys.append(_survey(patch))
+                forward.poll()
                 if progress:
                     progress(1)
-            res = forward.wait(check=False)
+            applied, err = forward.wait()
         early = next((i for i, s in enumerate(surveys) if s.early is not None), len(patches))
-        if res.ok and early == len(patches):
-            verdicts = _verdicts_applied(index, base_tree, patches, surveys, res.err, base)
+        if applied and early == len(patches):
+            verdicts = _verdicts_applied(index, base_tree, patches, surveys, err, base)
             round_trip = _round_trip(index, patches, base_tree)
             ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts)
             return VerifyResult(base, base_commit, ok, round_trip, tuple(verdicts), allow_offset)
-        verdicts = _up_to_first_failure(index, base_tree, patches, surveys, res, early, base)
+        verdicts = _up_to_first_failure(
+            index, base_tree, patches, surveys, (applied, err), early, base
+        )
     return VerifyResult(base, base_commit, False, False, tuple(verdicts), allow_offset)
 
 
@@ -619,7 +679,7 @@ def _up_to_first_failure(
     base_tree: str,
     patches: Sequence[Patch],
     surveys: Sequence[_Survey],
-    res: GitResult,
+    forward: tuple[bool, str],
     early: int,
     base: str,
 ) -> list[PatchVerdict]:
@@ -629,10 +689,10 @@ def _up_to_first_failure(
     Where git stopped is read from the one call's output (the patches it applied);
     when that cannot be matched to the patches, it is found by bisecting on prefixes
     of the series: O(log n) applies, never one per patch."""
-    if res.ok:
+    if forward[0]:
         good = early
     else:
-        groups = _applied_groups(patches, surveys, res.err)
+        groups = _applied_groups(patches, surveys, forward[1])
         applied = len(groups) if groups is not None else None
         if applied is None:
             applied = _bisect_applying_prefix(index, base_tree, patches, early)
@@ -640,11 +700,11 @@ def _up_to_first_failure(
     index.read_tree(base_tree)
     verdicts: list[PatchVerdict] = []
     if good:
-        ok, err = _series_in_one_call(index, patches[:good], reverse=False)
+        ok, err = _apply_series(index, patches[:good], reverse=False)
         if not ok:  # the output misled us (a hunk's text can mimic it): ask git again
             good = _bisect_applying_prefix(index, base_tree, patches, good)
             index.read_tree(base_tree)
-            ok, err = _series_in_one_call(index, patches[:good], reverse=False)
+            ok, err = _apply_series(index, patches[:good], reverse=False)
         verdicts = _verdicts_applied(index, base_tree, patches[:good], surveys[:good], err, base)
     position = good
     while position < len(patches):
@@ -671,7 +731,7 @@ def _bisect_applying_prefix(
     while low < high:
         middle = (low + high + 1) // 2
         index.read_tree(base_tree)
-        ok, _ = _series_in_one_call(index, patches[:middle], reverse=False)
+        ok, _ = _apply_series(index, patches[:middle], reverse=False)
         if ok:
             low = middle
         else:
@@ -693,7 +753,7 @@ def _culprit(index: TempIndex, patch: Patch, base: str) -> PatchVerdict:
 
 
 def _round_trip(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> bool:
-    ok, _ = _series_in_one_call(index, patches, reverse=True)
+    ok, _ = _apply_series(index, patches, reverse=True)
     return ok and index.write_tree() == base_tree
 
 
