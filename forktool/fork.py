@@ -34,12 +34,17 @@ MAX_PATCH_BYTES = 64 << 20
 
 @dataclass(frozen=True)
 class Patch:
-    """One series entry with its file (read once, when the fork is loaded), its map
-    entry, and its parse (made when first asked for: ``verify`` starts git first)."""
+    """One series entry with its file, its map entry, and its parse.
+
+    The file's bytes and its parse are made when first asked for and then kept;
+    ``parse()`` and ``header`` give them without keeping anything, so a pass over a
+    long series (``verify``) holds one patch at a time. The fork checks at load
+    time that every file is readable.
+    """
 
     entry: SeriesEntry
     path: Path
-    data: bytes
+    raw: bytes | None  # the file's bytes, when the caller has them; None: read when asked
     preparsed: PatchFile | None  # None: parsed when first asked for
     mapping: MapEntry | None
     rel: str  # path as shown to the user, relative to the fork root
@@ -49,24 +54,39 @@ class Patch:
         return self.entry.name
 
     @cached_property
+    def data(self) -> bytes:
+        return self.read()
+
+    def read(self) -> bytes:
+        """The file's bytes, without keeping them when they were not read yet."""
+        if self.raw is not None:
+            return self.raw
+        if "data" in self.__dict__:
+            return self.data
+        return read_input(self.path, self.rel, follow=False, limit=MAX_PATCH_BYTES)
+
+    @cached_property
+    def size(self) -> int:
+        return len(self.raw) if self.raw is not None else self.path.stat().st_size
+
+    @cached_property
     def parsed(self) -> PatchFile:
         return self.parse()
 
     def parse(self) -> PatchFile:
-        """The parse, without keeping it when it was not made yet (a pass over a long
-        series holds one parse at a time)."""
+        """The parse, without keeping it (or the bytes) when it was not made yet."""
         if self.preparsed is not None:
             return self.preparsed
         if "parsed" in self.__dict__:
             return self.parsed
-        return parse_patch(self.data, strip=self.entry.strip)
+        return parse_patch(self.read(), strip=self.entry.strip)
 
     @cached_property
     def header(self) -> PatchHeader:
         """``parsed.header``, read without parsing the diffs."""
         if self.preparsed is not None or "parsed" in self.__dict__:
             return self.parsed.header
-        return parse_header(self.data, strip=self.entry.strip)
+        return parse_header(self.read(), strip=self.entry.strip)
 
     @property
     def upstream_pr(self) -> str | None:
@@ -171,7 +191,12 @@ def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) ->
         return Finding(
             "error", f"names '{entry.name}' but {exc.message}", config.series, entry.line, exc.hint
         )
-    return Patch(entry, path, data, None, mapping, rel)
+    patch = Patch(entry, path, None, None, mapping, rel)
+    # Its header now, from the bytes just read (the map check needs every trailer);
+    # the bytes themselves are read again when needed, so a long series is not held.
+    patch.__dict__["header"] = parse_header(data, strip=entry.strip)
+    patch.__dict__["size"] = len(data)
+    return patch
 
 
 def _cross_check(

@@ -485,11 +485,11 @@ def _chunks(patches: Sequence[Patch]) -> list[Sequence[Patch]]:
     chunks: list[Sequence[Patch]] = []
     start = size = 0
     for position, patch in enumerate(patches):
-        full = position - start >= CHUNK_PATCHES or size + len(patch.data) > CHUNK_BYTES
+        full = position - start >= CHUNK_PATCHES or size + patch.size > CHUNK_BYTES
         if position > start and full:
             chunks.append(patches[start:position])
             start, size = position, 0
-        size += len(patch.data)
+        size += patch.size
     chunks.append(patches[start:])
     return chunks
 
