@@ -147,6 +147,36 @@ def _blob(lines: list[str]) -> bytes:
     return "".join(line + "\n" for line in lines).encode()
 
 
+class _History:
+    """A ``git fast-import`` stream of one linear branch, built commit by commit."""
+
+    def __init__(self) -> None:
+        self.stream = bytearray()
+        self.clock = 1_700_000_000
+
+    def commit(self, mark: int, message: str, changes: bytes) -> None:
+        self.clock += 60
+        self.stream.extend(b"commit refs/heads/main\nmark :%d\n" % mark)
+        who = b"Bench <bench@example.org> %d +0000\n" % self.clock
+        self.stream.extend(b"author " + who + b"committer " + who)
+        self.stream.extend(_data(message.encode()))
+        if mark > 1:
+            self.stream.extend(b"from :%d\n" % (mark - 1))
+        self.stream.extend(changes)
+
+    def import_into(self, path: Path) -> None:
+        subprocess.run(
+            git_argv(["init", "-q", "-b", "main", str(path)]), check=True, env=hardened_env()
+        )
+        subprocess.run(
+            git_argv(["fast-import", "--quiet"]),
+            cwd=path,
+            input=bytes(self.stream),
+            check=True,
+            env=hardened_env(),
+        )
+
+
 def synthesize(path: Path, *, files: int, commits: int, seed: int = 7) -> None:
     """A linear history: one import of ``files`` source files, then ``commits`` commits
     that each edit 1-4 files in 1-3 places (and now and then add or delete a file)."""
@@ -156,19 +186,8 @@ def synthesize(path: Path, *, files: int, commits: int, seed: int = 7) -> None:
     for n in range(files):
         name = f"src/{rng.choice(WORDS)}_{n // 50}/{rng.choice(WORDS)}_{n}.py"
         tree[name] = source.take(rng.randint(40, 900))
-    stream = bytearray()
-    clock = 1_700_000_000
-
-    def commit(mark: int, message: str, changes: bytes) -> None:
-        nonlocal clock
-        clock += 60
-        stream.extend(b"commit refs/heads/main\nmark :%d\n" % mark)
-        who = b"Bench <bench@example.org> %d +0000\n" % clock
-        stream.extend(b"author " + who + b"committer " + who)
-        stream.extend(_data(message.encode()))
-        if mark > 1:
-            stream.extend(b"from :%d\n" % (mark - 1))
-        stream.extend(changes)
+    history = _History()
+    commit = history.commit
 
     initial = b"".join(
         b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(lines))
@@ -202,16 +221,7 @@ def synthesize(path: Path, *, files: int, commits: int, seed: int = 7) -> None:
         for name in edited:
             changes.extend(b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(tree[name])))
         commit(mark, f"change {mark}\n\nSynthetic commit {mark}.\n", bytes(changes))
-    subprocess.run(
-        git_argv(["init", "-q", "-b", "main", str(path)]), check=True, env=hardened_env()
-    )
-    subprocess.run(
-        git_argv(["fast-import", "--quiet"]),
-        cwd=path,
-        input=bytes(stream),
-        check=True,
-        env=hardened_env(),
-    )
+    history.import_into(path)
 
 
 # -- a real-size upstream ------------------------------------------------------------------
@@ -264,22 +274,11 @@ def realistic(path: Path, *, files: int = 5000, commits: int, seed: int = 16) ->
     tree: dict[str, list[str]] = {}
     while len(tree) < files:
         tree[_module_path(rng, len(tree))] = source.take(_file_lines(rng))
-    stream = bytearray()
-    clock = 1_700_000_000
+    history = _History()
+    commit = history.commit
 
     def blob(name: str) -> bytes:
         return b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(tree[name]))
-
-    def commit(mark: int, message: str, changes: bytes) -> None:
-        nonlocal clock
-        clock += 60
-        stream.extend(b"commit refs/heads/main\nmark :%d\n" % mark)
-        who = b"Bench <bench@example.org> %d +0000\n" % clock
-        stream.extend(b"author " + who + b"committer " + who)
-        stream.extend(_data(message.encode()))
-        if mark > 1:
-            stream.extend(b"from :%d\n" % (mark - 1))
-        stream.extend(changes)
 
     commit(1, "import\n", b"".join(blob(name) for name in tree))
     names = sorted(tree)
@@ -310,16 +309,7 @@ def realistic(path: Path, *, files: int = 5000, commits: int, seed: int = 16) ->
             _edit(rng, source, tree[name], _weighted(rng, 15, 1.0))
             changes.extend(blob(name))
         commit(mark, f"change {mark}\n\nSynthetic commit {mark}.\n", bytes(changes))
-    subprocess.run(
-        git_argv(["init", "-q", "-b", "main", str(path)]), check=True, env=hardened_env()
-    )
-    subprocess.run(
-        git_argv(["fast-import", "--quiet"]),
-        cwd=path,
-        input=bytes(stream),
-        check=True,
-        env=hardened_env(),
-    )
+    history.import_into(path)
 
 
 # -- measuring ---------------------------------------------------------------------------
