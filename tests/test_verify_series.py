@@ -27,6 +27,7 @@ from forktool.engine.apply import (
     try_patch,
     verify_series,
 )
+from forktool.errors import InputError
 from forktool.fork import Fork, load_fork
 
 APP = "src/app.py"
@@ -247,3 +248,16 @@ def test_patches_are_parsed_only_when_asked(fork: MiniFork, tmp_path: Path) -> N
     # verify reads each parse once and keeps none of them (memory stays flat).
     assert all("parsed" not in patch.__dict__ for patch in loaded.patches)
     assert loaded.patches[0].header == loaded.patches[0].parsed.header
+
+
+def test_status_refuses_a_patch_problem_as_a_strict_load_does(fork: MiniFork) -> None:
+    patches = chain(fork, EDITS)
+    patches["0002-edit.patch"] += b"stray text\n"
+    patches["0004-edit.patch"] = patches["0004-edit.patch"].replace(b"src/lib.py", b"../lib.py")
+    fork.write(patches)
+    with pytest.raises(InputError) as strict:
+        load_fork(load_config(fork.root / "forktool.yaml"), strict=True)
+    out = fork.cli("status")
+    assert out.code == 2
+    assert out.error_lines[0] == f"error: {strict.value.message}"
+    assert out.error_lines[0].endswith("(and 2 more)")  # the patch after the culprit too
