@@ -44,6 +44,7 @@ def fork(
     """Every test runs twice: the series in one git call, and (as a long series is)
     in several calls, here one per patch."""
     if request.param == "one call per patch":
+        monkeypatch.setattr(apply_engine, "ONE_CALL_BYTES", 1)
         monkeypatch.setattr(apply_engine, "CHUNK_BYTES", 1)
     return mini_fork(builder, {APP: APP_TEXT, LIB: LIB_TEXT})
 

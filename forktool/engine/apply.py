@@ -471,17 +471,31 @@ def try_patch(
 
 
 # git apply keeps every file it patched in memory until it exits (30-60 KiB a patch,
-# measured): a long series goes through in several calls of at most this many patches
-# and this much patch text each, one after the other, so memory stays flat in the series.
-CHUNK_PATCHES = 250
+# measured): a series longer than ONE_CALL_* goes through in several calls of at most
+# CHUNK_* each, one after the other, so memory stays flat in the series. Several calls
+# cost git more CPU time than one (it re-reads what the calls before it wrote), so a
+# series that fits stays in one call.
+ONE_CALL_PATCHES = 1000
+ONE_CALL_BYTES = 8 << 20
+CHUNK_PATCHES = 500
 CHUNK_BYTES = 4 << 20
 # The rest of its memory is the cache of delta bases it reads from packs (96 MiB by
-# default, filled by a long series): a series of several calls caps it lower, for
-# about a third more of git's CPU time on those calls.
-LONG_SERIES_CONFIG = ("-c", "core.deltaBaseCacheLimit=32m")
+# default) and the pack windows it maps (a growing part of the pack as a long series
+# reaches further into history). A series of several calls caps both; the cap on
+# the cache costs git some CPU time on a long series (bench/verify, docs/performance.md).
+LONG_SERIES_CONFIG = (
+    "-c",
+    "core.deltaBaseCacheLimit=48m",
+    "-c",
+    "core.packedGitWindowSize=4m",
+    "-c",
+    "core.packedGitLimit=32m",
+)
 
 
 def _chunks(patches: Sequence[Patch]) -> list[Sequence[Patch]]:
+    if len(patches) <= ONE_CALL_PATCHES and sum(p.size for p in patches) <= ONE_CALL_BYTES:
+        return [patches]
     chunks: list[Sequence[Patch]] = []
     start = size = 0
     for position, patch in enumerate(patches):
