@@ -17,16 +17,7 @@ from helpers import MiniFork, mini_fork
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
 from forktool.engine import apply as apply_engine
-from forktool.engine.apply import (
-    Attempt,
-    PatchVerdict,
-    VerifyResult,
-    _exact,
-    classify,
-    precheck,
-    try_patch,
-    verify_series,
-)
+from forktool.engine.apply import PatchVerdict, VerifyResult, precheck, verify_series
 from forktool.errors import InputError
 from forktool.fork import Fork, load_fork
 
@@ -90,17 +81,10 @@ def patch_by_patch(fork: MiniFork) -> list[dict[str, object]]:
                 message = f"not tried: {culprit} does not apply before it"
                 verdicts.append(early or PatchVerdict(patch.name, "not-tried", message))
                 continue
-            if early is None:
-                attempt = try_patch(index, patch)
-                fuzzy: Attempt | None = None
-                reverse_ok = False
-                if not attempt.ok:
-                    reverse_ok = _exact(try_patch(index, patch, reverse=True, check=True))
-                    if not reverse_ok:
-                        fuzzy = try_patch(index, patch, context=1, check=True)
-                early = classify(patch, attempt, fuzzy, reverse_ok, fork.pin)
-            verdicts.append(early)
-            if early.status not in ("exact", "offset"):
+            # A patch on its own: strict, then reversed and with less context if it fails.
+            verdict = early or apply_engine._culprit(index, patch, fork.pin)
+            verdicts.append(verdict)
+            if verdict.status not in ("exact", "offset"):
                 culprit = patch.name
     return [v.to_json() for v in verdicts]
 
