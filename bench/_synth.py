@@ -348,6 +348,21 @@ def measure_cli(args: Sequence[str], *, expect: int = 0) -> tuple[float, int]:
     return float(seconds), int(peak)
 
 
+def cpu_seconds(run: Callable[[], object]) -> float:
+    """User + system CPU seconds of one ``run()``, its git children included: unlike the
+    wall-clock time, barely moved by other work on a shared machine."""
+    import resource
+
+    def now() -> float:
+        me = resource.getrusage(resource.RUSAGE_SELF)
+        kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+    start = now()
+    run()
+    return now() - start
+
+
 def load_average() -> str:
     one, five, fifteen = os.getloadavg()
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"

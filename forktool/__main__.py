@@ -1,3 +1,21 @@
-from forktool.cli import main
+"""The ``forktool`` command (and ``python -m forktool``).
 
-main()
+Loading the CLI takes a noticeable moment; a Ctrl-C in it exits 130 quietly, as
+one anywhere else does, never with a ``KeyboardInterrupt`` traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> None:
+    try:
+        from forktool.cli import main as cli_main
+    except KeyboardInterrupt:
+        sys.exit(130)
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

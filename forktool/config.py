@@ -18,7 +18,7 @@ import yaml
 
 from forktool.errors import FatalError
 from forktool.git import is_hex40
-from forktool.inputs import read_input
+from forktool.inputs import LINK_HINT, linked_directory, read_input
 from forktool.regex_safety import nested_repeat
 
 CONFIG_NAME = "forktool.yaml"
@@ -33,10 +33,6 @@ class PinSite:
     pattern: str
     line: int  # where the site is declared in forktool.yaml
 
-    @property
-    def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.MULTILINE)
-
 
 @dataclass(frozen=True)
 class ImageSettings:
@@ -48,6 +44,7 @@ class ImageSettings:
     site: str | None = None  # directory in the image that carries the series
     records: str = ".forktool/gate-records"
     waivers: str | None = None
+    gate_timeout: int = 600  # seconds each gate command may run before it is killed
 
 
 @dataclass(frozen=True)
@@ -58,6 +55,7 @@ class HistorySettings:
     required_trailers: tuple[str, ...] = ("Upstream-Merge",)
     gnu_patch: bool = False  # images apply with GNU patch: no renames, modes, symlinks, binaries
     branch: str | None = None  # the release branch whose commits are exported (check runs on it)
+    configured: bool = False  # a 'history:' section is written: export enforces the contract
 
 
 @dataclass(frozen=True)
@@ -68,6 +66,8 @@ class Config:
     pin_commit: str
     upstream_remote: str = "upstream"
     upstream_url: str | None = None
+    upstream_branch: str = "main"  # upstream's development branch (upstream resolve, forecast)
+    pr_patterns: tuple[str, ...] = ()  # extra regexes with a (?P<pr>...) group
     layout: Layout = "merged"
     release_tags: str = "v*"
     prereleases: bool = True
@@ -103,6 +103,23 @@ class Config:
     @property
     def record_path(self) -> Path:
         return self.file(self.record)
+
+    def own_files(self) -> tuple[str, ...]:
+        """The fork's bookkeeping files and directories, relative to the fork root: declared
+        divergence by definition (align, sync's merge)."""
+        items = (
+            self.path,
+            self.series_path,
+            self.patches_dir,
+            self.map_path,
+            self.ledger_path,
+            self.record_path,
+        )
+        return tuple(Path(self.rel(p)).as_posix() for p in items)
+
+    def owns(self, path: str) -> bool:
+        """Whether ``path`` (relative to the fork root) is or lies under an own file."""
+        return any(path == own or path.startswith(own + "/") for own in self.own_files())
 
     def rel(self, path: Path) -> str:
         """``path`` as the user sees it: relative to the fork root."""
@@ -191,6 +208,13 @@ def _compose(text: str, path: str) -> yaml.Node:
                     f"{path}:{line}: YAML anchors and aliases are not allowed in forktool.yaml",
                     "write each value out in full",
                 )
+            tag = getattr(event, "tag", None)
+            if tag is not None and not tag.startswith("tag:yaml.org,2002:"):
+                line = event.start_mark.line + 1 if event.start_mark else 0
+                raise FatalError(
+                    f"{path}:{line}: unknown YAML tag {tag!r}: forktool.yaml takes plain values",
+                    f"remove the tag ({tag}) and write the value alone",
+                )
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -204,26 +228,37 @@ def _compose(text: str, path: str) -> yaml.Node:
     return node
 
 
+def _user_regex(node: _Node, what: str, group: str, marks: str) -> str:
+    """A user's pattern, vetted: it compiles, cannot backtrack for ever, has ``group``."""
+    pattern = node.string(what)
+    try:
+        regex = re.compile(pattern, re.MULTILINE)
+    except re.error as exc:
+        raise node.fail(f"{what} pattern does not compile: {exc}") from exc
+    if nested_repeat(pattern):
+        raise node.fail(
+            f"{what} pattern nests a repeat inside a repeat, like (a+)+: "
+            "it can backtrack for ever on a near-miss line",
+            f"repeat a plain item instead, e.g. (?P<{group}>\\S+)",
+        )
+    if group not in regex.groupindex:
+        raise node.fail(f"{what} pattern has no (?P<{group}>...) group", f"the group marks {marks}")
+    return pattern
+
+
+def _branch_name(node: _Node) -> str:
+    name = node.string("upstream.branch")
+    bad = name.startswith(("-", "/")) or name.endswith("/") or ".." in name
+    if bad or any(c.isspace() or c in "~^:?*[\\" or not c.isprintable() for c in name):
+        raise node.fail(f"upstream.branch '{name}' is not a branch name")
+    return name
+
+
 def _pin_site(node: _Node) -> PinSite:
     items = node.mapping("a pin_sites entry")
     _check_keys(node, items, "a pin_sites entry", {"file", "pattern"}, {"file", "pattern"})
     file = items["file"].string("pin_sites.file")
-    pattern = items["pattern"].string("pin_sites.pattern")
-    try:
-        regex = re.compile(pattern, re.MULTILINE)
-    except re.error as exc:
-        raise items["pattern"].fail(f"pin_sites pattern does not compile: {exc}") from exc
-    if nested_repeat(pattern):
-        raise items["pattern"].fail(
-            "pin_sites pattern nests a repeat inside a repeat, like (a+)+: "
-            "it can backtrack for ever on a near-miss line",
-            "repeat a plain item instead, e.g. (?P<tag>\\S+)",
-        )
-    if "tag" not in regex.groupindex:
-        raise items["pattern"].fail(
-            "pin_sites pattern has no (?P<tag>...) group",
-            "the group marks the text a pin bump rewrites",
-        )
+    pattern = _user_regex(items["pattern"], "pin_sites", "tag", "the text a pin bump rewrites")
     if file.startswith("/") or ".." in Path(file).parts:
         raise items["file"].fail(f"pin_sites file '{file}' must be a path inside the fork")
     return PinSite(file, pattern, node.line)
@@ -253,18 +288,41 @@ def _image(node: _Node) -> ImageSettings:
         "site",
         "records",
         "waivers",
+        "gate_timeout",
     }
     _check_keys(node, items, "image", allowed, {"repository", "dockerfile"})
-    strings = {k: items[k].string(f"image.{k}") for k in allowed - {"gate"} if k in items}
+    special = {"gate", "gate_timeout"}
+    values: dict[str, Any] = {
+        k: items[k].string(f"image.{k}") for k in allowed - special if k in items
+    }
+    for key in _IMAGE_PATH_KEYS:
+        if key in values and not _inside_fork(values[key]):
+            raise items[key].fail(f"image.{key} '{values[key]}' must be a path inside the fork")
+    if "gate_timeout" in items:
+        values["gate_timeout"] = _seconds(items["gate_timeout"], "image.gate_timeout")
     gate = _gate(items["gate"]) if "gate" in items else ()
-    return ImageSettings(gate=gate, **strings)
+    return ImageSettings(gate=gate, **values)
+
+
+_IMAGE_PATH_KEYS = ("context", "dockerfile", "records", "waivers")
+
+
+def _inside_fork(value: str) -> bool:
+    return not value.startswith("/") and ".." not in Path(value).parts
+
+
+def _seconds(node: _Node, what: str) -> int:
+    text = node.string(what)
+    if not text.isdigit() or not 1 <= int(text) <= 86400:
+        raise node.fail(f"{what} '{text}' must be a whole number of seconds from 1 to 86400")
+    return int(text)
 
 
 def _history(node: _Node) -> HistorySettings:
     items = node.mapping("history")
     allowed = {"prefixes", "required_trailers", "gnu_patch", "branch"}
     _check_keys(node, items, "history", allowed, set())
-    values: dict[str, Any] = {}
+    values: dict[str, Any] = {"configured": True}
     if "prefixes" in items:
         prefixes = []
         for item in items["prefixes"].sequence("history.prefixes"):
@@ -323,11 +381,24 @@ def parse_config(text: str, path: Path) -> Config:
 
     if "upstream" in top:
         upstream = top["upstream"].mapping("upstream")
-        _check_keys(top["upstream"], upstream, "upstream", {"remote", "url"}, set())
+        _check_keys(
+            top["upstream"],
+            upstream,
+            "upstream",
+            {"remote", "url", "branch", "pr_patterns"},
+            set(),
+        )
         if "remote" in upstream:
             values["upstream_remote"] = upstream["remote"].string("upstream.remote")
         if "url" in upstream:
             values["upstream_url"] = upstream["url"].string("upstream.url")
+        if "branch" in upstream:
+            values["upstream_branch"] = _branch_name(upstream["branch"])
+        if "pr_patterns" in upstream:
+            values["pr_patterns"] = tuple(
+                _user_regex(item, "upstream.pr_patterns", "pr", "the PR number or id")
+                for item in upstream["pr_patterns"].sequence("upstream.pr_patterns")
+            )
     if "layout" in top:
         layout = top["layout"].string("layout")
         if layout not in ("merged", "overlay"):
@@ -367,7 +438,26 @@ def load_config(path: Path) -> Config:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise FatalError(f"{path}: not valid UTF-8 (byte {exc.start})") from exc
-    return parse_config(text, path.resolve())
+    config = parse_config(text, path.resolve())
+    refuse_linked_directories(config)
+    return config
+
+
+def refuse_linked_directories(config: Config) -> None:
+    """Every file the fork keeps must be reached without leaving the fork through a
+    symlinked directory: forktool would read (and rewrite, and delete) files git does
+    not commit, possibly outside the fork."""
+    files = [config.series, config.upstream_map, config.ledger, config.record]
+    files += [site.file for site in config.pin_sites]
+    directories = [config.patches, f"{config.patches}/notes"]
+    for rel, itself in [*((f, False) for f in files), *((d, True) for d in directories)]:
+        problem = linked_directory(config.root, rel, itself=itself)
+        if problem:
+            raise FatalError(
+                f"{rel}: {problem}; forktool reads and writes the fork's files only inside "
+                "the fork",
+                LINK_HINT,
+            )
 
 
 def find_config(start: Path, stop: Callable[[Path], bool] | None = None) -> Path:

@@ -8,18 +8,41 @@ Every container forktool starts runs with networking disabled.
 
 from __future__ import annotations
 
-import io
 import os
-import tarfile
+import posixpath
+import socket
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from forktool.errors import FatalError
+from forktool.registry import Manifest, RegistryClient
 
-RUN_TIMEOUT_SECONDS = 600
+DEFAULT_GATE_TIMEOUT = 600
 OUTPUT_TAIL_LINES = 40
+MAX_LINK_HOPS = 8
+# Every container forktool makes carries these labels, so a run killed with
+# SIGKILL can be found and cleaned by the next one.
+L_OWNER_HOST = "org.forktool.owner-host"
+L_OWNER_PID = "org.forktool.owner-pid"
+L_OWNER_SCOPE = "org.forktool.owner-scope"  # the image repository the run worked for
+
+
+def control_timeout() -> int:
+    """Seconds a control call (ping, inspect, tag, create, remove) may take:
+    ``FORKTOOL_DOCKER_TIMEOUT``, default 30."""
+    text = os.environ.get("FORKTOOL_DOCKER_TIMEOUT", "")
+    return int(text) if text.isdigit() and int(text) > 0 else 30
+
+
+def owner_labels(scope: str) -> dict[str, str]:
+    return {
+        L_OWNER_HOST: socket.gethostname(),
+        L_OWNER_PID: str(os.getpid()),
+        L_OWNER_SCOPE: scope,
+    }
 
 
 @dataclass(frozen=True)
@@ -39,7 +62,7 @@ class BuildOutcome:
 
 @dataclass(frozen=True)
 class RunOutcome:
-    exit_code: int  # 127: the command was not found in the image
+    exit_code: int  # 127: the command was not found in the image; 124: timed out
     output: str
 
 
@@ -48,6 +71,19 @@ class PushOutcome:
     digest: str | None  # the manifest digest the registry acknowledged
     error: str = ""
     log: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class PathArchive:
+    path: str  # the directory archived, after following symlinks inside the image
+    data: bytes  # a tar whose top entry is basename(path)
+
+
+@dataclass(frozen=True)
+class Leftover:
+    id: str
+    pid: int
+    image: str
 
 
 class DockerEngine(Protocol):
@@ -64,15 +100,23 @@ class DockerEngine(Protocol):
 
     def image(self, ref: str) -> ImageInfo | None: ...
 
-    def run(self, image: str, command: Sequence[str], files: bytes | None = None) -> RunOutcome: ...
+    def run(self, image: str, command: Sequence[str], timeout: int, scope: str) -> RunOutcome: ...
 
-    def export_path(self, image: str, path: str) -> bytes: ...
+    def export_path(self, image: str, path: str, scope: str) -> PathArchive: ...
 
     def tag(self, image_id: str, repository: str, tag: str) -> None: ...
 
+    def untag(self, repository: str, tag: str) -> None: ...
+
     def push(self, repository: str, tag: str) -> PushOutcome: ...
 
-    def registry_digest(self, repository: str, tag: str) -> str | None: ...
+    def manifest(self, repository: str, reference: str) -> Manifest | None: ...
+
+    def put_manifest(self, repository: str, tag: str, manifest: Manifest) -> str: ...
+
+    def leftovers(self, scope: str) -> list[Leftover]: ...
+
+    def remove_container(self, container_id: str) -> None: ...
 
 
 def tail(text: str, lines: int = OUTPUT_TAIL_LINES) -> str:
@@ -84,6 +128,7 @@ class SdkEngine:
 
     def __init__(self, client: Any) -> None:
         self.client = client
+        self.registry = RegistryClient(control_timeout())
 
     def describe(self) -> str:
         return str(self.client.api.base_url)
@@ -100,29 +145,31 @@ class SdkEngine:
 
         log: list[str] = []
         image_id: str | None = None
-        try:
-            stream = self.client.api.build(
-                path=str(context),
-                dockerfile=dockerfile,
-                buildargs=dict(buildargs),
-                labels=dict(labels),
-                tag=tag,
-                rm=True,
-                forcerm=True,
-                pull=False,
-                network_mode="none",
-                decode=True,
-            )
-            for chunk in stream:
-                if "stream" in chunk:
-                    log.extend(str(chunk["stream"]).rstrip("\n").splitlines())
-                if "error" in chunk:
-                    return BuildOutcome(None, tuple(log), str(chunk["error"]).strip())
-                aux = chunk.get("aux")
-                if isinstance(aux, dict) and "ID" in aux:
-                    image_id = str(aux["ID"])
-        except APIError as exc:
-            return BuildOutcome(None, tuple(log), _api_message(exc))
+        with self._answering("build"):
+            try:
+                stream = self.client.api.build(
+                    path=str(context),
+                    dockerfile=dockerfile,
+                    buildargs=dict(buildargs),
+                    labels=dict(labels),
+                    tag=tag,
+                    rm=True,
+                    forcerm=True,
+                    pull=False,
+                    network_mode="none",
+                    decode=True,
+                    timeout=None,  # a RUN step may be silent for long; the ping proved the engine
+                )
+                for chunk in stream:
+                    if "stream" in chunk:
+                        log.extend(str(chunk["stream"]).rstrip("\n").splitlines())
+                    if "error" in chunk:
+                        return BuildOutcome(None, tuple(log), str(chunk["error"]).strip())
+                    aux = chunk.get("aux")
+                    if isinstance(aux, dict) and "ID" in aux:
+                        image_id = str(aux["ID"])
+            except APIError as exc:
+                return BuildOutcome(None, tuple(log), _api_message(exc))
         if image_id is None:
             info = self.image(tag)
             image_id = info.id if info else None
@@ -131,12 +178,17 @@ class SdkEngine:
         return BuildOutcome(image_id, tuple(log))
 
     def image(self, ref: str) -> ImageInfo | None:
-        from docker.errors import ImageNotFound, NotFound
+        from docker.errors import APIError, ImageNotFound, NotFound
 
-        try:
-            attrs = self.client.api.inspect_image(ref)
-        except (ImageNotFound, NotFound):
-            return None
+        with self._answering(f"inspect {ref}"):
+            try:
+                attrs = self.client.api.inspect_image(ref)
+            except (ImageNotFound, NotFound):
+                return None
+            except APIError as exc:
+                raise FatalError(
+                    f"the engine cannot read image '{ref}': {_api_message(exc)}"
+                ) from exc
         config = attrs.get("Config") or {}
         return ImageInfo(
             id=str(attrs["Id"]),
@@ -145,82 +197,184 @@ class SdkEngine:
             repo_digests=tuple(attrs.get("RepoDigests") or ()),
         )
 
-    def run(self, image: str, command: Sequence[str], files: bytes | None = None) -> RunOutcome:
+    def run(self, image: str, command: Sequence[str], timeout: int, scope: str) -> RunOutcome:
+        from docker.errors import APIError
+
+        with self._answering(f"run {' '.join(command)}"):
+            try:
+                container = self.client.containers.create(
+                    image,
+                    command=list(command),
+                    network_mode="none",
+                    detach=True,
+                    labels=owner_labels(scope),
+                )
+            except APIError as exc:
+                return RunOutcome(127 if _not_found(exc) else 125, _api_message(exc))
+            try:
+                return self._run_created(container, timeout)
+            finally:
+                self._remove(container.id)
+
+    def _run_created(self, container: Any, timeout: int) -> RunOutcome:
         from docker.errors import APIError
 
         try:
-            container = self.client.containers.create(
-                image, command=list(command), network_mode="none", detach=True
-            )
+            container.start()
         except APIError as exc:
-            return RunOutcome(127 if _not_found(exc) else 125, _api_message(exc))
+            return RunOutcome(127 if _not_found(exc) else 126, _api_message(exc))
         try:
-            if files is not None:
-                container.put_archive("/", files)
-            try:
-                container.start()
-            except APIError as exc:
-                return RunOutcome(127 if _not_found(exc) else 126, _api_message(exc))
-            try:
-                status = container.wait(timeout=RUN_TIMEOUT_SECONDS)
-            except Exception:  # the SDK raises the transport's timeout error
-                container.kill()
-                return RunOutcome(124, f"timed out after {RUN_TIMEOUT_SECONDS} s")
-            output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
-            return RunOutcome(int(status.get("StatusCode", 1)), output)
-        finally:
-            container.remove(force=True)
+            status = container.wait(timeout=timeout)
+        except Exception as exc:
+            if not _timed_out(exc):
+                raise
+            container.kill()
+            return RunOutcome(124, f"timed out after {timeout} s (image.gate_timeout)")
+        output = container.logs(stdout=True, stderr=True).decode("utf-8", "replace")
+        return RunOutcome(int(status.get("StatusCode", 1)), output)
 
-    def export_path(self, image: str, path: str) -> bytes:
+    def export_path(self, image: str, path: str, scope: str) -> PathArchive:
+        """``path`` from the image's root (symlinks followed inside that root)."""
         from docker.errors import APIError, NotFound
 
-        container = self.client.containers.create(image, command=["true"], network_mode="none")
-        try:
-            stream, _stat = container.get_archive(path)
-            return b"".join(stream)
-        except NotFound as exc:
-            raise FatalError(f"{image}: the image has no {path}") from exc
-        except APIError as exc:
-            raise FatalError(f"could not read {path} from {image}: {_api_message(exc)}") from exc
-        finally:
-            container.remove(force=True)
+        with self._answering(f"read {path} from {image}"):
+            container = self.client.containers.create(
+                image, command=["true"], network_mode="none", labels=owner_labels(scope)
+            )
+            try:
+                for _hop in range(MAX_LINK_HOPS):
+                    try:
+                        stream, stat = container.get_archive(path)
+                    except NotFound as exc:
+                        raise FatalError(f"{image}: the image has no {path}") from exc
+                    link = str((stat or {}).get("linkTarget") or "")
+                    if not link:
+                        return PathArchive(path, b"".join(stream))
+                    for _chunk in stream:
+                        pass
+                    path = posixpath.normpath(posixpath.join(posixpath.dirname(path), link))
+                raise FatalError(f"{image}: {path} is a chain of more than {MAX_LINK_HOPS} links")
+            except APIError as exc:
+                raise FatalError(
+                    f"could not read {path} from {image}: {_api_message(exc)}"
+                ) from exc
+            finally:
+                self._remove(container.id)
 
     def tag(self, image_id: str, repository: str, tag: str) -> None:
-        if not self.client.api.tag(image_id, repository, tag, force=True):
-            raise FatalError(f"the engine refused to tag {image_id} as {repository}:{tag}")
+        with self._answering(f"tag {repository}:{tag}"):
+            if not self.client.api.tag(image_id, repository, tag, force=True):
+                raise FatalError(f"the engine refused to tag {image_id} as {repository}:{tag}")
+
+    def untag(self, repository: str, tag: str) -> None:
+        from docker.errors import APIError, NotFound
+
+        with self._answering(f"untag {repository}:{tag}"):
+            try:
+                self.client.api.remove_image(f"{repository}:{tag}", noprune=True)
+            except NotFound:
+                pass
+            except APIError as exc:
+                raise FatalError(
+                    f"could not remove the tag {repository}:{tag}: {_api_message(exc)}"
+                ) from exc
 
     def push(self, repository: str, tag: str) -> PushOutcome:
         from docker.errors import APIError
 
         log: list[str] = []
         digest: str | None = None
+        api = self.client.api
+        saved, api.timeout = api.timeout, None  # layers may take long; the ping proved the engine
         try:
-            for chunk in self.client.api.push(repository, tag=tag, stream=True, decode=True):
-                if "error" in chunk:
-                    return PushOutcome(None, str(chunk["error"]).strip(), tuple(log))
-                if "status" in chunk:
-                    log.append(str(chunk["status"]))
-                aux = chunk.get("aux")
-                if isinstance(aux, dict) and "Digest" in aux:
-                    digest = str(aux["Digest"])
+            with self._answering(f"push {repository}:{tag}"):
+                for chunk in api.push(repository, tag=tag, stream=True, decode=True):
+                    if "error" in chunk:
+                        return PushOutcome(None, str(chunk["error"]).strip(), tuple(log))
+                    if "status" in chunk:
+                        log.append(str(chunk["status"]))
+                    aux = chunk.get("aux")
+                    if isinstance(aux, dict) and "Digest" in aux:
+                        digest = str(aux["Digest"])
         except APIError as exc:
             return PushOutcome(None, _api_message(exc), tuple(log))
+        finally:
+            api.timeout = saved
         return PushOutcome(digest, "" if digest else "the registry acknowledged no digest")
 
-    def registry_digest(self, repository: str, tag: str) -> str | None:
-        from docker.errors import APIError, NotFound
+    def manifest(self, repository: str, reference: str) -> Manifest | None:
+        return self.registry.manifest(repository, reference)
+
+    def put_manifest(self, repository: str, tag: str, manifest: Manifest) -> str:
+        return self.registry.put_manifest(repository, tag, manifest)
+
+    def leftovers(self, scope: str) -> list[Leftover]:
+        """Containers forktool runs on this host made for ``scope`` and that outlived
+        their run."""
+        host = socket.gethostname()
+        wanted = [f"{L_OWNER_HOST}={host}", f"{L_OWNER_SCOPE}={scope}"]
+        with self._answering("list containers"):
+            found = self.client.api.containers(all=True, filters={"label": wanted})
+        out = []
+        for item in found:
+            labels = item.get("Labels") or {}
+            pid = labels.get(L_OWNER_PID, "")
+            if pid.isdigit() and not pid_alive(int(pid)):
+                out.append(Leftover(str(item["Id"]), int(pid), str(item.get("Image", ""))))
+        return out
+
+    def remove_container(self, container_id: str) -> None:
+        with self._answering(f"remove container {container_id[:12]}"):
+            self._remove(container_id)
+
+    def _remove(self, container_id: str) -> None:
+        from docker.errors import NotFound
 
         try:
-            data = self.client.images.get_registry_data(f"{repository}:{tag}")
+            self.client.api.remove_container(container_id, force=True)
         except NotFound:
-            return None
-        except APIError as exc:
-            if exc.status_code in (401, 404) or "manifest unknown" in str(exc):
-                return None
+            pass
+
+    @contextmanager
+    def _answering(self, what: str) -> Iterator[None]:
+        """The engine's transport failures as one exit-2 line, never a traceback."""
+        import requests
+        from docker.errors import APIError, DockerException
+
+        try:
+            yield
+        except (APIError, FatalError):
+            raise
+        except (requests.exceptions.RequestException, DockerException) as exc:
+            kind = "did not answer in time" if _timed_out(exc) else "stopped answering"
             raise FatalError(
-                f"could not ask the registry for {repository}:{tag}: {_api_message(exc)}"
+                f"the Docker engine at {self.describe()} {kind} ({what}): {_first_line(exc)}",
+                "check the engine (docker info); containers forktool started are removed "
+                "by its next run",
             ) from exc
-        return str(data.id)
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _timed_out(exc: BaseException) -> bool:
+    import requests
+
+    if isinstance(exc, requests.exceptions.Timeout):
+        return True
+    return "timed out" in str(exc).lower()
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 def _api_message(exc: Exception) -> str:
@@ -235,43 +389,18 @@ def _not_found(exc: Exception) -> bool:
 
 def connect() -> SdkEngine:
     """The engine DOCKER_HOST (or the default socket) names, or exit 2 saying why not."""
+    import requests
     from docker.errors import DockerException
 
     import docker
 
     where = os.environ.get("DOCKER_HOST") or "the default socket"
     try:
-        client = docker.from_env(timeout=RUN_TIMEOUT_SECONDS)
+        client = docker.from_env(timeout=control_timeout())
         client.ping()
-    except DockerException as exc:
+    except (DockerException, requests.exceptions.RequestException) as exc:
         raise FatalError(
-            f"no Docker engine answers at {where}: {str(exc).splitlines()[0]}",
+            f"no Docker engine answers at {where}: {_first_line(exc)}",
             'start one (eval "$(scripts/docker-up.sh)") or set DOCKER_HOST',
         ) from exc
     return SdkEngine(client)
-
-
-def tar_files(files: Mapping[str, bytes]) -> bytes:
-    """A tar archive of ``files`` (relative paths -> bytes), for put_archive."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as tar:
-        dirs: set[str] = set()
-        for name in sorted(files):
-            for parent in _parents(name):
-                if parent not in dirs:
-                    dirs.add(parent)
-                    info = tarfile.TarInfo(parent)
-                    info.type = tarfile.DIRTYPE
-                    info.mode = 0o755
-                    tar.addfile(info)
-            info = tarfile.TarInfo(name)
-            info.size = len(files[name])
-            info.mode = 0o644
-            tar.addfile(info, io.BytesIO(files[name]))
-    return buffer.getvalue()
-
-
-def _parents(name: str) -> Iterator[str]:
-    parts = name.split("/")[:-1]
-    for i in range(1, len(parts) + 1):
-        yield "/".join(parts[:i])

@@ -8,6 +8,8 @@ what a check *found* (exit 1), and they travel inside result objects.
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -71,18 +73,58 @@ class InputError(FatalError):
 class GitError(FatalError):
     """A git command failed; names what forktool was trying to do."""
 
-    def __init__(self, purpose: str, argv: list[str], returncode: int, stderr: str) -> None:
-        detail = stderr.strip().splitlines()
-        last = detail[-1] if detail else f"exit status {returncode}"
-        super().__init__(f"git could not {purpose}: {last}")
+    def __init__(
+        self, purpose: str, argv: list[str], returncode: int, stderr: str, hint: str | None = None
+    ) -> None:
+        said = git_said(stderr) or _death(returncode)
+        super().__init__(f"git could not {purpose}: {said}", hint or _death_hint(returncode))
         self.purpose = purpose
         self.argv = argv
         self.returncode = returncode
         self.stderr = stderr
 
 
-def errors_only(findings: list[Finding]) -> list[Finding]:
+def git_said(stderr: str) -> str | None:
+    """The line of git's stderr that says what went wrong: the first ``fatal:`` or
+    ``error:`` line (later ones are consequences: "Could not read from remote
+    repository", "and the repository exists."), else the last line that is no hint."""
+    lines = [line.strip() for line in stderr.splitlines()]
+    lines = [line for line in lines if line and not line.startswith("hint:")]
+    first = next((line for line in lines if line.startswith(("fatal:", "error:"))), None)
+    return first or (lines[-1] if lines else None)
+
+
+def _death(returncode: int) -> str:
+    if returncode >= 0:
+        return f"exit status {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"killed by {name}"
+
+
+def _death_hint(returncode: int) -> str | None:
+    if returncode == -signal.SIGXFSZ:
+        return "the file size limit (ulimit -f) is too small: raise it, then run the command again"
+    return None
+
+
+def rolled_back(exc: FatalError, what: str) -> FatalError:
+    """``exc`` restated after ``what`` was undone, saying that nothing changed (exit 2
+    means exactly that); a GitError already says git's cause line."""
+    return FatalError(f"{exc.message}; {what}", exc.hint)
+
+
+def errors_only(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error"]
+
+
+def require_no_errors(findings: Iterable[Finding]) -> None:
+    """Refuse (exit 2, every error carried) when any finding is an error; warnings pass."""
+    problems = errors_only(findings)
+    if problems:
+        raise InputError(problems)
 
 
 class Interrupted(KeyboardInterrupt):

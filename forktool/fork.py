@@ -14,7 +14,7 @@ from functools import cached_property
 from pathlib import Path
 
 from forktool.config import Config
-from forktool.errors import FatalError, Finding, InputError
+from forktool.errors import FatalError, Finding, require_no_errors
 from forktool.inputs import UnreadableInput, read_input
 from forktool.model.ledger import Ledger, parse_ledger
 from forktool.model.patchfile import (
@@ -29,6 +29,7 @@ from forktool.model.upstream_map import MapEntry, UpstreamMap, parse_map
 
 PATCH_SUFFIXES = (".patch", ".diff")
 NOTES_DIR = "notes"
+NOTES_README = "README.md"  # what init writes into notes/: the directory's guide, nobody's note
 MAX_PATCH_BYTES = 64 << 20
 
 
@@ -140,9 +141,7 @@ class Fork:
 
     def require_sound(self) -> Fork:
         """Raise (exit 2) on the first problem with the fork's files or patches."""
-        problems = [f for f in self.all_findings() if f.severity == "error"]
-        if problems:
-            raise InputError(problems)
+        require_no_errors(self.all_findings())
         return self
 
 
@@ -223,7 +222,9 @@ def _cross_check(
                     f"'{entry.name}' has no line in {config.upstream_map}",
                     config.series,
                     entry.line,
-                    f"add '{entry.name} <40-hex commit>' (or 'none') to {config.upstream_map}",
+                    f"add '{entry.name} <40-hex commit>' (or 'pending [PR-url]', or 'none' "
+                    f"for a fork-only patch) to {config.upstream_map}; 'forktool map suggest "
+                    "--write' fills what the patch headers say",
                 )
             )
     for map_entry in umap.entries:

@@ -50,16 +50,52 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
+# Why a write can fail that is no bug and no bad input: the disk, the quota, the
+# file size limit (ulimit -f), a read-only mount. Exit 2 with what to do.
+_NO_ROOM_HINTS = {
+    errno.ENOSPC: "free some disk space, then run the command again",
+    errno.EDQUOT: "free some of your disk quota, then run the command again",
+    errno.EFBIG: "the file size limit (ulimit -f) is too small: raise it, then run the "
+    "command again",
+    errno.EROFS: "the fork is on a read-only file system: run this command in a writable checkout",
+}
+
+
+def write_refusal(exc: OSError, what: str) -> FatalError | None:
+    """The exit-2 error for a write the file system refused (disk full, file too large,
+    read-only), or None for any other OSError."""
+    hint = _NO_ROOM_HINTS.get(exc.errno or 0)
+    if hint is None:
+        return None
+    name = os.fsdecode(exc.filename) if exc.filename else what
+    for mark in (TMP_MARK, BACKUP_MARK):
+        name = name.partition(mark)[0] or name
+    return FatalError(f"could not write {name}: {os.strerror(exc.errno or 0)}", hint)
+
+
+@contextmanager
+def _removed_on_failure(path: Path) -> Iterator[None]:
+    """A file being written is removed if writing it fails (it is not registered for
+    clean-up until it is complete)."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise
+
+
 def _write_temp(target: Path, data: bytes) -> Path:
     faultpoint("fsutil.temp")
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = target.with_name(f"{target.name}{TMP_MARK}-{os.getpid()}")
-    with open(temp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    if target.exists():
-        os.chmod(temp, target.stat().st_mode & 0o7777)
+    with _removed_on_failure(temp):
+        with open(temp, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if target.exists():
+            os.chmod(temp, target.stat().st_mode & 0o7777)
     return temp
 
 
@@ -100,7 +136,12 @@ def _signals_deferred() -> Iterator[list[int]]:
 
 
 def write_files(changes: Mapping[Path, bytes | None]) -> None:
-    """Replace (bytes) or delete (None) every path, all or nothing."""
+    """Replace (bytes) or delete (None) every path, all or nothing.
+
+    A write the file system refuses (disk full, file too large, read-only) raises
+    its OSError with nothing changed and no temporary file left; the CLI says why
+    (:func:`write_refusal`).
+    """
     steps: list[_Step] = []
     pending: list[int] = []
     try:
@@ -205,11 +246,12 @@ def _write_journal(journal: Path, steps: list[_Step]) -> None:
         ],
     }
     temp = journal.with_name(f"{journal.name}{TMP_MARK}-{os.getpid()}")
-    with open(temp, "w", encoding="utf-8") as handle:
-        json.dump(record, handle)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, journal)
+    with _removed_on_failure(temp):
+        with open(temp, "w", encoding="utf-8") as handle:
+            json.dump(record, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, journal)
     _fsync_dir(journal.parent)
 
 
@@ -331,7 +373,10 @@ def _holder(lock: Path) -> str:
 def _acquire(lock: Path) -> tuple[int, int | None]:
     """(fd of the held lock file, pid a killed run left in it or None)."""
     for _attempt in range(50):
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise _lock_refusal(exc, lock) from exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -348,11 +393,23 @@ def _acquire(lock: Path) -> tuple[int, int | None]:
             os.close(fd)
             continue
         previous = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as exc:
+            lock.unlink(missing_ok=True)
+            os.close(fd)
+            raise _lock_refusal(exc, lock) from exc
         stale = int(previous) if previous.isdigit() and int(previous) != os.getpid() else None
         return fd, stale
     raise FatalError(f"could not take the lock {lock}", "run the command again")
+
+
+def _lock_refusal(exc: OSError, lock: Path) -> OSError | FatalError:
+    refusal = write_refusal(exc, str(lock))
+    if refusal is None:
+        return exc
+    return FatalError(f"could not take the lock {lock}: {exc.strerror}", refusal.hint)
 
 
 @contextmanager

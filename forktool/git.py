@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.errors import FatalError, GitError
+from forktool.errors import FatalError, GitError, git_said
 from forktool.faults import faultpoint
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
@@ -63,6 +63,19 @@ def hardened_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     if extra:
         env.update(extra)
     return env
+
+
+# What makes a name a revision expression rather than a ref (git check-ref-format
+# refuses these in ref names): v1.3.0~2, v1^{tree}, v1:path, v1@{1}, a..b, globs.
+_REVISION_SYNTAX = re.compile(r"[~^:?*\[\\]|@\{|\.\.")
+
+
+def is_revision_expression(name: str) -> bool:
+    """``v1.3.0~2`` and the like (a name with spaces or control characters is no
+    expression, and no tag either: it stays an unknown tag)."""
+    if any(ch.isspace() or not ch.isprintable() for ch in name):
+        return False
+    return bool(_REVISION_SYNTAX.search(name))
 
 
 def git_argv(args: Sequence[str]) -> list[str]:
@@ -132,6 +145,8 @@ def run(
     if _observer is not None:
         _observer(purpose, args, result.returncode)
     if check and not result.ok:
+        if args and args[0] == "fetch":
+            raise fetch_error(args, cwd, purpose, result)
         raise GitError(purpose, argv, result.returncode, result.err)
     return result
 
@@ -204,6 +219,48 @@ def start(
     return Started(args, cwd=cwd, purpose=purpose, env=env)
 
 
+def fetch_error(args: Sequence[str], cwd: Path, purpose: str, result: GitResult) -> GitError:
+    """A failed fetch, said in full: git's first meaningful line, and the remote with
+    its URL (the last line alone, "and the repository exists.", says nothing)."""
+    options = list(args[1:])
+    if "--end-of-options" in options:
+        options = options[options.index("--end-of-options") + 1 :]
+    source = next((a for a in options if not a.startswith("-")), "")
+    url = run(
+        ["config", "--get", f"remote.{source}.url"],
+        cwd=cwd,
+        purpose=f"read the URL of remote {source}",
+        check=False,
+    ).out.strip()
+    where = f"{source} ({url})" if url and url != source else source
+    said = git_said(result.err) or f"exit status {result.returncode}"
+    error = GitError(
+        purpose,
+        result.argv,
+        result.returncode,
+        result.err,
+        hint=f"check that {url or source} is reachable and the remote is right "
+        "(git remote -v), then run the command again",
+    )
+    error.message = f"git could not fetch from {where}: {said}"
+    return error
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One commit as ``git log`` shows it."""
+
+    commit: str
+    parents: tuple[str, ...]
+    author: str  # "Name <email>"
+    date: str  # author date, ISO 8601
+    message: str
+
+    @property
+    def subject(self) -> str:
+        return self.message.split("\n", 1)[0].strip()
+
+
 @dataclass
 class TempIndex:
     """A throwaway index file; git commands given ``env`` read and write it."""
@@ -249,9 +306,6 @@ class Git:
         return self.run(args, purpose=purpose, input=input).out.strip()
 
     # -- repository --------------------------------------------------------------
-
-    def is_repo(self) -> bool:
-        return self.run(["rev-parse", "--git-dir"], purpose="find the repository", check=False).ok
 
     def toplevel(self) -> Path:
         res = self.run(["rev-parse", "--show-toplevel"], purpose="find the repository", check=False)
@@ -300,6 +354,7 @@ class Git:
             if found is not None:
                 kind = self.object_types([found]).get(found) or "object"
                 raise FatalError(f"{what} '{rev}' is a {kind}, not a commit")
+            self.require_objects()
             raise FatalError(
                 f"unknown {what} '{rev}'",
                 "fetch it first (git fetch <remote> --tags), or check the spelling",
@@ -307,14 +362,53 @@ class Git:
         return oid
 
     def tag_commit(self, tag: str) -> str | None:
-        """The commit an existing tag peels to, or None if there is no such tag."""
+        """The commit an existing tag peels to, or None if there is no such tag (a
+        revision expression such as ``v1.3.0~2`` names no tag)."""
+        if is_revision_expression(tag):
+            return None
         if not self.try_resolve(f"refs/tags/{tag}", kind="object"):
             return None
         return self.try_resolve(f"refs/tags/{tag}")
 
+    def vanished_alternates(self) -> tuple[Path, list[str]]:
+        """(the alternates file, the object directories it names that are gone): a
+        clone made with ``--shared`` or ``--reference`` borrows its objects from them."""
+        listed = Path(
+            self.out(
+                ["rev-parse", "--git-path", "objects/info/alternates"],
+                purpose="find the alternates file",
+            )
+        )
+        listed = listed if listed.is_absolute() else self.cwd / listed
+        try:
+            lines = listed.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return listed, []
+        entries = [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+        objects = listed.parent.parent
+        return listed, [e for e in entries if not (objects / e).is_dir()]
+
+    def require_objects(self) -> None:
+        """Refuse (exit 2) a repository whose borrowed objects are gone: every tag and
+        commit would look unknown, and "fetch it" would be the wrong advice."""
+        listed, gone = self.vanished_alternates()
+        if gone:
+            raise FatalError(
+                f"the repository's objects are missing: {listed} says they are in {gone[0]}, "
+                "which no longer exists",
+                "restore that directory (the clone was made with --shared or --reference), "
+                "or clone the fork again without it",
+            )
+
     def peel_tag(self, tag: str) -> str:
+        if is_revision_expression(tag):
+            raise FatalError(
+                f"'{tag}' is a revision expression, not a tag: a tag (refs/tags/...) is needed",
+                "name a tag (git tag --list); to judge another commit, tag it first",
+            )
         oid = self.tag_commit(tag)
         if oid is None:
+            self.require_objects()
             raise FatalError(
                 f"unknown tag '{tag}'",
                 "fetch upstream tags (git fetch <upstream-remote> --tags) or pass --fetch",
@@ -345,19 +439,45 @@ class Git:
 
     def object_types(self, oids: Iterable[str]) -> dict[str, str | None]:
         """Type of each object (``commit``, ``tree``...), None when missing. One process."""
-        items = list(dict.fromkeys(oids))
+        return {oid: hit[1] if hit else None for oid, hit in self.resolve_names(oids).items()}
+
+    def resolve_names(self, names: Iterable[str]) -> dict[str, tuple[str, str] | None]:
+        """Each object name (full or abbreviated) -> (full id, type); None when it is
+        missing or ambiguous. One ``cat-file --batch-check`` for all of them."""
+        items = list(dict.fromkeys(names))
         if not items:
             return {}
         res = self.run(
             ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
-            purpose="look up objects",
+            purpose="look up object names",
             input=("\n".join(items) + "\n").encode(),
         )
-        types: dict[str, str | None] = {}
-        for oid, line in zip(items, res.out.splitlines(), strict=True):
+        found: dict[str, tuple[str, str] | None] = {}
+        for name, line in zip(items, res.out.splitlines(), strict=True):
             parts = line.split()
-            types[oid] = parts[1] if len(parts) == 2 and parts[1] != "missing" else None
-        return types
+            known = len(parts) == 2 and parts[1] not in ("missing", "ambiguous")
+            found[name] = (parts[0], parts[1]) if known else None
+        return found
+
+    def commit_messages(self, commits: Sequence[str]) -> dict[str, str]:
+        """Each commit's message exactly as stored (undecodable bytes escaped). One process."""
+        if not commits:
+            return {}
+        data = self.run(
+            ["cat-file", "--batch"],
+            purpose="read commit messages",
+            input=("\n".join(commits) + "\n").encode(),
+        ).stdout
+        found: dict[str, str] = {}
+        at = 0
+        for commit in commits:
+            eol = data.index(b"\n", at)
+            _oid, _kind, size = data[at:eol].split(b" ")
+            body = data[eol + 1 : eol + 1 + int(size)]
+            at = eol + 1 + int(size) + 1
+            _headers, _, message = body.partition(b"\n\n")
+            found[commit] = message.decode("utf-8", "surrogateescape")
+        return found
 
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
         res = self.run(
@@ -385,9 +505,6 @@ class Git:
             input=stdin.encode(),
         )
         return set(res.out.split()) & set(items)
-
-    def rev_list(self, args: Sequence[str], *, purpose: str) -> list[str]:
-        return self.out(["rev-list", *args], purpose=purpose).split()
 
     def blob(self, rev: str, path: str) -> bytes | None:
         res = self.run(
@@ -421,6 +538,21 @@ class Git:
             if treeish is not None:
                 index.read_tree(treeish)
             yield index
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+    @contextmanager
+    def index_copy(self) -> Iterator[TempIndex]:
+        """A copy of this worktree's own index (skip-worktree bits and all), removed
+        afterwards: stage into it and the real index is left exactly as it was."""
+        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-"))
+        try:
+            real = self.cwd / self.out(
+                ["rev-parse", "--git-path", "index"], purpose="find the index"
+            )
+            if real.is_file():
+                shutil.copyfile(real, tmpdir / "index")
+            yield TempIndex(self, tmpdir / "index", {"GIT_INDEX_FILE": str(tmpdir / "index")})
         finally:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
@@ -493,6 +625,28 @@ class Git:
         return self.run(
             ["archive", "--format=tar", "--end-of-options", rev], purpose=f"export {rev}"
         ).stdout
+
+    def blob_id(self, rev: str, path: str) -> str | None:
+        """The id of the blob at ``path`` in ``rev``'s tree, or None when there is none."""
+        res = self.run(
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}:{path}"],
+            purpose=f"find {path} in {rev}",
+            check=False,
+        )
+        oid = res.out.strip()
+        if not res.ok or self.object_types([oid]).get(oid) != "blob":
+            return None
+        return oid
+
+    def uncommitted(self, pathspecs: Sequence[str], exclude: Sequence[str] = ()) -> list[str]:
+        """Paths under ``pathspecs`` (from the top) that differ from HEAD or are untracked."""
+        specs = [f":(top,literal){p}" for p in pathspecs]
+        specs += [f":(top,literal,exclude){p}" for p in exclude]
+        out = self.run(
+            ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *specs],
+            purpose="list uncommitted changes to the fork's files",
+        ).out
+        return [entry[3:] for entry in out.split("\0") if len(entry) > 3 and entry[2] == " "]
 
     def local_config(self, key: str) -> str | None:
         """A value from the repository's own config (global and system config are off)."""
@@ -595,6 +749,46 @@ class Git:
             args.append("--unshallow")
         self.run([*args, "--end-of-options", source, *refspecs], purpose=f"fetch from {source}")
 
+    def fetch_all_tags(self, source: str) -> None:
+        """Fetch every tag of ``source``; git refuses a tag that moved (never clobbered)."""
+        self.run(
+            [
+                "fetch",
+                "--quiet",
+                "--no-auto-gc",
+                "--no-write-fetch-head",
+                "--end-of-options",
+                source,
+                "refs/tags/*:refs/tags/*",
+            ],
+            purpose=f"fetch tags from {source}",
+        )
+
+    def remote_tag_commits(self, source: str, tags: Sequence[str]) -> dict[str, str]:
+        """The commit each of ``tags`` peels to on ``source`` (``ls-remote``, no objects
+        fetched); a tag ``source`` does not have is absent."""
+        refs = [f"refs/tags/{t}" for t in tags]
+        out = self.out(
+            [
+                "ls-remote",
+                "--tags",
+                "--end-of-options",
+                source,
+                *refs,
+                *(f"{r}^{{}}" for r in refs),
+            ],
+            purpose=f"read tags of {source}",
+        )
+        found: dict[str, str] = {}
+        for line in out.splitlines():
+            oid, _, ref = line.partition("\t")
+            name = ref.removeprefix("refs/tags/")
+            if name.endswith("^{}"):
+                found[name[:-3]] = oid  # the peeled commit wins over the tag object
+            else:
+                found.setdefault(name, oid)
+        return found
+
     def write_commit_graph(self) -> None:
         """Write a commit-graph, with changed-path filters, for every reachable commit
         (changes .git: opt-in only)."""
@@ -695,6 +889,74 @@ class Git:
                 entries.append((mode, oid, path))
         return entries
 
+    # -- tracking upstream: upstream resolve, forecast ------------------------------
+
+    def fetch_branch(self, source: str, branch: str, remote: str) -> None:
+        """Fetch ``branch`` from ``source`` (a remote or a URL) into
+        ``refs/remotes/<remote>/<branch>``."""
+        self.run(
+            [
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--end-of-options",
+                source,
+                f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
+            ],
+            purpose=f"fetch {branch} from {source}",
+        )
+
+    def first_parent_log(self, tip: str, exclude: Sequence[str] = ()) -> list[LogEntry]:
+        """Newest first: every commit on ``tip``'s first-parent line and not in
+        ``exclude``, with parents, author, date and full message. One ``git log``."""
+        args = ["log", "--first-parent", tip, *(f"^{e}" for e in exclude)]
+        return self._log_entries(args, None, purpose=f"read the history of {tip}")
+
+    def log_entries(self, commits: Sequence[str]) -> list[LogEntry]:
+        """Exactly ``commits``, in that order, as :meth:`first_parent_log` shows them."""
+        stdin = ("\n".join(commits) + "\n").encode()
+        return self._log_entries(
+            ["log", "--no-walk=unsorted", "--stdin"], stdin, purpose="read commits"
+        )
+
+    def _log_entries(self, args: list[str], stdin: bytes | None, *, purpose: str) -> list[LogEntry]:
+        fmt = "--format=%H%x1f%P%x1f%an <%ae>%x1f%aI%x1f%B%x1e"
+        res = self.run([*args, "--no-color", fmt, "--"], purpose=purpose, input=stdin)
+        entries = []
+        for record in res.out.split("\x1e"):
+            fields = record.lstrip("\n").split("\x1f", 4)
+            if len(fields) == 5:
+                commit, parents, author, date, message = fields
+                entries.append(LogEntry(commit, tuple(parents.split()), author, date, message))
+        return entries
+
+    def first_parent_touching(
+        self, tip: str, start: str, paths: Sequence[str], *, top: Path | None = None
+    ) -> list[str]:
+        """Oldest first: the commits on ``tip``'s first-parent line after ``start`` whose
+        change from their first parent touches ``paths`` (relative to ``top``, the top of
+        the work tree; one ``rev-list``)."""
+        return run(
+            [
+                "rev-list",
+                "--first-parent",
+                "--reverse",
+                tip,
+                f"^{start}",
+                "--",
+                *(f":(literal){p}" for p in paths),
+            ],
+            cwd=top or self.toplevel(),
+            purpose=f"list the commits touching the patch's files up to {tip[:12]}",
+        ).out.split()
+
+    def merge_base(self, one: str, other: str) -> str | None:
+        res = self.run(["merge-base", one, other], purpose="find the branch point", check=False)
+        if res.returncode not in (0, 1):
+            raise GitError("find the branch point", res.argv, res.returncode, res.err)
+        return res.out.strip() or None
+
     # -- interrupted runs ----------------------------------------------------------
 
     def worktree_checkout(self, path: Path, branch: str) -> None:
@@ -705,10 +967,46 @@ class Git:
             purpose=f"re-create the worktree of {branch}",
         )
 
+    def worktree_add_sparse(self, path: Path, rev: str, paths: Sequence[str]) -> None:
+        """A detached worktree at ``path`` on ``rev`` with only ``paths`` checked out (a
+        hand resolution needs the conflicting patch's files, not the whole tree)."""
+        self.run(
+            [
+                *("worktree", "add", "--quiet", "--no-checkout", "--detach", "--end-of-options"),
+                *(str(path), rev),
+            ],
+            purpose=f"create the worktree {path}",
+        )
+        Git(path).sparse_reset(rev, paths)
+
+    def sparse_reset(self, rev: str, paths: Sequence[str]) -> None:
+        """Make this worktree's index ``rev`` and check out only ``paths`` (the others
+        are marked skip-worktree: add, diff and reset leave them alone). The patterns
+        live in this worktree's own git directory; no config is written."""
+        info = self.git_dir() / "info"
+        info.mkdir(exist_ok=True)
+        whole = not paths or any("\n" in p or "\r" in p for p in paths)
+        patterns = "/*\n" if whole else "".join(f"/{_literal_pattern(p)}\n" for p in paths)
+        (info / "sparse-checkout").write_text(patterns, encoding="utf-8")
+        self.run(
+            ["-c", "core.sparseCheckout=true", "read-tree", "--reset", "-u", rev],
+            purpose=f"check out the files to resolve at {rev}",
+        )
+
     def worktree_prune(self) -> None:
         """Forget worktrees whose directory is gone."""
         self.run(["worktree", "prune"], purpose="prune worktrees")
 
 
+def _literal_pattern(path: str) -> str:
+    """``path`` as a gitignore-style pattern that matches only itself."""
+    return "".join("\\" + ch if ch in "\\*?[]!# " else ch for ch in path)
+
+
 def is_hex40(text: str) -> bool:
     return bool(HEX40.match(text))
+
+
+def short(oid: str | None) -> str:
+    """A commit id as messages and tables show it: its first 12 hex digits ('-' for none)."""
+    return oid[:12] if oid else "-"

@@ -21,7 +21,7 @@ import errno
 import json
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from forktool.errors import FatalError
 
@@ -52,10 +52,39 @@ def describe_os_error(exc: OSError) -> str:
     return text[:1].lower() + text[1:]
 
 
+LINK_HINT = "git commits the link, not its target: replace the link with the directory itself"
+
+
+def linked_directory(root: Path, rel: str, *, itself: bool = False) -> str | None:
+    """Why ``rel`` under ``root`` leaves the fork through a link: the first directory
+    on its way (and ``rel`` itself with ``itself``) that is a symlink; or None."""
+    parts = PurePosixPath(rel).parts
+    current = root
+    for depth, part in enumerate(parts if itself else parts[:-1], start=1):
+        current = current / part
+        if current.is_symlink():
+            return (
+                f"'{'/'.join(parts[:depth])}' is a symlinked directory (to {os.readlink(current)})"
+            )
+    return None
+
+
+def _fork_root(path: Path, shown: str) -> Path | None:
+    """The fork root ``path`` was built from, when ``shown`` is its path relative to it."""
+    parts = PurePosixPath(shown).parts
+    if not parts or ".." in parts or PurePosixPath(shown).is_absolute():
+        return None
+    if path.parts[-len(parts) :] != parts:
+        return None
+    return Path(*path.parts[: -len(parts)])
+
+
 def read_input(path: Path, shown: str, *, follow: bool = True, limit: int | None = None) -> bytes:
     """The bytes of the regular file ``path`` (``shown`` names it in messages).
 
-    ``follow=False`` refuses a symlink at ``path`` itself (the fork's own files).
+    ``follow=False`` is for the fork's own files (``shown`` is then the path relative
+    to the fork): it refuses a symlink at ``path`` itself, and one on the way to it
+    (a symlinked directory inside the fork).
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     if not follow:
@@ -65,6 +94,12 @@ def read_input(path: Path, shown: str, *, follow: bool = True, limit: int | None
             raise UnreadableInput(
                 f"{shown}: is a symlink; forktool reads the fork's files only as regular files",
                 "git commits the link, not its target: replace the link with the file itself",
+            )
+        root = None if follow else _fork_root(path, shown)
+        if root is not None and (problem := linked_directory(root, shown)):
+            raise UnreadableInput(
+                f"{shown}: {problem}; forktool reads the fork's files only inside the fork",
+                LINK_HINT,
             )
         fd = os.open(path, flags)
     except OSError as exc:

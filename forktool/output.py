@@ -11,7 +11,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -71,6 +71,32 @@ class Output:
 
     def warn(self, message: str) -> None:
         self.err.print(f"warning: {message}", markup=False)
+
+    @contextmanager
+    def steps(self, total: int, what: str) -> Iterator[Callable[[str], None]]:
+        """Name each step of a long command as it starts: on a terminal, in the
+        progress bar; piped, as one line per step on stderr (nothing with ``-q``)."""
+        count = 0
+        if self.quiet:
+            yield lambda name: None
+            return
+        if not self.err.is_terminal:
+
+            def line(name: str) -> None:
+                nonlocal count
+                count += 1
+                self.err.print(f"{what}: {name} ({count}/{total})", markup=False)
+
+            yield line
+            return
+        with self.progress(total, what) as tick:
+
+            def start(name: str) -> None:
+                nonlocal count
+                tick(1 if count else 0, description=f"{what}: {name}")
+                count += 1
+
+            yield start
 
     @contextmanager
     def progress(self, total: int, description: str) -> Iterator[Tick]:

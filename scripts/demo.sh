@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+echo "demo: building a throwaway upstream and fork, then walking the release cycle" >&2
 exec .venv/bin/forktool demo "$@"

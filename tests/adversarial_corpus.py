@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from forktool.git import Git
 
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
@@ -262,6 +265,58 @@ def ten_mb_single_line_patch(data: bytes) -> bytes:
     return b"+" + b"x" * TEN_MB
 
 
+def move_out_and_link(relative: str) -> Setup:
+    """``relative`` (a directory in the fork) moved to the scratch directory, and a
+    symlink to it left in its place."""
+
+    def setup(fork: Path, scratch: Path) -> None:
+        moved = scratch / Path(relative).name
+        (fork / relative).rename(moved)
+        (fork / relative).symlink_to(moved)
+
+    return setup
+
+
+def site_entry(kind: str) -> Setup:
+    """The apply target with a directory or a FIFO where ``pulse/config.py`` should be."""
+
+    def setup(fork: Path, scratch: Path) -> None:
+        path = site(fork, scratch) / "pulse" / "config.py"
+        path.unlink()
+        if kind == "directory":
+            path.mkdir()
+        else:
+            os.mkfifo(path)
+
+    return setup
+
+
+GITLINK_PATCH = (
+    b"diff --git a/vendor/lib b/vendor/lib\nnew file mode 160000\nindex 0000000..1234567\n"
+    b"--- /dev/null\n+++ b/vendor/lib\n@@ -0,0 +1 @@\n"
+    b"+Subproject commit 1234567890123456789012345678901234567890\n"
+)
+
+
+def upstream_url(url: str) -> Setup:
+    def setup(fork: Path, scratch: Path) -> None:
+        Git(fork).run(
+            ["remote", "set-url", "upstream", url.format(scratch=scratch)],
+            purpose="point the upstream remote elsewhere",
+        )
+
+    return setup
+
+
+def objects_borrowed_from_a_vanished_clone(fork: Path, scratch: Path) -> None:
+    """The fork's objects live in another repository (``clone --shared``), now deleted."""
+    objects = fork / ".git" / "objects"
+    shutil.rmtree(objects)
+    (objects / "info").mkdir(parents=True)
+    (objects / "pack").mkdir()
+    (objects / "info" / "alternates").write_text(f"{scratch}/gone/objects\n")
+
+
 # -- the corpus ----------------------------------------------------------------------
 
 SHELL_TAGS = ("v1.2.0;touch pwned", "$(touch pwned)", "`touch pwned`", "v1|id>pwned")
@@ -331,6 +386,18 @@ CASES: list[Case] = [
         2,
         "{fork}/forktool.yaml:17: pin_sites pattern nests a repeat inside a repeat",
         "a nested quantifier backtracks exponentially on a near-miss line: refused when read",
+    ),
+    Case(
+        "config-pr-pattern-catastrophic-regex",
+        edit(
+            "forktool.yaml",
+            b"  remote: upstream\n",
+            b"  remote: upstream\n  pr_patterns:\n    - '^Reviewed-on: (?P<pr>(\\w+\\.?)+)$'\n",
+        ),
+        ("upstream", "resolve", "--no-fetch"),
+        2,
+        "{fork}/forktool.yaml:6: upstream.pr_patterns pattern nests a repeat inside a repeat",
+        "a PR pattern runs over every commit message of upstream's branch: vetted like pin sites",
     ),
     Case(
         "config-pin-site-is-a-directory",
@@ -422,6 +489,40 @@ CASES: list[Case] = [
         "the fork's files are regular files; a link could point anywhere",
     ),
     # upstream.map
+    Case(
+        "map-suggest-write-over-a-broken-line",
+        edit("upstream.map", F1.encode(), b"abc123"),
+        ("map", "suggest", "--write"),
+        2,
+        "upstream.map:2: ",
+        "filling the map never writes a map that does not parse (the broken line stays)",
+    ),
+    Case(
+        "quilt-series-other-strip-level",
+        both(
+            write("debian/patches/series", b"x.patch -p0\n"),
+            write("debian/patches/x.patch", b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"),
+        ),
+        ("init", "--pin", "v1.1.0", "--from-quilt", "debian/patches"),
+        2,
+        "debian/patches/series:1: unsupported option '-p0' for 'x.patch' (only -p1 is allowed)",
+        "forktool applies with -p1 only: another strip level is refused, not guessed",
+    ),
+    Case(
+        "record-end-before-begin",
+        transform(
+            "FORK.md",
+            lambda d: (
+                d.replace(RECORD_BEGIN.encode(), b"@@B@@")
+                .replace(RECORD_END.encode(), RECORD_BEGIN.encode())
+                .replace(b"@@B@@", RECORD_END.encode())
+            ),
+        ),
+        ("check", "--only", "record"),
+        1,
+        "the record's end marker comes before its begin marker",
+        "markers in the wrong order are broken, not a missing section",
+    ),
     Case(
         "map-crlf",
         transform("upstream.map", lambda d: d.replace(b"\n", b"\r\n")),
@@ -641,7 +742,7 @@ CASES: list[Case] = [
         append("FORK.md", b"\nNotes in latin-1: caf\xe9\n"),
         ("retire", "--tag", "v1.2.0"),
         2,
-        "FORK.md:91: not valid UTF-8 (byte 4964)",
+        "FORK.md:129: not valid UTF-8 (byte 7783)",
         "the record is UTF-8 text; rewriting it must not mangle bytes",
     ),
     # probe results, arm results, waivers
@@ -884,5 +985,104 @@ CASES: list[Case] = [
         2,
         "unknown tag or commit 'v1.3.0 && touch pwned'",
         "an unknown tag is an error",
+    ),
+    # issue 12: inputs that made a run lie, crash or write outside the fork
+    Case(
+        "config-yaml-local-tag",
+        edit("forktool.yaml", b"layout: merged", b"layout: !merged merged"),
+        ("status",),
+        2,
+        "{fork}/forktool.yaml:8: unknown YAML tag '!merged'",
+        "a tag YAML would resolve to a custom type is no plain value: refused, not ignored",
+    ),
+    Case(
+        "absorbed-tag-is-a-revision-expression",
+        nothing,
+        ("absorbed", "--tag", "v1.2.0~1"),
+        2,
+        "'v1.2.0~1' is a revision expression, not a tag",
+        "a verdict on a tag must be about that tag, not a commit near it",
+    ),
+    Case(
+        "retire-tag-is-a-revision-expression",
+        nothing,
+        ("retire", "--tag", "v1.2.0^"),
+        2,
+        "'v1.2.0^' is a revision expression, not a tag",
+        "retire records the tag that absorbed a fix: it must be a tag",
+    ),
+    Case(
+        "poll-release-tags-match-nothing",
+        edit("forktool.yaml", b"release_tags: 'v*'", b"release_tags: 'release-*'"),
+        ("upstream", "poll", "--no-fetch"),
+        2,
+        "release_tags 'release-*' matches no tag, not even the pinned tag 'v1.1.0'",
+        "a pattern that matches nothing would say 'nothing new' for ever",
+    ),
+    Case(
+        "poll-fetch-from-a-missing-repository",
+        upstream_url("{scratch}/nowhere"),
+        ("upstream", "poll"),
+        2,
+        "git could not fetch from upstream ({scratch}/nowhere): fatal: '{scratch}/nowhere' "
+        "does not appear to be a git repository",
+        "git's first line says what failed; its last ('and the repository exists.') does not",
+    ),
+    Case(
+        "alternates-source-vanished",
+        objects_borrowed_from_a_vanished_clone,
+        ("verify",),
+        2,
+        "the repository's objects are missing: {fork}/.git/objects/info/alternates says they "
+        "are in {scratch}/gone/objects, which no longer exists",
+        "the tag is there but its objects are not: 'fetch the tag' would be wrong advice",
+    ),
+    Case(
+        "apply-target-directory-where-a-file-is-patched",
+        site_entry("directory"),
+        ("apply", "--target", "{scratch}/site"),
+        1,
+        "pulse/config.py: is a directory where the patch expects a file; refusing to patch it",
+        "the series cannot apply: a verdict, before anything is written",
+    ),
+    Case(
+        "apply-target-fifo-where-a-file-is-patched",
+        site_entry("fifo"),
+        ("apply", "--target", "{scratch}/site"),
+        1,
+        "pulse/config.py: is a FIFO where the patch expects a file; refusing to patch it",
+        "reading a FIFO would block for ever; copying it fails",
+    ),
+    Case(
+        "apply-target-series-with-a-submodule",
+        with_site(write(f"patches/{P4}", GITLINK_PATCH)),
+        ("apply", "--target", "{scratch}/site"),
+        1,
+        "vendor/lib: a submodule (gitlink, mode 160000) has no content to apply",
+        "a gitlink names a commit of another repository: nothing to write into a directory",
+    ),
+    Case(
+        "pin-site-in-a-symlinked-directory",
+        move_out_and_link("docker"),
+        ("pin", "bump", "v1.2.0"),
+        2,
+        "docker/Dockerfile: 'docker' is a symlinked directory (to {scratch}/docker)",
+        "a bump would rewrite a Dockerfile outside the fork",
+    ),
+    Case(
+        "notes-in-a-symlinked-directory",
+        move_out_and_link("patches/notes"),
+        ("retire", "--tag", "v1.2.0"),
+        2,
+        "patches/notes: 'patches/notes' is a symlinked directory (to {scratch}/notes)",
+        "retire would delete a note outside the fork",
+    ),
+    Case(
+        "patches-in-a-symlinked-directory",
+        move_out_and_link("patches"),
+        ("verify",),
+        2,
+        "patches: 'patches' is a symlinked directory (to {scratch}/patches)",
+        "verify would read patches git does not commit",
     ),
 ]

@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,10 @@ def _entry(entry: Path) -> tuple[str, bytes]:
 # -- running the CLI and building small forks ------------------------------------
 
 
+# A step of a long command, named as it starts (piped: one line each on stderr).
+STEP = re.compile(r"^[a-z]+: .* \(\d+/\d+\)$")
+
+
 @dataclass
 class CliResult:
     code: int
@@ -60,7 +65,8 @@ class CliResult:
 
     @property
     def error_lines(self) -> list[str]:
-        return [line for line in self.err.splitlines() if line]
+        """Stderr's lines, without the steps a long command names as it starts them."""
+        return [line for line in self.err.splitlines() if line and not STEP.match(line)]
 
 
 def run_cli(*args: str | Path) -> CliResult:

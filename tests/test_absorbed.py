@@ -30,82 +30,89 @@ def test_demo_release_shows_retire_keep_and_revisit(
     assert result.code == 0, result.err
     up = demo_upstream
     cherry = up.fix_utf8_cherry
-    assert result.json() == {
-        "tag": "v1.2.0",
-        "tag_commit": up.tags["v1.2.0"],
-        "patches": [
-            {
-                "patch": P1,
-                "upstream_commits": [up.fix_empty_config],
-                "verdict": "retire",
-                "ancestor": True,
-                "first_release": "v1.2.0",
-                "evidence": [
-                    {
-                        "kind": "content-present",
-                        "commit": None,
-                        "detail": "the patch reverse-applies exactly on v1.2.0",
-                    }
-                ],
-                "reason": f"{up.fix_empty_config[:12]} in v1.2.0 by ancestry",
-            },
-            {
-                "patch": P2,
-                "upstream_commits": [up.fix_retry_timeout],
-                "verdict": "keep",
-                "ancestor": False,
-                "first_release": "v1.3.0rc0",
-                "evidence": [
-                    {
-                        "kind": "no-longer-applies",
-                        "commit": None,
-                        "detail": "pulse/engine.py: hunk 1 applies only at offset +3 (line 99) on v1.2.0; "
-                        "run 'forktool refresh'",
-                    }
-                ],
-                "reason": f"{up.fix_retry_timeout[:12]} not an ancestor of v1.2.0",
-            },
-            {
-                "patch": P3,
-                "upstream_commits": [up.fix_utf8],
-                "verdict": "revisit",
-                "ancestor": False,
-                "first_release": "v1.3.0rc0",
-                "evidence": [
-                    {
-                        "kind": "cherry-pick",
-                        "commit": cherry,
-                        "detail": f"{cherry[:12]} 'engine: decode input as UTF-8' in v1.2.0 "
-                        f"was cherry-picked from {up.fix_utf8[:12]}",
-                    },
-                    {
-                        "kind": "patch-id",
-                        "commit": cherry,
-                        "detail": f"{cherry[:12]} in v1.2.0 makes the same change "
-                        "(same patch-id --stable)",
-                    },
-                    {
-                        "kind": "no-longer-applies",
-                        "commit": None,
-                        "detail": "pulse/engine.py: hunk 1 does not apply at line 39 on v1.2.0: its lines "
-                        "are not there; it reverse-applies only at an offset: the change looks present, moved",
-                    },
-                ],
-                "reason": f"{up.fix_utf8[:12]} not an ancestor of v1.2.0, but cherry-pick, "
-                "patch-id evidence says the change may be there: decide by hand "
-                "(retire --force --reason, or keep)",
-            },
-            {
-                "patch": P4,
-                "upstream_commits": [],
-                "verdict": "fork-only",
-                "ancestor": None,
-                "first_release": None,
-                "evidence": [],
-                "reason": "mapped to 'none': no upstream commit can retire it",
-            },
-        ],
-    }
+    assert (
+        result.json()
+        == {
+            "tag": "v1.2.0",
+            "tag_commit": up.tags["v1.2.0"],
+            "patches": [
+                {
+                    "patch": P1,
+                    "upstream_pr": "https://git.example.org/pulse/pulls/41",
+                    "upstream_commits": [up.fix_empty_config],
+                    "verdict": "retire",
+                    "ancestor": True,
+                    "first_release": "v1.2.0",
+                    "evidence": [
+                        {
+                            "kind": "content-present",
+                            "commit": None,
+                            "detail": "the patch reverse-applies exactly on v1.2.0",
+                        }
+                    ],
+                    "reason": f"{up.fix_empty_config[:12]} in v1.2.0 by ancestry",
+                },
+                {
+                    "patch": P2,
+                    "upstream_pr": "https://git.example.org/pulse/pulls/57",
+                    "upstream_commits": [up.fix_retry_timeout],
+                    "verdict": "keep",
+                    "ancestor": False,
+                    "first_release": "v1.3.0rc0",
+                    "evidence": [
+                        {
+                            "kind": "offset",  # drift: it applies, moved; not "no longer applies"
+                            "commit": None,
+                            "detail": "pulse/engine.py: hunk 1 applies only at offset +3 (line 99) on v1.2.0; "
+                            "run 'forktool refresh'",
+                        }
+                    ],
+                    "reason": f"{up.fix_retry_timeout[:12]} not an ancestor of v1.2.0",
+                },
+                {
+                    "patch": P3,
+                    "upstream_pr": "https://git.example.org/pulse/pulls/60",
+                    "upstream_commits": [up.fix_utf8],
+                    "verdict": "revisit",
+                    "ancestor": False,
+                    "first_release": "v1.3.0rc0",
+                    "evidence": [
+                        {
+                            "kind": "cherry-pick",
+                            "commit": cherry,
+                            "detail": f"{cherry[:12]} 'engine: decode input as UTF-8' in v1.2.0 "
+                            f"was cherry-picked from {up.fix_utf8[:12]}",
+                        },
+                        {
+                            "kind": "patch-id",
+                            "commit": cherry,
+                            "detail": f"{cherry[:12]} in v1.2.0 makes the same change "
+                            "(same patch-id --stable)",
+                        },
+                        {
+                            "kind": "no-longer-applies",
+                            "commit": None,
+                            "detail": "pulse/engine.py: hunk 1 does not apply at line 39 on v1.2.0: its lines "
+                            "are not there; it reverse-applies only at an offset: the change looks present, moved",
+                        },
+                    ],
+                    "reason": f"{up.fix_utf8[:12]} not an ancestor of v1.2.0, but cherry-pick, "
+                    "patch-id evidence says the change may be there: decide by hand "
+                    "(retire --force --reason, or keep)",
+                },
+                {
+                    "patch": P4,
+                    "upstream_pr": None,
+                    "upstream_commits": [],
+                    "verdict": "fork-only",
+                    "ancestor": None,
+                    "first_release": None,
+                    "evidence": [],
+                    "reason": "mapped to 'none': no upstream commit can retire it",
+                },
+            ],
+        }
+    )
 
 
 def test_fix_one_commit_after_the_cut_is_kept_until_the_next_rc(example_fork: RepoBuilder) -> None:

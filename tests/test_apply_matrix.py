@@ -223,17 +223,17 @@ def test_rename_works_with_git_and_is_unsupported_by_gnu_patch(
     assert not (tmp_path / "target-git" / "README").exists()
 
 
-def test_mode_change_works_with_git_and_is_unsupported_by_gnu_patch(
-    fork: MiniFork, tmp_path: Path
-) -> None:
+def test_mode_change_works_with_every_engine(fork: MiniFork, tmp_path: Path) -> None:
     patch = patch_of(fork.repo, "v1", lambda root: os.chmod(root / APP, 0o755))
-    _git_only(
-        fork,
-        tmp_path,
-        patch,
-        f"{APP}: a mode change cannot be applied by GNU patch; use --engine git",
-    )
+    fork.write({P: patch})
+    runs = run_all(fork, tmp_path)
+    assert {engine: run.statuses for engine, run in runs.items()} == {
+        "verify": ["exact"],
+        "git": ["exact"],
+        "patch": ["exact"],
+    }
     assert os.access(tmp_path / "target-git" / APP, os.X_OK)
+    assert os.access(tmp_path / "target-patch" / APP, os.X_OK)
 
 
 def test_symlink_works_with_git_and_is_unsupported_by_gnu_patch(

@@ -59,6 +59,26 @@ def test_status_shows_each_patch_state_at_the_pin(fork: MiniFork) -> None:
     assert "0002-shifted.patch: src/app.py: hunk 1 applies only at offset -1" in text.out
 
 
+def test_status_shows_the_pr_a_map_note_names(fork: MiniFork) -> None:
+    """One rule for a patch's PR (as retire records it): the Upstream-PR trailer, else the
+    URL in the upstream.map note."""
+    umap = fork.root / "upstream.map"
+    umap.write_text(
+        umap.read_text().replace(
+            "0001-a.patch none", "0001-a.patch none https://forge.example/up/pull/12"
+        )
+    )
+    result = fork.cli("status", "--format", "json")
+    assert result.code == 0, result.err
+    prs = {p["patch"]: p["upstream_pr"] for p in result.json()["patches"]}  # type: ignore[union-attr,index]
+    assert prs == {
+        "0001-a.patch": "https://forge.example/up/pull/12",
+        "0002-shifted.patch": None,
+        "0003-c.patch": None,
+    }
+    assert "https://forge.example/up/pull/12" in fork.cli("status").out
+
+
 def _engine_inputs(fork: MiniFork) -> tuple[Fork, Git, str]:
     loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
     return loaded, Git(fork.root), fork.repo.rev("v1")

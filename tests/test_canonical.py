@@ -103,18 +103,44 @@ def test_fmt_check_fails_on_a_stray_signature(example_fork: RepoBuilder) -> None
     assert patch["diff"].endswith("--- \n-2.39.5\n-\n")
 
 
-def test_fmt_leaves_cosmetic_differences_alone_unless_forced(example_fork: RepoBuilder) -> None:
+def test_fmt_rewrites_cosmetic_differences_so_check_passes_after_it(
+    example_fork: RepoBuilder,
+) -> None:
     path = example_fork.path / "patches" / P1
     canonical = path.read_bytes()
     path.write_bytes(canonical + b"-- \n2.39.5\n\n")
-    plain = run_cli("-C", example_fork.path, "fmt", "--format", "json")
-    assert plain.code == 0, plain.err
-    assert plain.json()["canonical"] is False
+    preview = run_cli("-C", example_fork.path, "fmt", "--dry-run", "--format", "json")
+    assert preview.code == 0, preview.err
+    assert preview.json()["dry_run"] is True
+    assert preview.json()["patches"][0]["status"] == "cosmetic"  # type: ignore[index]
     assert path.read_bytes() == canonical + b"-- \n2.39.5\n\n"
-    forced = run_cli("-C", example_fork.path, "fmt", "--force")
-    assert forced.code == 0, forced.err
+    text = run_cli("-C", example_fork.path, "fmt", "--dry-run")
+    assert text.out.splitlines()[-1] == f"DRY RUN: would rewrite {P1}; nothing was written."
+    plain = run_cli("-C", example_fork.path, "fmt")
+    assert plain.code == 0, plain.err
     assert path.read_bytes() == canonical
+    assert run_cli("-C", example_fork.path, "fmt", "--check").code == 0
+    assert run_cli("-C", example_fork.path, "check", "--only", "format").code == 0
     assert status_porcelain(example_fork) == ""
+
+
+def test_a_plain_diff_differing_only_by_its_pkg_orig_prefix_is_cosmetic(
+    builder: RepoBuilder,
+) -> None:
+    fork = mini_fork(builder, {"pkg/app.py": lines("x")})
+    canonical_diff = make_patch(
+        builder, "v1", {"pkg/app.py": lines("x").replace("x5\n", "five\n")}, "x: five"
+    )
+    hunks = canonical_diff[canonical_diff.index(b"\n@@ ") + 1 :]
+    plain = (
+        b"# Description: spell x5\n\n--- pkg.orig/pkg/app.py\n+++ pkg/pkg/app.py\n" + hunks
+    )  # the quilt form of the same change: no 'diff --git' or 'index' line, other prefixes
+    fork.write({"fix.diff": plain})
+    check = fork.cli("fmt", "--check", "--format", "json")
+    assert check.code == 1
+    assert check.json()["patches"][0]["status"] == "cosmetic"  # type: ignore[index]
+    assert fork.cli("fmt").code == 0
+    assert fork.cli("fmt", "--check").code == 0
 
 
 @pytest.fixture
@@ -176,7 +202,7 @@ def test_fmt_writes_nothing_when_a_patch_does_not_apply(builder: RepoBuilder) ->
         {"0001-a.patch": good + b"-- \n2.39.5\n", "0002-b.patch": bad.replace(b" b4", b" bX")}
     )
     before = fork_files(fork.root)
-    result = fork.cli("fmt", "--force", "--format", "json")
+    result = fork.cli("fmt", "--format", "json")
     assert result.code == 1
     data = result.json()
     assert [p["status"] for p in data["patches"]] == ["cosmetic", "error"]  # type: ignore[index]
@@ -213,7 +239,7 @@ def test_a_regenerated_patch_is_a_fixed_point(
     exported = repo.git.run([*FORMAT_PATCH_ARGS, "-1", "--stdout"], purpose="export").stdout
     repo.git.run(["checkout", "-q", "main"], purpose="back")
     fork.write({"0001-x.patch": exported})
-    first = fork.cli("fmt", "--force")
+    first = fork.cli("fmt")
     assert first.code == 0, first.err
     assert fork.cli("fmt", "--check").code == 0
 
@@ -446,7 +472,7 @@ def test_refresh_reports_unchanged_rebased_and_conflict_and_writes_nothing(
     data = result.json()
     assert [p["status"] for p in data["patches"]] == ["unchanged", "rebased", "conflict"]  # type: ignore[index]
     assert data["patches"][1]["message"] == (  # type: ignore[index]
-        "a.py: hunk 1 applies only at offset +3 (line 20) on v2; regenerated"
+        "a.py: hunk 1 applies only at offset +3 (line 20) on v2; would be regenerated"
     )
     assert (
         data["patches"][2]["message"]
@@ -498,8 +524,10 @@ def test_refresh_worktree_then_continue_takes_the_resolution(
     assert [p["status"] for p in data["patches"]] == ["unchanged", "rebased", "conflict"]  # type: ignore[index]
     conflicted = (wt / "b.py").read_text()
     assert "<<<<<<< " in conflicted and ">>>>>>> " in conflicted
-    assert (wt / "a.py").read_text().startswith("n1\nn2\nn3\na1\n")  # earlier patches are there
-    assert "A20\n" in (wt / "a.py").read_text()
+    # Only the conflicting patch's files are checked out; the earlier patches are in HEAD.
+    assert sorted(p.name for p in wt.iterdir() if p.name != ".git") == ["b.py"]
+    a_py = Git(wt).out(["show", "HEAD:a.py"], purpose="a.py")
+    assert a_py.startswith("n1\nn2\nn3\na1\n") and "A20\n" in a_py
     assert (repo.path / ".git/forktool/refresh/state.json").is_file()
     refused = moving.cli("refresh", "--continue")
     assert refused.code == 2

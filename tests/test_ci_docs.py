@@ -38,7 +38,7 @@ def forktool_commands(path: Path) -> list[list[str]]:
             line = line.strip()
             if not line.startswith("forktool "):
                 continue
-            line = line.split(" > ")[0].split(" || ")[0]
+            line = line.split(" >> ")[0].split(" > ")[0].split(" || ")[0]
             commands.append(shlex.split(line)[1:])
     return commands
 
@@ -60,7 +60,9 @@ def test_every_documented_workflow_names_forktool_commands() -> None:
         ["check", "--format", "junit"],
     ]
     assert forktool_commands(ROOT / "docs/workflows/nightly-sync.yml") == [
-        ["upstream", "poll", "--format", "json"],
+        ["upstream", "poll", "--forecast", "--format", "json"],
+        ["forecast", "--no-fetch", "--format", "markdown"],
+        ["forecast", "--no-fetch", "--format", "html"],
         ["sync", "$TAG", "--format", "markdown"],
     ]
     assert forktool_commands(ROOT / "action.yml") == [
@@ -84,7 +86,9 @@ def test_precommit_hook_entry_passes_on_the_example_fork(example_fork: RepoBuild
 
 
 def test_nightly_sync_commands_work_on_the_example_fork(example_fork: RepoBuilder) -> None:
-    poll_argv, sync_argv = forktool_commands(ROOT / "docs/workflows/nightly-sync.yml")
+    poll_argv, markdown_argv, html_argv, sync_argv = forktool_commands(
+        ROOT / "docs/workflows/nightly-sync.yml"
+    )
     run_git = example_fork.git.run
     run_git(["config", "user.name", "forktool sync"], purpose="identity")
     run_git(["config", "user.email", "forktool-sync@users.noreply.example"], purpose="identity")
@@ -92,6 +96,12 @@ def test_nightly_sync_commands_work_on_the_example_fork(example_fork: RepoBuilde
     assert poll.code == 3, poll.out  # a clean plan: v1.3.0 absorbs every upstream fix
     tag = str(poll.json()["newest"])
     assert tag == "v1.3.0"
+    forecast = poll.json()["forecast"]
+    assert [t["ref"] for t in forecast["targets"]] == ["v1.1.1rc0", "v1.2.0", "v1.3.0rc0", tag]  # type: ignore[index]
+    summary = run_cli("-C", example_fork.path, *markdown_argv)
+    assert summary.code == 0 and summary.out.startswith("## Forecast from v1.1.0\n")
+    page = run_cli("-C", example_fork.path, *html_argv)
+    assert page.code == 0 and page.out.startswith("<!DOCTYPE html>")
     sync = run_cli("-C", example_fork.path, *_expand(sync_argv, {"TAG": tag}))
     assert sync.code == 0, sync.out
     assert sync.out.startswith(f"# Sync: v1.1.0 → {tag}\n")

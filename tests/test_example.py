@@ -59,9 +59,11 @@ def test_init_then_status_shows_the_fork(tmp_path: Path, demo_upstream: DemoUpst
     status = run_cli("-C", fork.path, "status", "--format", "json")
     assert status.code == 0, status.err
     assert status.json()["series_length"] == 0
+    before = {name: (fork.path / name).read_bytes() for name in ("forktool.yaml", "FORK.md")}
     again = run_cli("-C", fork.path, "init", "--pin", "v1.2.0")
-    assert again.code == 2
-    assert again.error_lines[0].startswith("error: refusing to overwrite existing forktool.yaml")
+    assert again.code == 0, again.err
+    assert again.out.splitlines()[-1] == "Nothing to do: the fork's files are all here."
+    assert {name: (fork.path / name).read_bytes() for name in before} == before
 
 
 def test_init_refuses_an_unknown_tag_and_writes_nothing(

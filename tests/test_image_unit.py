@@ -6,11 +6,15 @@ Git and the apply engine are real; only the Docker engine is faked, at the
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import io
 import json
+import os
+import socket
 import tarfile
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,10 +24,18 @@ from helpers import run_cli, snapshot_tree
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
 from forktool.demo import DemoUpstream
-from forktool.docker_client import BuildOutcome, ImageInfo, PushOutcome, RunOutcome
+from forktool.docker_client import (
+    BuildOutcome,
+    ImageInfo,
+    Leftover,
+    PathArchive,
+    PushOutcome,
+    RunOutcome,
+)
 from forktool.engine.arms import patchset_hash
 from forktool.fork import load_fork
 from forktool.git import run as run_git
+from forktool.registry import Manifest
 
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
@@ -53,12 +65,15 @@ class FakeEngine:
     exit_codes: dict[tuple[str, ...], int] = field(default_factory=dict)
     images: dict[str, ImageInfo] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)  # repo:tag -> image id
+    manifests: dict[str, Manifest] = field(default_factory=dict)  # manifest digest -> manifest
     registry: dict[str, str] = field(default_factory=dict)  # repo:tag -> manifest digest
     builds: list[Built] = field(default_factory=list)
-    runs: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+    runs: list[tuple[str, tuple[str, ...], int]] = field(default_factory=list)
     pushes: list[str] = field(default_factory=list)
-    has_forktool: bool = False
-    injected: dict[str, bytes] = field(default_factory=dict)
+    put: list[str] = field(default_factory=list)
+    before_push: Callable[[FakeEngine, str], None] | None = None
+    left: list[Leftover] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
         return "fake"
@@ -95,20 +110,13 @@ class FakeEngine:
     def image(self, ref: str) -> ImageInfo | None:
         return self.images.get(self.tags.get(ref, ref))
 
-    def run(self, image: str, command: Sequence[str], files: bytes | None = None) -> RunOutcome:
-        self.runs.append((image, tuple(command)))
-        if tuple(command) == ("forktool", "--version") and not self.has_forktool:
-            return RunOutcome(127, "exec: forktool: executable file not found in $PATH")
-        if files is not None:
-            with tarfile.open(fileobj=io.BytesIO(files)) as tar:
-                for member in tar.getmembers():
-                    handle = tar.extractfile(member)
-                    if handle is not None:
-                        self.injected[member.name] = handle.read()
+    def run(self, image: str, command: Sequence[str], timeout: int, scope: str) -> RunOutcome:
+        assert scope == REPO
+        self.runs.append((image, tuple(command), timeout))
         code = self.exit_codes.get(tuple(command), 0)
         return RunOutcome(code, f"ran {' '.join(command)}\n")
 
-    def export_path(self, image: str, path: str) -> bytes:
+    def export_path(self, image: str, path: str, scope: str) -> PathArchive:
         if self.site is None:
             from forktool.errors import FatalError
 
@@ -116,28 +124,54 @@ class FakeEngine:
         buffer = io.BytesIO()
         with tarfile.open(fileobj=buffer, mode="w") as tar:
             tar.add(self.site, Path(path).name)
-        return buffer.getvalue()
+        return PathArchive(path, buffer.getvalue())
 
     def tag(self, image_id: str, repository: str, tag: str) -> None:
         self.tags[f"{repository}:{tag}"] = image_id
 
+    def untag(self, repository: str, tag: str) -> None:
+        self.tags.pop(f"{repository}:{tag}", None)
+
     def push(self, repository: str, tag: str) -> PushOutcome:
         ref = f"{repository}:{tag}"
+        if self.before_push is not None:
+            self.before_push(self, ref)
         self.pushes.append(ref)
-        digest = "sha256:" + self.tags[ref].removeprefix("sha256:")[::-1]
+        config = self.tags[ref]
+        body = json.dumps({"config": {"digest": config}}).encode()
+        digest = "sha256:" + hashlib.sha256(body).hexdigest()
+        self.manifests[digest] = Manifest(digest, "application/json", body, config)
         self.registry[ref] = digest
-        info = self.images[self.tags[ref]]
-        self.images[info.id] = ImageInfo(
-            info.id, info.labels, info.repo_tags, (*info.repo_digests, f"{repository}@{digest}")
-        )
         return PushOutcome(digest)
 
-    def registry_digest(self, repository: str, tag: str) -> str | None:
-        return self.registry.get(f"{repository}:{tag}")
+    def manifest(self, repository: str, reference: str) -> Manifest | None:
+        digest = self.registry.get(f"{repository}:{reference}", reference)
+        return self.manifests.get(digest)
+
+    def put_manifest(self, repository: str, tag: str, manifest: Manifest) -> str:
+        self.put.append(f"{repository}:{tag}")
+        self.registry[f"{repository}:{tag}"] = manifest.digest
+        return manifest.digest
+
+    def leftovers(self, scope: str) -> list[Leftover]:
+        return list(self.left) if scope == REPO else []
+
+    def remove_container(self, container_id: str) -> None:
+        self.removed.append(container_id)
+        self.left = [item for item in self.left if item.id != container_id]
+
+    def release(self, tag: str) -> str | None:
+        """The image id the registry's ``REPO:tag`` describes."""
+        found = self.manifest(REPO, tag)
+        return found.config_digest if found else None
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
+def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeEngine:
+    """The fake engine, and a temporary directory of the test's own: the leftover
+    sweep of one test never sees another's directories."""
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
     engine = FakeEngine()
     importlib.import_module("forktool.cli")  # loads the command modules (they import the CLI)
     image_command = importlib.import_module("forktool.commands.image")
@@ -277,6 +311,7 @@ def gated(
     assert result.code == 0, result.err
     candidate = str(result.json()["candidate"])
     gate = run_cli("-C", example_fork.path, "image", "gate", candidate, "--format", "json")
+    assert gate.code in (0, 1), gate.err
     return candidate, {"code": gate.code, **gate.json()}
 
 
@@ -296,7 +331,13 @@ def test_gate_passes_and_writes_a_record_keyed_by_image_id(
     assert record["commands"][1]["command"] == ["test", "-s", "/opt/pulse/pulse/__init__.py"]
     assert record["commands"][3]["where"] == "host"
     assert record["time"] >= record["started"]
-    gate_runs = [cmd for _, cmd in fake.runs if cmd[0] != "forktool"]
+    assert record["config_blob"] == example_fork.git.out(
+        ["rev-parse", "HEAD:forktool.yaml"], purpose="read"
+    )
+    assert record["revision"] == example_fork.rev("HEAD")
+    assert record["gate_timeout"] == 600
+    assert record["patch_set"] == record["labels"]["org.forktool.patch-set"]
+    gate_runs = [cmd for _, cmd, _ in fake.runs]
     assert gate_runs == [
         ("test", "-s", "/opt/pulse/pulse/__init__.py"),
         ("grep", "-q", "if not text.strip():", "/opt/pulse/pulse/config.py"),
@@ -340,43 +381,36 @@ def test_gate_of_the_patchless_arm_requires_the_pristine_site(
     assert gate["code"] == 1  # every patch is applied: not the upstream image
 
 
-def test_gate_runs_forktool_apply_verify_in_the_image_when_it_has_forktool(
+def test_the_series_check_of_a_minus_arm_runs_on_the_host_as_verify_except(
     example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
 ) -> None:
-    fake.has_forktool = True
+    fake.site = site_with(demo_upstream, tmp_path, example_fork, "--except", P2)
     _candidate, gate = gated(example_fork, fake, "--minus", P2)
-    assert gate["code"] == 0
+    assert gate["code"] == 0, gate
     series = gate["commands"][-1]  # type: ignore[index]
     assert series["command"] == [
         "forktool",
-        "-C",
-        "/tmp/forktool-gate",
         "apply",
         "--target",
         "/opt/pulse",
         "--verify",
+        "--except",
+        P2,
     ]
-    assert series["where"] == "image"
-    injected = sorted(fake.injected)
-    assert injected == [
-        "tmp/forktool-gate/forktool.yaml",
-        f"tmp/forktool-gate/patches/{P1}",
-        f"tmp/forktool-gate/patches/{P3}",
-        f"tmp/forktool-gate/patches/{P4}",
-        "tmp/forktool-gate/series",
-        "tmp/forktool-gate/upstream.map",
-    ]
-    series_text = fake.injected["tmp/forktool-gate/series"].decode()
-    assert P2 not in series_text and P1 in series_text
-    # The injected files are a sound fork: forktool in the image can verify with them.
-    for name, data in fake.injected.items():
-        (tmp_path / "image" / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / "image" / name).write_bytes(data)
-    site = site_with(demo_upstream, tmp_path, example_fork, "--except", P2)
-    verify = run_cli(
-        "-C", tmp_path / "image/tmp/forktool-gate", "apply", "--target", site, "--verify"
-    )
-    assert verify.code == 0, verify.out + verify.err
+    assert series["where"] == "host"
+    assert f"{P2}: exact (absent (--except): it applies on the rest)" in series["output"]
+    assert all(cmd[0] != "forktool" for _, cmd, _ in fake.runs)  # nothing in the image judges
+
+
+def test_a_minus_arm_carrying_the_full_series_fails_its_gate(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    _candidate, gate = gated(example_fork, fake, "--minus", P2)
+    assert gate["code"] == 1
+    series = gate["commands"][-1]  # type: ignore[index]
+    assert series["exit_code"] == 1
+    assert f"{P2}: fails (present, though --except says it is left out)" in series["output"]
 
 
 def test_a_candidate_without_the_site_fails_the_series_check(
@@ -456,8 +490,12 @@ def test_promote_tags_and_pushes_the_gated_id_and_checks_the_registry(
     )
     assert promote.code == 0, promote.out
     data = promote.json()
-    assert fake.tags[f"{REPO}:v1.1.0"] == image_id == fake.tags[f"{REPO}:latest"]
-    assert fake.pushes == [f"{REPO}:v1.1.0", f"{REPO}:latest"]
+    assert fake.release("v1.1.0") == image_id == fake.release("latest")
+    (pushed,) = fake.pushes
+    assert pushed == f"{REPO}:{data['pushed_as']}"
+    assert str(data["pushed_as"]).startswith("forktool-promote-")
+    assert fake.put == [f"{REPO}:v1.1.0", f"{REPO}:latest"]
+    assert set(fake.tags) == {candidate}  # no local release tag, the private tag removed
     assert data["digest"] == fake.registry[f"{REPO}:v1.1.0"]
     assert data["reference"] == f"{REPO}@{data['digest']}"
     assert len(fake.builds) == builds  # never rebuilds
@@ -470,10 +508,14 @@ def test_promote_never_moves_a_release_tag_to_another_digest(
 ) -> None:
     fake.site = site_with(demo_upstream, tmp_path, example_fork)
     candidate, _gate = gated(example_fork, fake)
-    fake.registry[f"{REPO}:v1.1.0"] = "sha256:" + "9" * 64
+    other = Manifest("sha256:" + "9" * 64, "application/json", b"{}", "sha256:" + "8" * 64)
+    fake.manifests[other.digest] = other
+    fake.registry[f"{REPO}:v1.1.0"] = other.digest
     promote = run_cli("-C", example_fork.path, "image", "promote", candidate, "--tag", "v1.1.0")
     assert promote.code == 1
-    assert f"{REPO}:v1.1.0 already names sha256:{'9' * 64}" in promote.out
+    assert f"{REPO}:v1.1.0 already names sha256:{'9' * 64} (image sha256:{'8' * 64})" in (
+        promote.out.replace("\n", "")
+    )
     assert fake.pushes == []
 
 
@@ -490,6 +532,24 @@ def test_promote_rejects_latest_and_candidate_names_as_release_tags(
 DIGEST = f"{REPO}@sha256:{'1' * 64}"
 
 
+def promoted(fork: RepoBuilder, reference: str = DIGEST, tag: str = "v1.1.0") -> None:
+    """A promotion record of HEAD naming ``reference``, as ``image promote`` writes it."""
+    loaded = load_fork(load_config(fork.path / "forktool.yaml"))
+    record = {
+        "ok": True,
+        "reference": reference,
+        "digest": reference.rpartition("@")[2],
+        "labels": {
+            "org.forktool.revision": fork.rev("HEAD"),
+            "org.forktool.patch-set": patchset_hash(loaded.patches),
+        },
+        "time": "2026-01-01T00:00:00+00:00",
+    }
+    path = fork.path / ".forktool/gate-records" / f"promoted-{tag}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+
+
 def identity(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Rel Eng")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "releng@fork.example")
@@ -499,6 +559,7 @@ def test_freeze_tags_head_with_digest_patch_set_and_pin(
     example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     identity(monkeypatch)
+    promoted(example_fork)
     result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
     assert result.code == 0, result.err
     fork = load_fork(load_config(example_fork.path / "forktool.yaml"))
@@ -514,6 +575,7 @@ def test_freeze_tags_head_with_digest_patch_set_and_pin(
 
 def test_freeze_is_idempotent(example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> None:
     identity(monkeypatch)
+    promoted(example_fork)
     assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
     before = snapshot_tree(example_fork.path)
     again = run_cli(
@@ -528,8 +590,10 @@ def test_freeze_refuses_when_the_tag_records_another_digest(
     example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     identity(monkeypatch)
+    promoted(example_fork)
     assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
     other = f"{REPO}@sha256:{'2' * 64}"
+    promoted(example_fork, other, "v1.1.0-again")
     result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", other)
     assert result.code == 1
     assert f"Image-Digest: tag has {DIGEST}, this release has {other}" in result.out
@@ -539,9 +603,11 @@ def test_freeze_refuses_when_head_moved_on(
     example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     identity(monkeypatch)
+    promoted(example_fork)
     frozen_at = example_fork.rev("HEAD")
     assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
     example_fork.commit("fork: a later change\n", {"NOTES": "later\n"})
+    promoted(example_fork)
     result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
     assert result.code == 1
     assert f"commit: tag has {frozen_at}" in result.out
@@ -561,6 +627,7 @@ def test_freeze_without_a_tagger_identity_is_exit_2_with_a_hint(
     # setup_fork gives the demo fork an identity in its own config: take it away.
     for key in ("user.name", "user.email"):
         example_fork.git.run(["config", "--unset", key], purpose="unset")
+    promoted(example_fork)
     result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
     assert result.code == 2
     assert result.error_lines[0] == "error: creating the tag fork/v1.1.0 needs a tagger identity"
@@ -580,6 +647,7 @@ def test_freeze_takes_the_tagger_from_the_repository_config(
         monkeypatch.delenv(name, raising=False)
     example_fork.git.run(["config", "user.name", "Local Tagger"], purpose="set")
     example_fork.git.run(["config", "user.email", "local@fork.example"], purpose="set")
+    promoted(example_fork)
     assert run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST).code == 0
     message = example_fork.git.out(["cat-file", "-p", "refs/tags/fork/v1.1.0"], purpose="read")
     assert "tagger Local Tagger <local@fork.example>" in message
@@ -737,3 +805,315 @@ def test_arms_check_needs_results(example_fork: RepoBuilder) -> None:
     result = run_cli("-C", example_fork.path, "arms", "--check")
     assert result.code == 2
     assert "--check and --results FILE go together" in result.error_lines[0]
+
+
+# -- issue 14: the release flow cannot be fooled ------------------------------------
+
+
+def promote_json(fork: RepoBuilder, candidate: str, *args: str) -> tuple[int, dict[str, object]]:
+    result = run_cli(
+        "-C", fork.path, "image", "promote", candidate, "--tag", "v1.1.0", *args, "--format", "json"
+    )
+    assert result.code in (0, 1), result.err
+    return result.code, result.json()
+
+
+def tamper(fork: RepoBuilder, image_id: str, **fields: object) -> None:
+    path = fork.path / ".forktool/gate-records" / f"{image_id[7:]}.json"
+    record = json.loads(path.read_text())
+    record.update(fields)
+    path.write_text(json.dumps(record))
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        ({"forktool": "0.0.1"}, "the record was written by forktool 0.0.1"),
+        ({"config_blob": "0" * 40}, f"the record's config blob {'0' * 40} is not the committed"),
+        ({"patch_set": "sha256:" + "0" * 64}, "the record's patch set sha256:000"),
+        ({"gate_timeout": 1}, "the record's gate timeout 1 is not the committed 600"),
+        ({"format": 1}, "the record is format 1, not 2"),
+        (
+            {"commands": [{"kind": "series", "command": ["true"], "exit_code": 0, "ok": True}]},
+            "the recorded checks are not the committed gate commands and series check",
+        ),
+    ],
+)
+def test_promote_refuses_a_record_whose_bindings_do_not_derive_again(
+    example_fork: RepoBuilder,
+    fake: FakeEngine,
+    demo_upstream: DemoUpstream,
+    tmp_path: Path,
+    fields: dict[str, object],
+    reason: str,
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, gate = gated(example_fork, fake)
+    assert gate["code"] == 0
+    tamper(example_fork, fake.tags[candidate], **fields)
+    code, data = promote_json(example_fork, candidate)
+    assert code == 1
+    assert f"{fake.tags[candidate]} is not gated: " in str(data["message"])
+    assert reason in str(data["message"])
+    assert fake.pushes == [] and fake.put == []
+
+
+def test_gate_refuses_uncommitted_changes_to_the_forks_files(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    candidate = str(
+        run_cli("-C", example_fork.path, "image", "build", "--format", "json").json()["candidate"]
+    )
+    config = example_fork.path / "forktool.yaml"
+    config.write_text(config.read_text().replace('["test", "-s"', '["true"], ["test", "-s"'))
+    result = run_cli("-C", example_fork.path, "image", "gate", candidate)
+    assert result.code == 2
+    assert result.error_lines == [
+        "error: uncommitted changes to the fork's files: forktool.yaml",
+        "hint: commit or stash them: the gate judges committed configuration only",
+    ]
+    assert fake.runs == []
+    (example_fork.path / "patches" / "0009-new.patch").write_text("x\n")
+    config.write_text(config.read_text().replace('["true"], ', ""))
+    again = run_cli("-C", example_fork.path, "image", "gate", candidate)
+    assert again.error_lines[0] == (
+        "error: uncommitted changes to the fork's files: patches/0009-new.patch"
+    )
+
+
+def test_a_retag_between_tag_and_push_is_caught_and_releases_nothing(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, _gate = gated(example_fork, fake)
+    other = "sha256:" + "e" * 64
+    fake.images[other] = ImageInfo(other, {}, (), ())
+
+    def retag(engine: FakeEngine, ref: str) -> None:
+        engine.tags[ref] = other
+
+    fake.before_push = retag
+    code, data = promote_json(example_fork, candidate, "--latest")
+    assert code == 1
+    assert f"describes image {other}, not the gated {fake.tags[candidate]}" in str(data["message"])
+    assert fake.release("v1.1.0") is None and fake.release("latest") is None
+    assert fake.put == []
+    assert set(fake.tags) == {candidate}  # the private tag is gone, no release tag made
+
+
+def test_a_failed_push_leaves_no_local_tag_behind(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, _gate = gated(example_fork, fake)
+
+    def refuse(engine: FakeEngine, ref: str) -> None:
+        raise_push_error()
+
+    fake.before_push = refuse
+    result = run_cli("-C", example_fork.path, "image", "promote", candidate, "--tag", "v1.1.0")
+    assert result.code == 2
+    assert set(fake.tags) == {candidate}
+
+
+def raise_push_error() -> None:
+    from forktool.errors import FatalError
+
+    raise FatalError("the registry hung up")
+
+
+def test_re_promoting_the_same_image_pushes_nothing(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    candidate, _gate = gated(example_fork, fake)
+    assert promote_json(example_fork, candidate)[0] == 0
+    fake.tags = {candidate: fake.tags[candidate]}  # another runner: no local trace
+    code, data = promote_json(example_fork, candidate, "--latest")
+    assert code == 0, data
+    assert len(fake.pushes) == 1 and data["pushed_as"] == ""
+    assert fake.release("latest") == fake.tags[candidate]
+
+
+def test_a_tag_with_a_trailing_newline_is_exit_2(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    result = run_cli("-C", example_fork.path, "image", "promote", "x", "--tag", "v3.0.0\n")
+    assert result.code == 2
+    assert result.error_lines[0] == "error: --tag 'v3.0.0\\n' is not a valid image tag"
+    assert len(result.err.splitlines()) == 2
+
+
+def test_freeze_refuses_a_digest_no_promotion_of_head_names(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    identity(monkeypatch)
+    promoted(example_fork)
+    for bogus in ("sha256:" + "0" * 64, f"{REPO}@sha256:{'2' * 64}"):
+        result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", bogus)
+        assert result.code == 2
+        assert result.error_lines[0].startswith(f"error: --digest {bogus}: no promotion of")
+    bare = run_cli("-C", example_fork.path, "image", "freeze", "--digest", "sha256:" + "1" * 64)
+    assert bare.code == 0, bare.err  # the bare digest of the recorded promotion
+
+
+def test_freeze_refuses_a_promotion_of_another_patch_set(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    identity(monkeypatch)
+    promoted(example_fork)
+    path = example_fork.path / ".forktool/gate-records/promoted-v1.1.0.json"
+    record = json.loads(path.read_text())
+    record["labels"]["org.forktool.patch-set"] = "sha256:" + "3" * 64
+    path.write_text(json.dumps(record))
+    result = run_cli("-C", example_fork.path, "image", "freeze", "--digest", DIGEST)
+    assert result.code == 2
+    assert "was built from patch set sha256:333" in result.error_lines[0]
+
+
+@pytest.mark.parametrize("key", ["context", "dockerfile", "records", "waivers"])
+@pytest.mark.parametrize("value", ["/etc", "../..", "docker/../../x"])
+def test_image_paths_outside_the_fork_are_exit_2(
+    example_fork: RepoBuilder, key: str, value: str
+) -> None:
+    config = example_fork.path / "forktool.yaml"
+    text = config.read_text()
+    if key == "dockerfile":
+        text = text.replace("  dockerfile: docker/Dockerfile\n", "")
+    text = text.replace("  site: /opt/pulse\n", f"  site: /opt/pulse\n  {key}: {value}\n")
+    config.write_text(text)
+    result = run_cli("-C", example_fork.path, "image", "freeze")
+    assert result.code == 2
+    assert result.error_lines[0].endswith(f"image.{key} '{value}' must be a path inside the fork")
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"), [("1", True), ("86400", True), ("0", False), ("1.5", False), ("soon", False)]
+)
+def test_gate_timeout_is_whole_seconds(example_fork: RepoBuilder, value: str, ok: bool) -> None:
+    config = example_fork.path / "forktool.yaml"
+    config.write_text(
+        config.read_text().replace(
+            "  site: /opt/pulse\n", f"  site: /opt/pulse\n  gate_timeout: {value}\n"
+        )
+    )
+    if ok:
+        settings = load_config(config).image
+        assert settings is not None and settings.gate_timeout == int(value)
+    else:
+        result = run_cli("-C", example_fork.path, "image", "freeze")
+        assert result.code == 2
+        assert "image.gate_timeout" in result.error_lines[0]
+
+
+def test_the_committed_gate_timeout_reaches_every_gate_command(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    config = example_fork.path / "forktool.yaml"
+    text = config.read_text().replace(
+        "  site: /opt/pulse\n", "  site: /opt/pulse\n  gate_timeout: 42\n"
+    )
+    example_fork.commit("fork: a shorter gate timeout\n", {"forktool.yaml": text})
+    fake.site = site_with(demo_upstream, tmp_path, example_fork)
+    _candidate, gate = gated(example_fork, fake)
+    assert gate["gate_timeout"] == 42
+    assert [timeout for _, _, timeout in fake.runs] == [42, 42]
+
+
+def test_a_committed_link_out_of_the_repository_is_exit_2_not_a_traceback(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    (example_fork.path / "docker" / "up").symlink_to("../../..")
+    example_fork.git.run(["add", "docker/up"], purpose="add")
+    example_fork.git.run(["commit", "-qm", "a link out"], purpose="commit")
+    for args in (["build"], ["freeze", "--digest", DIGEST]):
+        result = run_cli("-C", example_fork.path, "image", *args)
+        assert result.code == 2
+        assert result.error_lines[0].startswith("error: docker/up -> ../../..: a committed link")
+    assert fake.builds == []
+
+
+def test_a_link_out_of_the_site_is_left_out_and_named(
+    example_fork: RepoBuilder, fake: FakeEngine, demo_upstream: DemoUpstream, tmp_path: Path
+) -> None:
+    site = site_with(demo_upstream, tmp_path, example_fork)
+    (site / "pulse" / "hosts").symlink_to("/etc/hosts")
+    fake.site = site
+    _candidate, gate = gated(example_fork, fake)
+    assert gate["code"] == 0
+    series = gate["commands"][-1]  # type: ignore[index]
+    assert (
+        "not copied: pulse/pulse/hosts -> /etc/hosts (it leads outside the site)"
+        in (series["output"])
+    )
+    assert "forktool-site-" not in series["output"]
+
+
+def test_build_and_container_output_is_escaped(example_fork: RepoBuilder, fake: FakeEngine) -> None:
+    fake.fail_build = ("\x1b]0;owned\x07\x1b[31mboom",)
+    result = run_cli("-C", example_fork.path, "image", "build")
+    assert result.code == 1
+    assert "\x1b" not in result.out and "\\x1b]0;owned\\x07\\x1b[31mboom" in result.out
+
+
+def test_leftovers_of_a_killed_run_are_removed_with_a_notice(
+    example_fork: RepoBuilder, fake: FakeEngine
+) -> None:
+    dead = 2**22 + 17  # above the default pid_max: no such process
+    tmp_path = Path(tempfile.gettempdir())  # the fake fixture's own
+    (tmp_path / f"forktool-image-{dead}-abc").mkdir()
+    (tmp_path / f"forktool-site-{dead}-def").mkdir()
+    (tmp_path / f"forktool-image-{os.getpid()}-mine").mkdir()
+    fake.left = [Leftover("c" * 64, dead, "127.0.0.1:5000/pulse-fork:v1.1.0-cand-1234567")]
+    result = run_cli("-C", example_fork.path, "image", "build")
+    assert result.code == 0, result.err
+    assert result.err.splitlines() == [
+        f"notice: removed container {'c' * 12} (127.0.0.1:5000/pulse-fork:v1.1.0-cand-1234567) "
+        "left by a forktool run "
+        f"that is gone (pid {dead})",
+        f"notice: removed {tmp_path}/forktool-image-{dead}-abc left by a forktool run "
+        f"that is gone (pid {dead})",
+        f"notice: removed {tmp_path}/forktool-site-{dead}-def left by a forktool run "
+        f"that is gone (pid {dead})",
+    ]
+    assert fake.removed == ["c" * 64]
+    assert sorted(p.name for p in tmp_path.glob("forktool-*")) == [
+        f"forktool-image-{os.getpid()}-mine"
+    ]
+
+
+def test_an_engine_that_never_answers_is_exit_2_after_the_control_timeout(
+    example_fork: RepoBuilder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(tmp_path / "mute.sock"))
+    server.listen(4)  # accepts connections (the kernel's backlog), never answers
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path / 'mute.sock'}")
+    monkeypatch.setenv("FORKTOOL_DOCKER_TIMEOUT", "1")
+    try:
+        result = run_cli("-C", example_fork.path, "image", "build")
+    finally:
+        server.close()
+    assert result.code == 2
+    assert result.error_lines[0].startswith(
+        f"error: no Docker engine answers at unix://{tmp_path / 'mute.sock'}: "
+    )
+    assert len(result.error_lines) == 2
+
+
+@pytest.mark.parametrize(
+    ("repository", "url", "name"),
+    [
+        ("127.0.0.1:5000/team/app", "http://127.0.0.1:5000", "team/app"),
+        ("localhost/app", "http://localhost", "app"),
+        ("[::1]:5000/app", "http://[::1]:5000", "app"),
+        ("registry.example.org/team/app", "https://registry.example.org", "team/app"),
+        ("app", "https://registry-1.docker.io", "library/app"),
+        ("team/app", "https://registry-1.docker.io", "team/app"),
+    ],
+)
+def test_a_repository_names_its_registry_and_scheme(repository: str, url: str, name: str) -> None:
+    from forktool.registry import base_url, split_repository
+
+    address, found = split_repository(repository)
+    assert (base_url(address), found) == (url, name)

@@ -198,9 +198,13 @@ def test_failure_mid_retire_leaves_every_file_as_it_was(
         real_replace(src, dst)
 
     monkeypatch.setattr(fsutil.os, "replace", flaky)
-    with pytest.raises(OSError, match="No space left"):
-        run_cli("-C", example_fork.path, "retire", "--tag", "v1.2.0")
+    result = run_cli("-C", example_fork.path, "retire", "--tag", "v1.2.0")
     monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    assert result.code == 2
+    assert result.error_lines == [
+        "error: could not write a file: No space left on device",
+        "hint: free some disk space, then run the command again",
+    ]
     assert len(calls) > 2  # the rollback ran
     assert snapshot_tree(example_fork.path) == before
 

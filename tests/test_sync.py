@@ -14,6 +14,7 @@ import pytest
 from helpers import make_patch, run_cli, snapshot_tree
 
 from forktool.builder import RepoBuilder
+from forktool.git import Git
 from forktool.model.record import empty_section
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Sync Bot", "GIT_AUTHOR_EMAIL": "sync@fork.example"}
@@ -29,13 +30,6 @@ V1 = {name: _lines(name) for name in ("a.py", "b.py", "c.py", "d.py")}
 def _edit(text: str, old: str, new: str) -> str:
     assert old in text
     return text.replace(old, new, 1)
-
-
-@pytest.fixture
-def sync_fork(builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> RepoBuilder:
-    for key, value in IDENTITY.items():
-        monkeypatch.setenv(key, value)
-    return build_sync_fork(builder)
 
 
 def build_sync_fork(repo: RepoBuilder) -> RepoBuilder:
@@ -180,7 +174,8 @@ def test_full_sync_with_a_conflict_resolved_by_hand(sync_fork: RepoBuilder) -> N
     assert "tag: v2" in sync_fork.git.out(["show", f"{branch}:forktool.yaml"], purpose="config")
     record = sync_fork.git.out(["show", f"{branch}:FORK.md"], purpose="record")
     assert "| retired | 0001-a.patch |" in record
-    markdown = (sync_fork.git.git_dir() / "forktool" / "sync" / "v2" / "report.md").read_text()
+    reports = sync_fork.git.git_dir() / "forktool" / "sync" / "v2"
+    markdown = (reports / "forktool" / "sync-v2" / "report.md").read_text()
     assert markdown.startswith("# Sync: v1 → v2\n")
     assert "| `0003-c.patch` | rebased |" in markdown
     assert not (sync_fork.git.git_dir() / "forktool" / "sync" / "state.json").exists()
@@ -272,3 +267,290 @@ def test_sync_refuses_uncommitted_changes_to_the_fork_files(sync_fork: RepoBuild
         "hint: commit or stash them first: the sync branch starts from HEAD",
     ]
     assert snapshot_tree(sync_fork.path) == before
+
+
+# -- poll says "needs hands" whenever 'sync' would not run unattended ---------------------
+
+
+def _drop_conflicting_patch(fork: RepoBuilder) -> None:
+    _drop(fork, "0004-d.patch")
+
+
+def _drop(fork: RepoBuilder, name: str) -> None:
+    root = fork.path
+    umap = "".join(
+        line
+        for line in (root / "upstream.map").read_text().splitlines(keepends=True)
+        if not line.startswith(name + " ")
+    )
+    fork.commit(
+        f"fork: drop {name}\n",
+        {
+            "series": (root / "series").read_text().replace(f"{name}\n", ""),
+            "upstream.map": umap,
+            f"patches/{name}": None,
+        },
+    )
+
+
+def _poll(fork: RepoBuilder) -> tuple[int, dict[str, object]]:
+    result = run_cli("-C", fork.path, "upstream", "poll", "--no-fetch", "--format", "json")
+    return result.code, result.json()
+
+
+def test_poll_is_clean_when_sync_can_run(sync_fork: RepoBuilder) -> None:
+    _drop_conflicting_patch(sync_fork)
+    code, data = _poll(sync_fork)
+    assert (code, data["verdict"], data["blockers"]) == (3, "clean-plan", [])
+
+
+def test_poll_needs_hands_without_a_commit_identity(
+    sync_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _drop_conflicting_patch(sync_fork)
+    for key in IDENTITY:
+        monkeypatch.delenv(key)
+    code, data = _poll(sync_fork)
+    assert (code, data["verdict"]) == (4, "needs-hands")
+    assert data["blockers"] == [
+        "sync commits on a new branch and needs an identity: set user.name and user.email "
+        "in this repository (git config user.name ...), or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL"
+    ]
+    text = run_cli("-C", sync_fork.path, "upstream", "poll", "--no-fetch")
+    assert "sync cannot start: sync commits on a new branch and needs an identity" in text.out
+    assert text.out.splitlines()[-1] == "v2: a sync needs hands (exit 4)"
+
+
+def test_poll_needs_hands_with_uncommitted_fork_files(sync_fork: RepoBuilder) -> None:
+    _drop_conflicting_patch(sync_fork)
+    (sync_fork.path / "upstream.map").write_text(
+        "# edited, not committed\n" + (sync_fork.path / "upstream.map").read_text()
+    )
+    code, data = _poll(sync_fork)
+    assert code == 4
+    assert data["blockers"] == [
+        "uncommitted changes to the fork's files: upstream.map: commit or stash them first: "
+        "the sync branch starts from HEAD"
+    ]
+
+
+def test_poll_needs_hands_while_a_sync_is_stopped_or_the_record_is_broken(
+    sync_fork: RepoBuilder,
+) -> None:
+    assert run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch").code == 1  # stops on 0004
+    code, data = _poll(sync_fork)
+    assert code == 4
+    assert data["blockers"] == [
+        "a sync to v2 is in progress on forktool/sync-v2 (stopped at refresh): finish it with "
+        "'forktool sync --continue' or drop it with 'forktool sync --abort'",
+        "branch 'forktool/sync-v2' already exists and is not a finished sync to v2: "
+        "delete it (git branch -D forktool/sync-v2)",
+    ]
+    assert run_cli("-C", sync_fork.path, "sync", "--abort").code == 0
+    _drop_conflicting_patch(sync_fork)
+    record = (sync_fork.path / "FORK.md").read_text()
+    sync_fork.commit(
+        "fork: break the record\n",
+        {"FORK.md": record.split("<!-- forktool:retirement-record:end")[0]},
+    )
+    code, data = _poll(sync_fork)
+    assert code == 4
+    assert data["blockers"] == [
+        "FORK.md: one record marker without the other ('<!-- forktool:retirement-record:end -->' "
+        "is missing): FORK.md needs exactly one '<!-- forktool:retirement-record:begin -->' line followed by one "
+        "'<!-- forktool:retirement-record:end -->' line"
+    ]
+
+
+def test_poll_needs_hands_for_a_patch_waiting_for_upstream(sync_fork: RepoBuilder) -> None:
+    _drop_conflicting_patch(sync_fork)
+    umap = (sync_fork.path / "upstream.map").read_text()
+    sync_fork.commit(
+        "fork: 0002 waits for a PR\n",
+        {
+            "upstream.map": umap.replace(
+                "0002-b.patch none", "0002-b.patch pending https://forge.example/up/pull/7"
+            )
+        },
+    )
+    code, data = _poll(sync_fork)
+    assert code == 4
+    assert data["plan"]["notes"] == [  # type: ignore[index]
+        "0002-b.patch: pending: waiting for PR https://forge.example/up/pull/7: never retired "
+        "until its commit is in upstream.map (forktool upstream resolve)"
+    ]
+
+
+# -- failure paths: exit 2 changes nothing; no dead ends --------------------------------
+
+
+def _v3_with_0002_cherry_picked(fork: RepoBuilder) -> None:
+    """Upstream v3: v2 plus a cherry-pick of the fork's 0002 change (b.py line 3)."""
+    fork.checkout("upstream")
+    fork.commit(
+        "b: fork change\n\n(cherry picked from commit " + "e" * 40 + ")\n",
+        {"b.py": _edit(V1["b.py"], "b.py line 3\n", "b.py line 3 forked\n")},
+    )
+    fork.tag("v3")
+    fork.checkout("main")
+
+
+def _state_left(fork: RepoBuilder) -> tuple[object, ...]:
+    git_dir = fork.git.git_dir()
+    return (
+        fork.git.out(["branch", "--list"], purpose="branches"),
+        len(fork.git.out(["worktree", "list"], purpose="worktrees").splitlines()),
+        (git_dir / "forktool" / "sync" / "state.json").exists(),
+        (git_dir / "forktool" / "refresh").exists(),
+    )
+
+
+def test_a_patch_already_on_the_tag_is_flagged_before_the_refresh(
+    sync_fork: RepoBuilder,
+) -> None:
+    _v3_with_0002_cherry_picked(sync_fork)
+    plan = run_cli(
+        "-C", sync_fork.path, "sync", "v3", "--no-fetch", "--dry-run", "--format", "json"
+    )
+    data = plan.json()
+    assert "0002-b.patch is already on v3 (it reverse-applies exactly): retire it first " in str(
+        data["notes"]
+    )
+    assert not any(str(c).startswith("0002-b.patch") for c in data["conflicts"])  # type: ignore[union-attr]
+    poll = run_cli("-C", sync_fork.path, "upstream", "poll", "--no-fetch", "--format", "json")
+    assert poll.code == 4
+    before = _state_left(sync_fork)
+    result = run_cli("-C", sync_fork.path, "sync", "v3", "--no-fetch")
+    assert result.code == 2
+    assert result.error_lines == [
+        "error: 0002-b.patch is already on v3 (it reverse-applies exactly): retire it first "
+        "(forktool retire 0002-b.patch --tag v3 --force --reason '...') or drop it; nothing "
+        "was written; the sync was rolled back: no branch, worktree or state is left",
+        "hint: retire or drop it on your branch, commit, and run 'forktool sync v3' again",
+    ]
+    assert _state_left(sync_fork) == before
+
+
+def test_refresh_says_retire_it_first_and_opens_no_worktree(
+    sync_fork: RepoBuilder, tmp_path: Path
+) -> None:
+    _v3_with_0002_cherry_picked(sync_fork)
+    wt = tmp_path / "resolve"
+    result = run_cli(
+        "-C", sync_fork.path, "refresh", "--onto", "v3", "--worktree", wt, "--format", "json"
+    )
+    assert result.code == 1
+    data = result.json()
+    assert data["message"] == (  # 0001's fix is in v3 (absorbed): retire it first
+        "0001-a.patch is already on v3 (it reverse-applies exactly): retire it first "
+        "(forktool retire 0001-a.patch --tag v3 --force --reason '...') or drop it; "
+        "nothing was written"
+    )
+    assert data["in_progress"] is False
+    assert not wt.exists()
+
+
+def _failing_post_checkout_hook(fork: RepoBuilder) -> None:
+    hook = fork.git.git_dir() / "hooks" / "post-checkout"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text(
+        "#!/bin/sh\necho 'fatal: the checkout hook refused' >&2\necho 'more noise' >&2\nexit 1\n"
+    )
+    hook.chmod(0o755)
+
+
+def test_sync_whose_worktree_cannot_be_made_leaves_nothing(sync_fork: RepoBuilder) -> None:
+    before = _state_left(sync_fork)
+    _failing_post_checkout_hook(sync_fork)
+    result = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch")
+    assert result.code == 2
+    assert result.error_lines[0] == (
+        "error: git could not create a worktree for forktool/sync-v2: fatal: the checkout hook "
+        "refused; the sync was rolled back: no branch, worktree or state is left"
+    )
+    assert _state_left(sync_fork) == before
+
+
+def test_refresh_whose_worktree_cannot_be_made_leaves_nothing(
+    sync_fork: RepoBuilder, tmp_path: Path
+) -> None:
+    _drop(sync_fork, "0001-a.patch")  # retired: the refresh now stops on 0004's conflict
+    before = _state_left(sync_fork)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    result = run_cli("-C", sync_fork.path, "refresh", "--onto", "v2", "--worktree", blocker / "wt")
+    assert result.code == 2
+    assert result.error_lines[0].startswith("error: git could not create the worktree ")
+    assert result.error_lines[0].endswith("; the refresh was rolled back: nothing changed")
+    assert _state_left(sync_fork) == before
+    again = run_cli("-C", sync_fork.path, "refresh", "--onto", "v2", "--format", "json")
+    assert again.code == 1  # not "already in progress"
+    assert blocker.read_text() == "not a directory\n"
+
+
+def test_a_refused_sync_continue_stages_nothing_and_names_the_sync_steps(
+    sync_fork: RepoBuilder,
+) -> None:
+    stopped = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch", "--format", "json")
+    assert stopped.code == 1
+    resolve = Path(str(stopped.json()["message"]).split(" in ", 1)[1].split(", then")[0])
+    assert sorted(p.name for p in resolve.iterdir() if p.name != ".git") == ["d.py"]  # sparse
+    (resolve / "new.txt").write_text("a file the user made\n")
+    staged = Git(resolve).out(["diff", "--cached", "--name-only"], purpose="staged")
+    refused = run_cli("-C", sync_fork.path, "sync", "--continue")
+    assert refused.code == 2
+    assert "a conflict marker is still there" in refused.error_lines[0]
+    assert refused.error_lines[1] == (
+        "hint: finish the resolution, then run 'forktool sync --continue' again"
+    )
+    assert Git(resolve).out(["diff", "--cached", "--name-only"], purpose="staged") == staged
+    (resolve / "d.py").write_text(
+        _edit(V1["d.py"], "d.py line 6\n", "d.py line 6 rewritten upstream\n")
+    )
+    (resolve / "new.txt").unlink()
+    nothing = run_cli("-C", sync_fork.path, "sync", "--continue")
+    assert nothing.code == 2
+    assert nothing.error_lines[0].startswith(
+        "error: the resolution of 0004-d.patch changes nothing"
+    )
+    assert nothing.error_lines[1].startswith("hint: run 'forktool sync --abort', then retire")
+    assert nothing.error_lines[1].endswith("and run 'forktool sync v2' again")
+    assert run_cli("-C", sync_fork.path, "sync", "--abort").code == 0
+
+
+def test_two_syncs_to_one_tag_on_two_branches_keep_both_reports(sync_fork: RepoBuilder) -> None:
+    _drop_conflicting_patch(sync_fork)
+    for branch in ("sync/first", "sync/second"):
+        result = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch", "--branch", branch)
+        assert result.code == 0, result.out
+    reports = sync_fork.git.git_dir() / "forktool" / "sync" / "v2"
+    for branch in ("sync/first", "sync/second"):
+        data = json.loads((reports / branch / "report.json").read_text())
+        assert data["branch"] == branch
+        assert f"Branch `{branch}`" in (reports / branch / "report.md").read_text()
+
+
+def test_piped_sync_names_each_step_as_it_starts_and_says_what_is_next(
+    sync_fork: RepoBuilder,
+) -> None:
+    _drop_conflicting_patch(sync_fork)
+    plan = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch", "--dry-run")
+    assert "merge: the release tag v2 (" in plan.out
+    assert "c.py: hunk 1 applies only at offset +3 (line 8) on v2;" in plan.out
+    assert "would be regenerated" in plan.out and "; regenerated" not in plan.out
+    assert plan.out.splitlines()[-2:] == ["DRY RUN: nothing was written", "next: forktool sync v2"]
+    result = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch")
+    assert result.code == 0, result.out
+    assert result.err.splitlines() == [
+        "sync: retire what v2 absorbed (1/5)",
+        "sync: refresh the patches onto v2 (2/5)",
+        "sync: bump the pins to v2 (3/5)",
+        "sync: merge v2 (4/5)",
+        "sync: check the result (5/5)",
+    ]
+    assert "merged: the release tag v2 (" in result.out
+    assert result.out.splitlines()[-1] == (
+        "next: review branch forktool/sync-v2 and merge it (git merge forktool/sync-v2)"
+    )
+    quiet = run_cli("-C", sync_fork.path, "-q", "sync", "v2", "--no-fetch", "--branch", "again")
+    assert quiet.err == ""

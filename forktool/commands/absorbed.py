@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, notice, pass_app, user_path
 from forktool.engine.absorb import absorbed, fetch_missing, load_probe_results
 from forktool.report import retirement
 
@@ -22,7 +22,7 @@ from forktool.report import retirement
 @click.option(
     "--probe-results",
     "probe_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=user_path(dir_okay=False),
     metavar="FILE",
     help="Leave-one-out results on TAG (JSON), combined with ancestry as a second witness.",
 )
@@ -44,7 +44,8 @@ def command(
     ancestry and nothing contradicts it; 'keep' when it does not; 'revisit' when the
     witnesses disagree (a cherry-pick or identical change in TAG without ancestry, or
     ancestry while the patch still applies forward on TAG); 'fork-only' when mapped to
-    'none'. Read-only: the repository is left byte-identical unless --fetch or
+    'none'; 'pending' when mapped to 'pending [PR-url]' (waiting for upstream, shown with
+    its PR, never retired). Read-only: the repository is left byte-identical unless --fetch or
     --commit-graph is given.
 
     Exit 0 with the report; 1 when --probe-results shows a patch that is now harmful or
@@ -61,17 +62,17 @@ def command(
     git = app.git()
     probe = None
     if probe_file is not None:
-        probe = load_probe_results(probe_file if probe_file.is_absolute() else app.cwd / probe_file)
+        probe = load_probe_results(probe_file)
     if fetch:
-        for what in fetch_missing(fork, git, tag):
-            app.output.detail(f"fetched {what}")
+        reached = fetch_missing(fork, git, tag)
+        for line in reached.notices:
+            notice(line)
+        for what in reached.fetched:
+            app.output.detail(f"fetched {what} from {reached.source}")
     if commit_graph:
         with app.lock(git):
             git.write_commit_graph()
     with app.output.progress(len(fork.patches), f"judging against {tag}") as tick:
         result = absorbed(fork, git, tag, probe=probe, progress=tick)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        retirement.render_absorbed(app.output, result)
+    app.emit(result, fmt, retirement.render_absorbed)
     return 1 if result.harmful else 0

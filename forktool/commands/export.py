@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.export import export_series
 from forktool.report import patches as report
 
@@ -20,13 +20,16 @@ from forktool.report import patches as report
 def command(app: App, rev: str, fmt: str) -> int:
     """Write the commits between the pin and REV as patches/, series and upstream.map.
 
-    The commits must keep the history contract (see 'forktool check-history'):
-    each becomes one canonical patch file, its Upstream-Merge trailer becomes its
-    upstream.map line (with its Upstream-PR as the note), and patch files no
-    longer produced are deleted; notes are kept. Everything is written at once,
-    or nothing. The same commits, or a rebase that keeps their content, give the
-    same bytes. A range-diff of the old series against the new is shown for
-    review.
+    Every commit becomes one canonical patch file. Its upstream.map line comes
+    from what the commit says, and the output names the line: 'Upstream-Merge:
+    <sha>' or '(cherry picked from commit <sha>)' -> that commit; 'Upstream-PR:
+    <url>' alone -> 'pending <url>'; nothing -> 'none'. A merge or empty commit is
+    refused; the history contract of 'forktool check-history' is enforced only
+    when forktool.yaml has a 'history:' section. Patch files no longer produced
+    are deleted; notes are kept. Everything is written at once, or nothing. The
+    same commits, or a rebase that keeps their content, give the same bytes, and a
+    branch made by 'forktool import' gives back the files it was made from. A
+    range-diff of the old series against the new is shown for review.
 
     \b
     Examples:
@@ -36,8 +39,5 @@ def command(app: App, rev: str, fmt: str) -> int:
     git = app.git()
     with app.lock(git):
         result = export_series(app.config(), git, rev)  # the config is read under the lock
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_export(app.output, result)
+    app.emit(result, fmt, report.render_export)
     return 0

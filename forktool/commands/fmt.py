@@ -4,10 +4,10 @@ import contextlib
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.fmt import fmt_fork
 from forktool.engine.pin import require_pin
-from forktool.errors import InputError
+from forktool.errors import require_no_errors
 from forktool.report import patches as report
 
 
@@ -16,13 +16,12 @@ from forktool.report import patches as report
     "--check", is_flag=True, help="Change nothing; exit 1 when any patch file is not canonical."
 )
 @click.option(
-    "--force",
-    is_flag=True,
-    help="Also rewrite files that differ only cosmetically (same patch-id and hunks).",
+    "--dry-run", is_flag=True, help="Show what fmt would rewrite, with the diffs; write nothing."
 )
+@click.option("--force", is_flag=True, hidden=True, help="Accepted for compatibility; no effect.")
 @format_option()
 @pass_app
-def command(app: App, check: bool, force: bool, fmt: str) -> int:
+def command(app: App, check: bool, dry_run: bool, force: bool, fmt: str) -> int:
     """Regenerate every patch on the pin in canonical form; --check compares only.
 
     Each patch is applied onto the pinned tree in a temporary index (never the
@@ -30,32 +29,35 @@ def command(app: App, check: bool, force: bool, fmt: str) -> int:
     by 'git format-patch -k --full-index --no-renames --zero-commit --no-signature
     --no-stat'. A plain-diff patch keeps its '#' header; only its diff is
     regenerated. --check fails, per file, on any byte difference and shows the
-    diff. Without --check, files that differ only cosmetically (same 'git
-    patch-id --stable', same hunks) are left alone unless --force. Nothing is
-    written unless every patch regenerates.
+    diff. fmt rewrites every file that differs, cosmetic differences included
+    (same 'git patch-id --stable', same hunks), so that afterwards --check and
+    'forktool check' pass; --dry-run shows the diffs and writes nothing. Nothing
+    is written unless every patch regenerates.
 
     \b
     Examples:
       forktool fmt --check            # the CI gate: exit 1 on any difference
+      forktool fmt --dry-run          # what fmt would rewrite
       forktool fmt                    # rewrite what is not canonical
-      forktool fmt --force --format json
     """
-    if check and force:
-        raise click.UsageError("--check and --force cannot be combined")
+    del force  # fmt rewrites cosmetic differences by default now
+    if check and dry_run:
+        raise click.UsageError("--check and --dry-run cannot be combined")
     git = app.git()
-    with contextlib.nullcontext() if check else app.lock(git):
+    with contextlib.nullcontext() if check or dry_run else app.lock(git):
         fork = app.fork(strict=False)  # read under the lock
-        problems = [f for f in fork.findings if f.severity == "error"]
-        if problems:
-            raise InputError(problems)
+        require_no_errors(fork.findings)
         commit = require_pin(fork.config, git)
         tag = fork.config.pin_tag
         with app.output.progress(len(fork.patches), f"regenerating on {tag}") as tick:
             result = fmt_fork(
-                fork, git, base=tag, base_commit=commit, check=check, force=force, progress=tick
+                fork,
+                git,
+                base=tag,
+                base_commit=commit,
+                check=check,
+                dry_run=dry_run,
+                progress=tick,
             )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_fmt(app.output, result)
+    app.emit(result, fmt, report.render_fmt)
     return 0 if result.ok else 1

@@ -1,18 +1,23 @@
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, notice, pass_app
 from forktool.docker_client import DockerEngine, connect
 from forktool.engine.freeze import freeze_release, tagger_identity
 from forktool.engine.image import (
     build_candidate,
+    clean_leftovers,
     gate_candidate,
-    promote_candidate,
     require_image_settings,
 )
+from forktool.engine.promote import promote_candidate
 from forktool.report.image import render_build, render_freeze, render_gate, render_promote
 
 
@@ -21,14 +26,39 @@ def engine() -> DockerEngine:
     return connect()
 
 
+@contextmanager
+def terminated_like_interrupted() -> Iterator[None]:
+    """SIGTERM (what CI sends on cancel) unwinds like Ctrl-C: containers and temporary
+    directories are removed on the way out."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def cleaned_engine(scope: str) -> DockerEngine:
+    """The engine, after removing what a killed forktool run left (one notice each)."""
+    docker = engine()
+    for message in clean_leftovers(docker, scope):
+        notice(message)
+    return docker
+
+
 @click.group("image")
 def command() -> None:
     """Candidate images, the gate, promotion by digest, frozen releases.
 
-    A build only ever makes a candidate; the gate runs in that exact image and
-    records its verdict by image id; promotion tags and pushes that same id, and
-    only when it passed. Nothing rebuilds. Configured by the image: block of
-    forktool.yaml; the engine is DOCKER_HOST (or the default socket).
+    A build only ever makes a candidate; the gate runs the committed gate
+    commands in that exact image, checks its series from outside, and records its
+    verdict bound to the image id and the committed configuration; promotion
+    publishes that same id, and only when the record derives again. Nothing
+    rebuilds. Configured by the image: block of forktool.yaml; the engine is
+    DOCKER_HOST (or the default socket). SIGTERM is handled like Ctrl-C.
 
     \b
     Example:
@@ -61,12 +91,12 @@ def build(app: App, minus: str | None, patchless: bool, fmt: str) -> int:
       forktool image build --patchless --format json
     """
     config = app.config()
-    require_image_settings(config)
-    result = build_candidate(config, app.git(), engine(), minus=minus, patchless=patchless)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_build(app.output, result)
+    scope = require_image_settings(config).repository
+    git = app.git()
+    with terminated_like_interrupted():
+        docker = cleaned_engine(scope)
+        result = build_candidate(config, git, docker, minus=minus, patchless=patchless)
+    app.emit(result, fmt, render_build)
     return 0 if result.ok else 1
 
 
@@ -77,10 +107,15 @@ def build(app: App, minus: str | None, patchless: bool, fmt: str) -> int:
 def gate(app: App, candidate: str, fmt: str) -> int:
     """Run the gate in CANDIDATE (no network) and record the verdict by image id.
 
-    Runs every image.gate command in the candidate, then checks the series in
-    image.site: 'forktool apply --verify' inside the image when forktool is
-    there, else the same strict engine on a copy of the site taken out of the
-    image. Writes the gate record under image.records. Exit 1 when anything fails.
+    Refuses (exit 2) while the fork's files have uncommitted changes: the gate
+    commands, image.site and image.gate_timeout come from the configuration
+    committed at the candidate's revision. Runs every image.gate command in the
+    candidate, then copies image.site out of it and runs this forktool's
+    'apply --verify' on the copy (for a minus arm '--verify --except PATCH',
+    for the patchless arm '--dry-run'): nothing inside the image judges the
+    image. Writes the gate record, bound to the image id, revision, committed
+    config blob, patch set and forktool version, under image.records.
+    Exit 1 when anything fails.
 
     \b
     Example:
@@ -89,14 +124,12 @@ def gate(app: App, candidate: str, fmt: str) -> int:
     config = app.config()
     require_image_settings(config)
     git = app.git()
-    docker = engine()
     steps = len(config.image.gate) + 1 if config.image else 1
-    with app.lock(git), app.output.progress(steps, f"gating {candidate}") as tick:
-        record = gate_candidate(config, git, docker, candidate, progress=tick)
-    if fmt == "json":
-        app.output.json({**record.to_json(), "record": record.record_path})
-    else:
-        render_gate(app.output, record)
+    with terminated_like_interrupted(), app.lock(git):
+        docker = cleaned_engine(config.image.repository if config.image else "")
+        with app.output.progress(steps, f"gating {candidate}") as tick:
+            record = gate_candidate(config, git, docker, candidate, progress=tick)
+    app.emit(record, fmt, render_gate, extra={"record": record.record_path})
     return 0 if record.ok else 1
 
 
@@ -109,9 +142,13 @@ def gate(app: App, candidate: str, fmt: str) -> int:
 def promote(app: App, candidate: str, tag: str, latest: bool, fmt: str) -> int:
     """Publish a gated candidate's exact digest as <repository>:TAG. Never rebuilds.
 
-    Refuses (exit 1) an image without a passing gate record, an arm candidate,
-    and a TAG the registry already holds for another digest. Tags the image id,
-    pushes, and checks the registry reports the digest the push acknowledged.
+    Refuses (exit 1) an image whose gate record is missing, failed, or does
+    not match what promote derives again (image id, revision, committed config
+    blob, patch set, gate commands, forktool version); an arm candidate; and a
+    TAG the registry already holds for another image. Pushes the image id under
+    a private unique tag, fetches the manifest by digest from the registry and
+    requires its config to be the gated image id, then tags the release on the
+    registry by that manifest digest. No local release tag is made.
 
     \b
     Example:
@@ -120,12 +157,9 @@ def promote(app: App, candidate: str, tag: str, latest: bool, fmt: str) -> int:
     config = app.config()
     require_image_settings(config)
     git = app.git()
-    with app.lock(git):
-        result = promote_candidate(config, engine(), candidate, tag, latest=latest)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_promote(app.output, result)
+    with terminated_like_interrupted(), app.lock(git):
+        result = promote_candidate(config, git, engine(), candidate, tag, latest=latest)
+    app.emit(result, fmt, render_promote)
     return 0 if result.ok else 1
 
 
@@ -133,7 +167,8 @@ def promote(app: App, candidate: str, tag: str, latest: bool, fmt: str) -> int:
 @click.option(
     "--digest",
     metavar="REF",
-    help="The released image (repository@sha256:... or sha256:...); default: its promotion record.",
+    help="The released image (repository@sha256:... or sha256:...): it must be named by a "
+    "promotion record of HEAD and its patch set; default: the newest such record.",
 )
 @format_option()
 @pass_app
@@ -155,8 +190,5 @@ def freeze(app: App, digest: str | None, fmt: str) -> int:
     git = app.git()
     with app.lock(git):
         result = freeze_release(config, git, tagger_identity(git, os.environ), digest)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_freeze(app.output, result)
+    app.emit(result, fmt, render_freeze)
     return 0 if result.ok else 1

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.init import scaffold
 from forktool.git import Git
 from forktool.report import text
@@ -29,29 +31,54 @@ from forktool.report import text
     show_default=True,
     help="merged: the fork's branch merges upstream tags; overlay: fork files only.",
 )
+@click.option(
+    "--from-quilt",
+    "quilt_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Adopt an existing quilt directory (its series and patches) in place.",
+)
 @format_option()
 @pass_app
 def command(
-    app: App, tag: str, upstream_remote: str, upstream_url: str | None, layout: str, fmt: str
+    app: App,
+    tag: str,
+    upstream_remote: str,
+    upstream_url: str | None,
+    layout: str,
+    quilt_dir: Path | None,
+    fmt: str,
 ) -> int:
     """Scaffold a fork's files here, pinned to TAG.
 
     Creates forktool.yaml (with the commit TAG peels to), series, patches/,
-    upstream.map, alignment.ledger and FORK.md. Refuses to overwrite anything.
+    upstream.map, alignment.ledger and FORK.md. Never overwrites a file: an existing
+    FORK.md gets the retirement record section appended, and on a fork that already
+    has forktool.yaml, init only appends that section when it is missing.
+
+    --from-quilt DIR adopts a quilt directory (DIR/series and its patches, e.g.
+    debian/patches) where it is: forktool.yaml points at it, and upstream.map is
+    filled from what the patch headers say (as 'forktool map suggest' reads them;
+    'pending' where a header says nothing). Only -p1 series entries are accepted.
 
     \b
-    Example:
+    Examples:
       git fetch upstream --tags
       forktool init --pin v1.1.0 --upstream-url https://example.org/pulse.git
+      forktool init --pin v1.1.0 --from-quilt debian/patches
     """
     git = Git(app.cwd)
     git.toplevel()  # refuses, with a hint, outside a git repository
     with app.lock(git, root=app.cwd):
         result = scaffold(
-            app.cwd, git, tag=tag, remote=upstream_remote, url=upstream_url, layout=layout
+            app.cwd,
+            git,
+            tag=tag,
+            remote=upstream_remote,
+            url=upstream_url,
+            layout=layout,
+            quilt_dir=quilt_dir,
         )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        text.render_init(app.output, result)
+    app.emit(result, fmt, text.render_init)
     return 0

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, notice, pass_app
 from forktool.engine.sync import (
     abort_sync,
     continue_sync,
@@ -49,7 +48,8 @@ def command(
     Works on a new branch in a temporary worktree; your checkout is never switched or
     dirtied. Retirement is by ancestry only. For a merged-layout fork the release
     TAG is merged (never upstream's main branch). The result is checked and a report
-    (markdown for a pull request, and JSON) is written under .git/forktool/sync/TAG/.
+    (markdown for a pull request, and JSON) is written under
+    .git/forktool/sync/TAG/BRANCH/.
     A conflict stops the sync: resolve it and run 'sync --continue', or 'sync --abort'.
     Exit 0 when synced and the check passed, 1 when stopped or the check failed.
 
@@ -69,10 +69,10 @@ def command(
     git = app.git()
     if dry_run:
         assert tag is not None
-        commit = resolve_tag(app.config(), git, tag, fetch=fetch)
+        commit = resolve_tag(app.config(), git, tag, fetch=fetch, notice=notice)
         result = plan_sync(app.fork(), git, tag, commit)
     else:
-        with app.lock(git), app.output.progress(5, "sync") as tick:
+        with app.lock(git), app.output.steps(5, "sync") as tick:
             if abort:
                 result = abort_sync(git)
             elif resume:
@@ -95,15 +95,10 @@ def command(
                     fetch=fetch,
                     env=os.environ,
                     progress=tick,
+                    notice=notice,
                 )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    elif abort and fmt == "text":
-        app.output.result(result.message)
-    elif fmt == "markdown":
-        sys.stdout.write(render_markdown(result))
-    else:
-        report.render_sync(app.output, result)
+    render = report.render_aborted if abort else report.render_sync
+    app.emit(result, fmt, render, writers={"markdown": render_markdown})
     if abort:
         return 0
     return 0 if result.ok else 1

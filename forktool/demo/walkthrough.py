@@ -16,6 +16,7 @@ from io import BytesIO
 from pathlib import Path
 
 from forktool.builder import RepoBuilder
+from forktool.config import Config
 from forktool.demo.example import EXAMPLE_FILES, PATCHES_DIR, PIN_TAG, example_root
 from forktool.demo.upstream import DemoUpstream, build_demo_upstream
 from forktool.errors import FatalError
@@ -328,7 +329,6 @@ def step_retire(demo: Demo) -> None:
         restores 0001 from the commit before the retirement, byte for byte, and records
         why.""",
     )
-    demo.run(["retire", "--tag", "v1.2.0", "--dry-run"])
     demo.run(["retire", p2, "--tag", "v1.2.0"], expect=1)
     demo.run(["retire", "--tag", "v1.2.0"])
     record = (demo.fork_path / "FORK.md").read_text(encoding="utf-8")
@@ -420,6 +420,47 @@ def step_images(demo: Demo) -> None:
         demo.run(["arms"])
         demo.run(["image", "build", "--minus", patch])
         demo.run(["image", "gate", f"{candidate}-minus-0001"], expect=1)
+        demo.say(
+            "   A gate judges committed configuration only: an uncommitted gate: [[true]]"
+            " cannot turn that failure into a pass."
+        )
+        config_file = demo.fork_path / "forktool.yaml"
+        committed = config_file.read_text()
+        lines = committed.splitlines(keepends=True)
+        lines = ['  gate: [["true"]]\n' if ln.startswith("  gate: ") else ln for ln in lines]
+        config_file.write_text("".join(lines))
+        try:
+            demo.run(["image", "gate", f"{candidate}-minus-0001"], expect=2)
+        finally:
+            config_file.write_text(committed)
+
+
+def step_forecast(demo: Demo) -> None:
+    demo.step(
+        "The forecast: what will each newer release absorb, and what will it break?",
+        """forecast judges every release newer than the pin at once: each cell is what
+        'absorbed --tag' says there, and how the patch meets that release when the patches
+        that remain are applied in order. On v1.2.0 the retry patch lands only at an
+        offset: forecast bisects the commits that touched engine.py and names the one
+        after which it stopped applying exactly (the logger). --format html writes the
+        same matrix as one self-contained page for a CI artifact.""",
+    )
+    demo.run(["forecast"])
+    page = demo.root / "forecast.html"
+    from forktool.engine.forecast import choose_targets, forecast
+    from forktool.fork import load_fork
+    from forktool.report.tracking import forecast_html
+
+    fork = load_fork(_config(demo))
+    targets = choose_targets(fork.config, demo.fork.git, None, None)
+    page.write_text(forecast_html(forecast(fork, demo.fork.git, targets)), encoding="utf-8")
+    demo.say(f"   (also written as {page}: open it in a browser)")
+
+
+def _config(demo: Demo) -> Config:
+    from forktool.config import load_config
+
+    return load_config(demo.fork_path / "forktool.yaml")
 
 
 def step_poll(demo: Demo) -> None:
@@ -442,7 +483,7 @@ def step_sync(demo: Demo) -> None:
         runs check, and writes a report for the pull request.""",
     )
     demo.run(["sync", "v1.3.0"])
-    report = demo.fork_path / ".git" / "forktool" / "sync" / "v1.3.0" / "report.md"
+    report = demo.fork_path / ".git/forktool/sync/v1.3.0/forktool/sync-v1.3.0/report.md"
     demo.say(f"   the pull-request body is in {report}")
 
 
@@ -462,6 +503,79 @@ def step_check_after_sync(demo: Demo) -> None:
     demo.run(["status"])
 
 
+PENDING_PATCH = "0005-sink-flush-the-file-sink-on-exit.patch"
+PENDING_PR = "https://git.example.org/pulse/pulls/64"
+FLUSH_FILE = "pulse/flush.py"
+FLUSH_TEXT = '''"""Flush every open sink when the process exits."""
+
+import atexit
+
+SINKS: list[object] = []
+
+
+@atexit.register
+def flush_all() -> None:
+    for sink in SINKS:
+        getattr(sink, "flush", lambda: None)()
+'''
+
+
+def _pending_patch(demo: Demo, pin: str) -> bytes:
+    """The fix the fork sent upstream, made on ``pin`` as a canonical patch."""
+    from forktool.engine.canonical import FORMAT_PATCH_ARGS
+
+    git = demo.fork.git
+    git.run(["checkout", "-q", "--detach", pin], purpose="detach at the pin")
+    try:
+        demo.fork.commit(
+            "sink: flush the file sink on exit\n\nUpstream-PR: " + PENDING_PR + "\n",
+            {FLUSH_FILE: FLUSH_TEXT},
+            author=FORK_MAINTAINER,
+        )
+        return git.run([*FORMAT_PATCH_ARGS, "-1", "--stdout"], purpose="export the fix").stdout
+    finally:
+        git.run(["checkout", "-q", "-f", "main"], purpose="return to main")
+
+
+def step_resolve(demo: Demo) -> None:
+    demo.step(
+        "A fix sent upstream: pending until its PR merges, then resolved to the commit",
+        """The fork carries a new fix while its PR is open, mapped 'pending <PR-url>' (never
+        retired while pending). Upstream then squash-merges it as '... (#64)' and a
+        follow-up mentions '(#64)'. upstream resolve reads upstream's main once, finds the
+        commit that MERGED the PR (not the follow-up) and, with --write, records it in
+        upstream.map; forecast --branch main then shows the patch absorbed there.""",
+    )
+    pin = _config(demo).pin_tag
+    patch = _pending_patch(demo, pin)
+    series = (demo.fork_path / "series").read_text(encoding="utf-8")
+    umap = (demo.fork_path / "upstream.map").read_text(encoding="utf-8")
+    demo.fork.commit(
+        f"fork: carry {PENDING_PATCH} while upstream reviews it\n",
+        {
+            f"patches/{PENDING_PATCH}": patch,
+            "series": series + PENDING_PATCH + "\n",
+            "upstream.map": umap + f"{PENDING_PATCH} pending {PENDING_PR}\n",
+        },
+        author=FORK_MAINTAINER,
+    )
+    demo.run(["upstream", "resolve"])
+    upstream = RepoBuilder(demo.upstream.path)
+    upstream.commit(
+        "sink: flush the file sink on exit (#64)\n",
+        {FLUSH_FILE: FLUSH_TEXT},
+        author=FORK_MAINTAINER,
+    )
+    upstream.commit(
+        "docs: describe the exit flush from (#64)\n",
+        {"docs/flush.md": "Sinks are flushed when pulse exits.\n"},
+    )
+    demo.say("   upstream merged PR #64 as a squash commit, then a follow-up that mentions it")
+    demo.run(["upstream", "resolve", "--write"])
+    demo.fork.commit(f"fork: {PENDING_PATCH} merged upstream\n", author=FORK_MAINTAINER)
+    demo.run(["forecast", "--branch", "main"])
+
+
 STEPS: list[Step] = [
     step_status,
     step_verify,
@@ -476,7 +590,9 @@ STEPS: list[Step] = [
     step_pin_bump_preview,
     step_align_bot_workflow,
     step_images,
+    step_forecast,
     step_poll,
     step_sync,
     step_check_after_sync,
+    step_resolve,
 ]

@@ -21,24 +21,26 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from forktool.config import Config
+from forktool.engine import Progress
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
-from forktool.engine.releases import first_releases, release_tags
+from forktool.engine.releases import Release, first_releases, release_tags, require_releases
+from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
-from forktool.git import Git, TempIndex
+from forktool.git import Git, TempIndex, short
 from forktool.inputs import parse_json, read_input
 from forktool.model.patchfile import PatchFile, touched_paths
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only", "pending"]
 EvidenceKind = Literal[
-    "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies"
+    "cherry-pick", "patch-id", "content-present", "still-applies", "no-longer-applies", "offset"
 ]
 Outcome = Literal[
     "retired",
@@ -49,7 +51,6 @@ Outcome = Literal[
     "now-harmful",
 ]
 ProbeResult = Literal["pass", "fail"]
-Progress = Callable[[int], None]
 
 # Outcomes of the second witness that make ``absorbed`` exit 1.
 HARMFUL_OUTCOMES: frozenset[str] = frozenset({"broken-on-tag", "now-harmful"})
@@ -60,10 +61,6 @@ CHERRY_GREP = "cherry picked from commit "
 MAX_PATHSPECS = 64
 WITNESS_WORKERS = 4
 _PATCH_FAILED = re.compile(r"^error: patch failed: (.+):[0-9]+$")
-
-
-def short(commit: str) -> str:
-    return commit[:12]
 
 
 @dataclass(frozen=True)
@@ -99,6 +96,7 @@ class PatchAbsorption:
     reason: str  # the verdict, spelled out
     not_in_tag: tuple[str, ...] = ()  # mapped commits that are not ancestors of the tag
     probe: ProbeWitness | None = None
+    upstream_pr: str | None = None  # the patch's PR (trailer, else the map note's URL)
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -109,6 +107,7 @@ class PatchAbsorption:
             "first_release": self.first_release,
             "evidence": [e.to_json() for e in self.evidence],
             "reason": self.reason,
+            "upstream_pr": self.upstream_pr,
         }
         if self.probe is not None:
             data["probe"] = self.probe.to_json()
@@ -262,31 +261,19 @@ def require_commits(fork: Fork, git: Git) -> None:
             )
 
 
-def fetch_missing(fork: Fork, git: Git, tag: str) -> list[str]:
+def fetch_missing(fork: Fork, git: Git, tag: str) -> Fetched:
     """``--fetch``: the tag, the pin's tag, every missing mapped commit, and the rest of
-    a shallow history, from the upstream remote (or ``upstream.url``). What was fetched."""
+    a shallow history, by the one rule for reaching upstream. What was fetched."""
     config = fork.config
-    source = config.upstream_remote
-    if source not in git.remotes():
-        if config.upstream_url is None:
-            raise FatalError(
-                f"there is no remote '{source}' to fetch from",
-                f"git remote add {source} <url>, or set upstream.url in forktool.yaml",
-            )
-        source = config.upstream_url
-    fetched: list[str] = []
-    if git.is_shallow():
-        git.fetch(source, [], unshallow=True)
-        fetched.append("--unshallow")
-    refspecs = [f"refs/tags/{t}:refs/tags/{t}" for t in dict.fromkeys((tag, config.pin_tag))]
-    git.fetch(source, refspecs)
-    fetched += [tag, config.pin_tag] if tag != config.pin_tag else [tag]
-    commits = {c for p in fork.patches for c in p.commits} | {config.pin_commit}
-    missing = sorted(c for c, kind in git.object_types(commits).items() if kind is None)
-    if missing:
-        git.fetch(source, missing)
-        fetched += missing
-    return fetched
+    commits = sorted({c for p in fork.patches for c in p.commits} | {config.pin_commit})
+    return fetch_upstream(
+        config,
+        git,
+        tags=[tag, config.pin_tag],
+        commits=commits,
+        unshallow=True,
+        offline="drop --fetch",
+    )
 
 
 # -- the witnesses, each in bulk -----------------------------------------------------
@@ -365,6 +352,7 @@ class ApplyState:
     reverse: bool  # reverse-applies exactly: the change is present
     message: str  # why the forward apply is not exact ("" when it is)
     reverse_shifted: bool = False  # reverse-applies, but only at shifted lines
+    forward_shifted: bool = False  # applies, but only at shifted lines (drift, not a conflict)
 
 
 def _exact(attempt: Attempt) -> bool:
@@ -444,7 +432,9 @@ def apply_states(
             )
             message = "" if _exact(fwd) else classify(patch, fwd, None, _exact(back), base).message
             shifted = back.ok and not _exact(back)
-            states[patch.name] = ApplyState(_exact(fwd), _exact(back), message, shifted)
+            states[patch.name] = ApplyState(
+                _exact(fwd), _exact(back), message, shifted, fwd.ok and not _exact(fwd)
+            )
     return states
 
 
@@ -487,7 +477,9 @@ def _evidence(
                 f"the patch still applies forward exactly on {tag}: its change is not there",
             )
         )
-    if not state.forward and not state.reverse:
+    if state.forward_shifted and not ancestor:  # offset drift: it still applies, moved
+        found.append(Evidence("offset", None, state.message))
+    elif not state.forward and not state.reverse:
         detail = state.message
         if state.reverse_shifted:
             detail += "; it reverse-applies only at an offset: the change looks present, moved"
@@ -498,6 +490,36 @@ def _evidence(
 # -- the report ---------------------------------------------------------------------
 
 
+def checked_releases(fork: Fork, git: Git) -> list[Release]:
+    """The release tags, refused (exit 2) when ``release_tags`` matches nothing at all."""
+    config = fork.config
+    return require_releases(
+        release_tags(git, config.release_tags, prereleases=config.prereleases),
+        config.release_tags,
+        config.pin_tag,
+    )
+
+
+def first_release_map(fork: Fork, git: Git, releases: Sequence[Release]) -> dict[str, str | None]:
+    """Patch name -> the first release containing every mapped commit (or None)."""
+    wanted = {p.name: p.commits for p in fork.patches}
+    return first_releases(git, releases, wanted, since=fork.config.pin_commit)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What :func:`absorbed` finds the same whatever the tag: checked once for many."""
+
+    first: dict[str, str | None]
+
+
+def shared_knowledge(fork: Fork, git: Git) -> Shared:
+    """Refuse a shallow clone or a missing commit, and find first releases: once."""
+    refuse_shallow(git, fork.config)
+    require_commits(fork, git)
+    return Shared(first_release_map(fork, git, checked_releases(fork, git)))
+
+
 def absorbed(
     fork: Fork,
     git: Git,
@@ -505,33 +527,40 @@ def absorbed(
     *,
     probe: ProbeResults | None = None,
     progress: Progress | None = None,
+    tag_commit: str | None = None,
+    shared: Shared | None = None,
 ) -> AbsorbedResult:
     """Per patch: is it in ``tag`` by ancestry, its first release, and the other witnesses.
+
+    ``tag_commit`` judges a commit that is not a tag (``tag`` is then only its name);
+    ``shared`` (from :func:`shared_knowledge`) skips what does not depend on the tag
+    when one run judges several tags (``forecast``).
 
     Exit-2 conditions (raised as FatalError, nothing changed): unknown tag, shallow
     clone, a mapped or pinned commit that is missing or is not a commit, probe results
     that do not cover the series.
     """
-    tag_commit = git.peel_tag(tag)
-    refuse_shallow(git, fork.config)
-    require_commits(fork, git)
+    if tag_commit is None:
+        tag_commit = git.peel_tag(tag)
+    if shared is None:
+        refuse_shallow(git, fork.config)
+        require_commits(fork, git)
     if probe is not None:
         probe.require_covers(fork, tag)
     patches = list(fork.patches)
     commits = [c for p in patches for c in p.commits]
-    releases = release_tags(git, fork.config.release_tags, prereleases=fork.config.prereleases)
+    releases = checked_releases(fork, git) if shared is None else None
     since = fork.config.pin_commit
     # The witnesses are independent read-only git runs: gather them side by side.
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
-        first_f = pool.submit(
-            first_releases, git, releases, {p.name: p.commits for p in patches}, since=since
-        )
+        first_f = None if releases is None else pool.submit(first_release_map, fork, git, releases)
         same_f = pool.submit(same_changes, git, patches, tag_commit, since)
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
         missing = git.not_in(commits, tag_commit)
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
         picks = cherry_picks(git, tag_commit, since, sorted(missing))
-        first, same, states = first_f.result(), same_f.result(), states_f.result()
+        first = shared.first if shared is not None else first_f.result() if first_f else {}
+        same, states = same_f.result(), states_f.result()
     results = []
     for patch in patches:
         not_in_tag = tuple(c for c in patch.commits if c in missing)
@@ -561,6 +590,7 @@ def absorbed(
                 reason,
                 not_in_tag,
                 witness,
+                patch.upstream_pr,
             )
         )
         if progress:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forktool.config import Config
+from forktool.engine.history import fork_files
 from forktool.engine.pin import require_pin
 from forktool.engine.releases import release_tags
 from forktool.errors import FatalError, Finding, InputError
@@ -42,10 +43,11 @@ class PathChange:
     path: str
     kind: str  # one of KINDS
     entry: LedgerEntry | None  # the ledger entry that declares it
+    own: bool = False  # one of the fork's own files: declared by definition
 
     @property
     def declared(self) -> bool:
-        return self.entry is not None
+        return self.entry is not None or self.own
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -53,6 +55,7 @@ class PathChange:
             "kind": self.kind,
             "declared": self.declared,
             "ledger_line": self.entry.line if self.entry else None,
+            "own": self.own,
         }
 
 
@@ -83,7 +86,7 @@ def _entry_json(entry: LedgerEntry) -> dict[str, object]:
 class AlignResult:
     tag: str
     tag_commit: str
-    head: str
+    head: str | None  # None before the first commit
     layout: str
     ledger: str | None  # the ledger file, None when the fork has none
     changes: tuple[PathChange, ...]
@@ -150,12 +153,17 @@ def load_ledger(config: Config) -> tuple[Ledger, str | None]:
     return ledger, config.ledger
 
 
+def _is_own(path: str, own: Sequence[str]) -> bool:
+    return any(path == o or path.startswith(o + "/") for o in own)
+
+
 def _classify(
     git: Git, config: Config, ledger: Ledger, tag_commit: str, head: str
 ) -> list[PathChange]:
+    own = fork_files(config, git)
     if config.layout == "overlay":
         return [
-            PathChange(path, "tracked", ledger.declaring("add", path))
+            PathChange(path, "tracked", ledger.declaring("add", path), _is_own(path, own))
             for path in git.tracked_paths(head)
         ]
     changes = []
@@ -163,8 +171,17 @@ def _classify(
         kind = _KIND_OF_STATUS.get(status, "modified")
         action = _ACTION_OF_KIND.get(kind)
         entry = ledger.declaring(action, path) if action is not None else None
-        changes.append(PathChange(path, kind, entry))
+        changes.append(PathChange(path, kind, entry, action == "add" and _is_own(path, own)))
     return changes
+
+
+def _uncommitted(git: Git) -> list[str]:
+    """Paths in the index or the work tree that HEAD does not have as they are."""
+    out = git.run(
+        ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
+        purpose="list uncommitted files",
+    ).out
+    return [item[3:] for item in out.split("\0") if len(item) > 3]
 
 
 def _resurrected(ledger: Ledger, head_paths: Sequence[str]) -> list[Resurrected]:
@@ -317,21 +334,63 @@ def _change_finding(ledger: str, tag: str, change: PathChange) -> Finding | None
     )
 
 
-def align(config: Config, git: Git) -> AlignResult:
-    """Measure HEAD's divergence from the pinned tag against the ledger."""
-    ledger, ledger_file = load_ledger(config)
-    tag_commit = require_pin(config, git)
-    head = git.head()
-    if head is None:
-        raise FatalError("HEAD has no commit yet", "commit the fork's files first")
+def _waiting_for_commit(git: Git, stale: Sequence[LedgerEntry]) -> list[LedgerEntry]:
+    """Add entries that match nothing committed but an uncommitted file: not stale yet."""
+    pending = _uncommitted(git)
+    return [e for e in stale if e.action == "add" and any(e.matches(p) for p in pending)]
+
+
+def _uncommitted_finding(config: Config, entry: LedgerEntry) -> Finding:
+    return Finding(
+        "info",
+        f"'{entry.action} {entry.pattern}' matches only files not committed yet",
+        config.ledger,
+        entry.line,
+        "commit them; alignment measures committed files",
+    )
+
+
+NO_COMMIT = Finding(
+    "info",
+    "HEAD has no commit yet: alignment is measured once the fork's files are committed",
+    None,
+    None,
+    "commit the fork's files",
+)
+
+
+def _measure(
+    config: Config, git: Git, ledger: Ledger, tag_commit: str, head: str
+) -> tuple[list[PathChange], list[Resurrected], list[LedgerEntry], list[Finding]]:
+    """HEAD's changes, resurrected deletions, stale entries, and the findings about them."""
     changes = _classify(git, config, ledger, tag_commit, head)
     head_paths = (
         [c.path for c in changes] if config.layout == "overlay" else git.tracked_paths(head)
     )
     resurrected = _resurrected(ledger, head_paths)
     stale = _stale(config, git, ledger, changes, resurrected, tag_commit)
+    waiting = _waiting_for_commit(git, stale) if stale else []
+    stale = [e for e in stale if e not in waiting]
+    findings = [_uncommitted_finding(config, entry) for entry in waiting]
+    return changes, resurrected, stale, findings
+
+
+def align(config: Config, git: Git) -> AlignResult:
+    """Measure HEAD's divergence from the pinned tag against the ledger.
+
+    Before the first commit nothing is measured: every entry waits for it.
+    """
+    ledger, ledger_file = load_ledger(config)
+    tag_commit = require_pin(config, git)
+    head = git.head()
+    changes: list[PathChange] = []
+    resurrected: list[Resurrected] = []
+    stale: list[LedgerEntry] = []
+    notes = [NO_COMMIT]
+    if head is not None:
+        changes, resurrected, stale, notes = _measure(config, git, ledger, tag_commit, head)
     retirable = _retirable(config, git, ledger, tag_commit)
-    findings = _findings(config, config.pin_tag, changes, resurrected, stale, retirable)
+    findings = _findings(config, config.pin_tag, changes, resurrected, stale, retirable) + notes
     return AlignResult(
         tag=config.pin_tag,
         tag_commit=tag_commit,
@@ -342,6 +401,6 @@ def align(config: Config, git: Git) -> AlignResult:
         resurrected=tuple(resurrected),
         stale=tuple(stale),
         retirable=tuple(retirable),
-        newest_release=_newest(config, git, tag_commit, head),
+        newest_release=_newest(config, git, tag_commit, head or tag_commit),
         findings=tuple(findings),
     )

@@ -18,14 +18,16 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
+from forktool.engine import Progress
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, Started, TempIndex, hardened_env
@@ -35,7 +37,6 @@ from forktool.model.patchfile import FileDiff, Hunk, PatchFile
 Status = Literal[
     "exact", "offset", "fuzz", "fails", "malformed", "unsafe", "unsupported", "not-tried"
 ]
-Progress = Callable[[int], None]
 
 _HUNK_OFFSET = re.compile(
     r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?(?: with fuzz (\d+))?"
@@ -45,6 +46,10 @@ _GIT_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
 _GIT_EXISTS = re.compile(r"^error: (.+): already exists in (?:index|working directory)$")
 _GIT_MISSING = re.compile(r"^error: (.+): (?:does not exist in index|No such file or directory)$")
 _GIT_ERROR = re.compile(r"^error: (.+)$")
+# git only warns when a file's mode is not the one the patch was made against, then
+# applies anyway (a mode-only patch "applies" where its mode is already set).
+_GIT_MODE_MISMATCH = re.compile(r"^warning: (.+) has type (\d+), expected (\d+)$")
+_GIT_MODE_WARNING = re.compile(r"^warning: .+ has type \d+, expected \d+$", re.MULTILINE)
 _PATCH_FILE = re.compile(r"^(?:patching|checking) (?:file|symbolic link) '?(.+?)'?$")
 _PATCH_FAILED = re.compile(r"^Hunk #(\d+) FAILED at (\d+)")
 # GNU patch words these for the direction it runs in ("when reversed" included).
@@ -57,8 +62,9 @@ STRAY_SUFFIXES = (".orig", ".rej")
 
 # Why an attempt failed, as far as the applier's output tells: the hunk's lines
 # are not there (context), the file it creates exists, the file it changes or
-# deletes does not, or something else (detail says what).
-Reason = Literal["", "context", "exists", "missing", "other"]
+# deletes does not, the file's mode is not the one the patch starts from (mode),
+# or something else (detail says what).
+Reason = Literal["", "context", "exists", "missing", "mode", "other"]
 
 
 @dataclass(frozen=True)
@@ -177,8 +183,15 @@ def _placements(
     return out
 
 
-def read_git_apply(parsed: PatchFile, stderr: str, ok: bool, reverse: bool) -> Attempt:
-    """Interpret ``git apply -v`` output for one patch."""
+def read_git_apply(
+    parsed: PatchFile, stderr: str, ok: bool, reverse: bool, *, modes: bool = True
+) -> Attempt:
+    """Interpret ``git apply -v`` output for one patch.
+
+    With ``modes``, git's warning that a file's mode is not the one the patch starts
+    from is a failure (``mode``): a tree's modes are part of the tree. The directory
+    appliers check only the modes a patch changes (:func:`mode_failure`).
+    """
     current: str | None = None
     offsets: dict[tuple[str, int], tuple[int, int]] = {}
     attempt = Attempt(ok=ok)
@@ -195,6 +208,12 @@ def read_git_apply(parsed: PatchFile, stderr: str, ok: bool, reverse: bool) -> A
             attempt.fail("exists", match.group(1))
         elif match := _GIT_MISSING.match(line):
             attempt.fail("missing", match.group(1))
+        elif modes and (match := _GIT_MODE_MISMATCH.match(line)):
+            path, found, wanted = match.groups()
+            attempt.ok = False
+            if attempt.failed_file is None:
+                attempt.detail = _mode_detail(path, wanted, found)
+            attempt.fail("mode", path)
         elif match := _GIT_ERROR.match(line):
             errors.append(match.group(1))
     attempt.placements = _placements(parsed, offsets, reverse)
@@ -207,6 +226,89 @@ def read_git_apply(parsed: PatchFile, stderr: str, ok: bool, reverse: bool) -> A
             errors[-1] if errors else "git apply failed",
         )
     return attempt
+
+
+def _mode_detail(path: str, wanted: str, found: str) -> str:
+    return f"{path}: the patch expects mode {wanted}, but the file has mode {found}"
+
+
+# -- modes: what a patch declares, checked and kept by the directory appliers ------
+
+EXECUTABLE, REGULAR = "100755", "100644"
+
+
+def declared_modes(diff: FileDiff) -> tuple[str | None, str | None]:
+    """(before, after) modes the diff states in ``old mode``/``new mode``/``new file
+    mode``/``deleted file mode`` lines; the ``index`` line's mode is not a statement
+    that the mode matters (a package installer picks its own)."""
+    before = after = None
+    for line in diff.header_lines:
+        words = line.split()
+        if line.startswith(("old mode ", "deleted file mode ")) and words:
+            before = words[-1]
+        elif line.startswith(("new mode ", "new file mode ")) and words:
+            after = words[-1]
+    return before, after
+
+
+def _git_mode(path: Path) -> str:
+    return EXECUTABLE if path.stat().st_mode & 0o100 else REGULAR
+
+
+def mode_failure(directory: Path, patch: Patch, reverse: bool) -> Attempt | None:
+    """A failed attempt if a file the patch changes the mode of does not start from the
+    mode the patch starts from (GNU patch never checks; git only warns)."""
+    for diff in patch.parsed.files:
+        before, after = declared_modes(diff)
+        wanted = after if reverse else before
+        rel = diff.new_path if reverse else diff.old_path
+        if wanted not in (EXECUTABLE, REGULAR) or rel is None:
+            continue
+        path = directory / rel
+        if path.is_symlink() or not path.is_file():
+            continue  # a missing file or a wrong kind: the applier reports it
+        found = _git_mode(path)
+        if found != wanted:
+            attempt = Attempt(ok=False, detail=_mode_detail(rel, wanted, found))
+            attempt.fail("mode", rel)
+            return attempt
+    return None
+
+
+def _permissions(directory: Path, patch: Patch) -> dict[str, int]:
+    """Permission bits of the files ``patch`` reads, before it runs."""
+    found: dict[str, int] = {}
+    for rel in touched([patch]):
+        path = directory / rel
+        if path.is_file() and not path.is_symlink():
+            found[rel] = path.stat().st_mode & 0o7777
+    return found
+
+
+def _with_exec(bits: int, executable: bool) -> int:
+    """``bits`` made executable (for whoever may read) or not."""
+    return bits | ((bits & 0o444) >> 2) if executable else bits & ~0o111
+
+
+def settle_modes(directory: Path, patch: Patch, reverse: bool, before: dict[str, int]) -> None:
+    """After an applier wrote ``patch``: each written file keeps the permissions it had
+    (appliers rewrite files with the umask's), and takes the executable bit the patch
+    sets when it changes the mode (GNU patch does not set it exactly)."""
+    for diff in patch.parsed.files:
+        source, written = (
+            (diff.new_path, diff.old_path) if reverse else (diff.old_path, diff.new_path)
+        )
+        if written is None:
+            continue
+        path = directory / written
+        if path.is_symlink() or not path.is_file():
+            continue
+        old_mode, new_mode = declared_modes(diff)
+        wanted = old_mode if reverse else new_mode
+        bits = before.get(source or "", path.stat().st_mode & 0o7777)
+        if wanted in (EXECUTABLE, REGULAR):
+            bits = _with_exec(bits, wanted == EXECUTABLE)
+        os.chmod(path, bits)
 
 
 def _hunk_at(parsed: PatchFile, path: str | None, line: int, reverse: bool) -> int | None:
@@ -353,12 +455,26 @@ def precheck(patch: Patch, engine: str, parsed: PatchFile | None = None) -> Patc
                 hunk=number,
                 line=hunk.line,
             )
+    for diff in parsed.files:
+        if diff.is_copy:
+            return PatchVerdict(patch.name, "unsupported", copy_refusal(diff), file=diff.path)
     if engine == "patch":
         unsupported = gnu_patch_unsupported(parsed)
         if unsupported:
             path, reason = unsupported
             return PatchVerdict(patch.name, "unsupported", reason, file=path)
     return None
+
+
+def copy_refusal(diff: FileDiff) -> str:
+    """Why a copy (``copy from``/``copy to``, ``format-patch -C``) is refused everywhere:
+    git applies one but cannot revert it (``git apply -R`` says the source "already
+    exists"), so neither the round trip nor ``apply --verify`` could be proven."""
+    return (
+        f"{diff.path}: a copy (copy from {diff.old_path}) cannot be reverted exactly, so "
+        "forktool refuses copies; regenerate the patch without copy detection (no -C or "
+        "--find-copies), so it creates the file"
+    )
 
 
 def gnu_patch_unsupported(parsed: PatchFile) -> tuple[str, str] | None:
@@ -372,8 +488,6 @@ def gnu_patch_unsupported(parsed: PatchFile) -> tuple[str, str] | None:
             what = "a binary diff"
         elif diff.is_symlink:
             what = "a symlink"
-        elif diff.old_mode and diff.new_mode and diff.old_mode != diff.new_mode:
-            what = "a mode change"
         else:
             continue
         return diff.path, f"{diff.path}: {what} cannot be applied by GNU patch; use --engine git"
@@ -419,6 +533,8 @@ def classify(
         return PatchVerdict(patch.name, "fuzz", message, (), file, number, line)
     if attempt.reason == "exists":
         message = f"{file}: the patch creates it, but it already exists on {base}"
+    elif attempt.reason == "mode":
+        message = f"{attempt.detail} on {base}"
     elif attempt.reason == "missing":
         message = f"{file}: the patch changes or deletes it, but it does not exist on {base}"
     elif attempt.reason == "context":
@@ -462,12 +578,16 @@ def try_patch(
 ) -> Attempt:
     """Push one patch through ``git apply --cached`` on ``index`` (which it changes on success
     unless ``check``)."""
+    saved = index.path.read_bytes() if not check and index.path.exists() else None
     res = index.run(
         _git_apply_args([patch.path], reverse=reverse, check=check, context=context),
         purpose=f"apply {patch.name}",
         check=False,
     )
-    return read_git_apply(patch.parsed, res.err, res.ok, reverse)
+    attempt = read_git_apply(patch.parsed, res.err, res.ok, reverse)
+    if saved is not None and res.ok and not attempt.ok:
+        index.path.write_bytes(saved)  # git applied it, but onto the wrong mode: undo
+    return attempt
 
 
 # git apply keeps every file it patched in memory until it exits (30-60 KiB a patch,
@@ -601,6 +721,10 @@ def verify_series(
                     progress(1)
             applied, err = forward.wait()
         early = next((i for i, s in enumerate(surveys) if s.early is not None), len(patches))
+        if _GIT_MODE_WARNING.search(err):
+            # git applies onto a file of another mode with a warning only: that patch
+            # is tried on its own, where the warning fails it (try_patch).
+            early = min(early, _first_mode_warning(surveys, err))
         if applied and early == len(patches):
             verdicts = _verdicts_applied(index, base_tree, patches, surveys, err, base)
             round_trip = _round_trip(index, patches, base_tree)
@@ -644,6 +768,17 @@ def _groups(err: str) -> list[list[str]]:
         if groups:
             groups[-1].append(line)
     return groups
+
+
+def _first_mode_warning(surveys: Sequence[_Survey], err: str) -> int:
+    """The position of the first patch whose output holds a mode warning; 0 (try every
+    patch on its own) when the output cannot be matched to the patches."""
+    for position, (group, survey) in enumerate(zip(_groups(err), surveys, strict=False)):
+        if sum(line.startswith("Checking patch ") for line in group) != survey.files:
+            return 0
+        if _GIT_MODE_WARNING.search("\n".join(group)):
+            return position
+    return 0
 
 
 def _applied_groups(
@@ -806,12 +941,16 @@ class GitDirApplier:
     def attempt(
         self, directory: Path, patch: Patch, *, reverse: bool, fuzz: bool = False
     ) -> Attempt:
+        failed = mode_failure(directory, patch, reverse)
+        if failed is not None:
+            return failed
         args = ["apply", "-v", "--whitespace=nowarn", "-p1"]
         if reverse:
             args.append("-R")
         if fuzz:
             args += ["-C1", "--check"]
         args.append(str(patch.path))
+        before = _permissions(directory, patch)
         res = run_git(
             args,
             cwd=directory,
@@ -822,7 +961,10 @@ class GitDirApplier:
             },
             check=False,
         )
-        return read_git_apply(patch.parsed, res.err, res.ok, reverse)
+        attempt = read_git_apply(patch.parsed, res.err, res.ok, reverse, modes=False)
+        if attempt.ok and not fuzz:
+            settle_modes(directory, patch, reverse, before)
+        return attempt
 
 
 class GnuPatchApplier:
@@ -841,7 +983,9 @@ class GnuPatchApplier:
     def attempt(
         self, directory: Path, patch: Patch, *, reverse: bool, fuzz: bool = False
     ) -> Attempt:
-        anchored = _anchor_failure(directory, patch, reverse)
+        anchored = _anchor_failure(directory, patch, reverse) or mode_failure(
+            directory, patch, reverse
+        )
         if anchored is not None:
             return anchored
         flags = list(self.STRICT)
@@ -850,6 +994,7 @@ class GnuPatchApplier:
         if fuzz:
             flags = [f for f in flags if not f.startswith("--fuzz")] + ["--fuzz=2", "--dry-run"]
         argv = ["patch", *flags, "-d", str(directory), "-i", str(patch.path)]
+        before = _permissions(directory, patch)
         try:
             proc = subprocess.run(  # noqa: S603 - fixed argv, no shell
                 argv, capture_output=True, env=_gnu_patch_env(), check=False
@@ -862,7 +1007,10 @@ class GnuPatchApplier:
         out = proc.stdout.decode("utf-8", "surrogateescape") + proc.stderr.decode(
             "utf-8", "surrogateescape"
         )
-        return read_gnu_patch(patch.parsed, out, proc.returncode == 0, reverse)
+        attempt = read_gnu_patch(patch.parsed, out, proc.returncode == 0, reverse)
+        if attempt.ok and not fuzz:
+            settle_modes(directory, patch, reverse, before)
+        return attempt
 
 
 # Variables that change what GNU patch does (POSIX mode picks other file names and
@@ -972,6 +1120,48 @@ def symlink_problem(target: Path, rel: str, link_diff: bool) -> str | None:
     return None
 
 
+GITLINK_MODE = "160000"
+
+
+def is_gitlink(diff: FileDiff) -> bool:
+    return GITLINK_MODE in (diff.old_mode, diff.new_mode)
+
+
+def _target_refusal(target: Path, patch: Patch, links: set[str]) -> PatchVerdict | None:
+    """Why ``patch`` cannot go onto ``target`` as it is, found before anything runs."""
+    if gitlink := next((d for d in patch.parsed.files if is_gitlink(d)), None):
+        reason = (
+            f"{gitlink.path}: a submodule (gitlink, mode {GITLINK_MODE}) has no content "
+            "to apply to a plain directory; leave submodules out of the series"
+        )
+        return PatchVerdict(patch.name, "unsupported", reason, file=gitlink.path)
+    for rel in touched([patch]):
+        problem = symlink_problem(target, rel, rel in links) or kind_problem(target, rel)
+        if problem:
+            return PatchVerdict(patch.name, "unsafe", problem, file=rel)
+    return None
+
+
+def kind_problem(target: Path, rel: str) -> str | None:
+    """Why the thing at ``rel`` cannot be patched as a file (a directory, a FIFO, a
+    device: copying or reading it would fail or block), or None."""
+    path = target / rel
+    try:
+        mode = path.lstat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return None
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a FIFO"
+        if stat.S_ISFIFO(mode)
+        else ("a device or socket")
+    )
+    return f"{rel}: is {kind} where the patch expects a file; refusing to patch it"
+
+
 @contextmanager
 def _scratch_copy(target: Path, paths: Sequence[str]) -> Iterator[Path]:
     """A private copy of ``paths`` from ``target``; the target is never written here."""
@@ -1023,11 +1213,16 @@ def _prune_empty_dirs(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
-def stray_files(target: Path) -> list[str]:
+def stray_files(target: Path, series_paths: Sequence[str] = ()) -> list[str]:
+    """``.orig``/``.rej`` files under ``target`` that an applier would leave behind;
+    a path the series itself names (a patch may create ``setup.cfg.orig``) is not one."""
+    own = set(series_paths)
     return sorted(
-        str(p.relative_to(target))
+        rel
         for p in target.rglob("*")
-        if p.name.endswith(STRAY_SUFFIXES) and p.is_file()
+        if p.name.endswith(STRAY_SUFFIXES)
+        and p.is_file()
+        and (rel := p.relative_to(target).as_posix()) not in own
     )
 
 
@@ -1102,13 +1297,11 @@ def apply_to_directory(
     paths = touched(patches)
     links = {d.path for p in patches for d in p.parsed.files if d.is_symlink}
     for patch in patches:
-        for rel in touched([patch]):
-            if reason := symlink_problem(target, rel, rel in links):
-                verdict = PatchVerdict(patch.name, "unsafe", reason, file=rel)
-                return DirResult(
-                    str(target), engine, mode, False, dry_run, (verdict,), message=reason
-                )
-    strays = stray_files(target)
+        if refusal := _target_refusal(target, patch, links):
+            return DirResult(
+                str(target), engine, mode, False, dry_run, (refusal,), message=refusal.message
+            )
+    strays = stray_files(target, paths)
     if strays:
         message = (
             f"leftover files already in the target: {', '.join(strays[:5])}; "
@@ -1116,6 +1309,8 @@ def apply_to_directory(
         )
         return DirResult(str(target), engine, mode, False, dry_run, (), message=message)
     with _scratch_copy(target, paths) as scratch:
+        if mode == "verify" and exclude:
+            return _verify_except(applier, scratch, target, patches, set(exclude), base, dry_run)
         if mode == "verify":
             return _verify_directory(applier, scratch, target, patches, base, dry_run, progress)
         if mode == "apply":
@@ -1170,7 +1365,7 @@ def _verify_directory(
             break
     verdicts.reverse()
     ok = len(verdicts) == len(patches) and all(v.status == "exact" for v in verdicts)
-    strays = stray_files(target)
+    strays = stray_files(target, touched(patches))
     message = (
         f"the target carries exactly the {len(patches)} patches of the series"
         if ok
@@ -1181,6 +1376,55 @@ def _verify_directory(
         message = f"leftover files in the target: {', '.join(strays[:5])}"
     return DirResult(
         str(target), applier.name, "verify", ok, dry_run, tuple(verdicts), message=message
+    )
+
+
+def _verify_except(
+    applier: Applier,
+    scratch: Path,
+    target: Path,
+    patches: list[Patch],
+    exclude: set[str],
+    base: str,
+    dry_run: bool,
+) -> DirResult:
+    """Prove ``target`` is exactly "every patch but ``exclude``": the others reverse-apply
+    exactly (newest first) and then the whole series applies exactly on what is left,
+    so the left-out patches are absent, not merely unchecked."""
+    kept = [p for p in patches if p.name not in exclude]
+    verdicts = _verify_directory(applier, scratch, target, kept, base, dry_run, None)
+    if not verdicts.ok:
+        return replace(
+            verdicts, message="the target does not carry the series' other patches exactly"
+        )
+    forward: dict[str, PatchVerdict] = {}
+    for patch in patches:
+        verdict = _judge(applier, scratch, patch, base)
+        forward[patch.name] = verdict
+        if verdict.status != "exact":
+            break
+    shown: list[PatchVerdict] = []
+    for patch in patches:
+        if patch.name in exclude:
+            found = forward.get(patch.name)
+            if found is None:
+                found = PatchVerdict(patch.name, "fails", "not checked: an earlier patch failed")
+            elif found.status == "exact":
+                found = replace(found, message="absent (--except): it applies on the rest")
+            elif found.message.startswith("already applied"):
+                found = replace(found, message="present, though --except says it is left out")
+            shown.append(found)
+        else:
+            shown.append(next(v for v in verdicts.patches if v.patch == patch.name))
+    ok = all(v.status == "exact" for v in shown) and len(forward) == len(patches)
+    left_out = ", ".join(sorted(exclude))
+    message = (
+        f"the target carries exactly the series except {left_out}"
+        if ok
+        else f"the target is not the series without {left_out}"
+    )
+    return DirResult(
+        str(target), applier.name, "verify", ok, dry_run, tuple(shown), message=message
     )
 
 
@@ -1231,7 +1475,7 @@ def _finish(
     verdicts: tuple[PatchVerdict, ...],
     state: dict[str, str],
 ) -> DirResult:
-    strays = stray_files(scratch)
+    strays = stray_files(scratch, paths)
     if strays:
         return DirResult(
             str(target),
@@ -1260,7 +1504,7 @@ def _finish(
         except BaseException:
             _sync_back(backup, target, paths)
             raise
-    strays = stray_files(target)
+    strays = stray_files(target, paths)
     if strays:
         return DirResult(
             str(target),
@@ -1274,15 +1518,3 @@ def _finish(
             message=f"leftover files in the target: {', '.join(strays[:5])}",
         )
     return DirResult(str(target), engine, mode, True, dry_run, verdicts, state, tuple(changed))
-
-
-def exact_on(git: Git, treeish: str, patch: Patch, *, reverse: bool = False) -> bool:
-    """Does ``patch`` apply (or, with ``reverse``, reverse-apply) exactly on ``treeish``?
-
-    The witness other engines use: a patch that reverse-applies on a release tag has
-    its change present there (``content-present``).
-    """
-    if precheck(patch, "git") is not None:
-        return False
-    with git.temp_index(treeish) as index:
-        return _exact(try_patch(index, patch, reverse=reverse, check=True))

@@ -22,7 +22,7 @@ from __future__ import annotations
 import difflib
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from email.utils import parseaddr
 from pathlib import Path
@@ -189,11 +189,23 @@ def commit_tree(
     return res.out.strip()
 
 
+MetaFn = Callable[[Patch], CommitMeta | str]
+
+
 def apply_and_commit(
-    index: TempIndex, parent: str, patch: Patch, *, base_name: str, allow_offset: bool
+    index: TempIndex,
+    parent: str,
+    patch: Patch,
+    *,
+    base_name: str,
+    allow_offset: bool,
+    meta_for: MetaFn = commit_meta,
 ) -> Link:
-    """Apply one patch on ``index`` (which holds ``parent``'s tree) and commit it."""
-    meta = commit_meta(patch)
+    """Apply one patch on ``index`` (which holds ``parent``'s tree) and commit it.
+
+    ``meta_for`` gives the commit's author, date and message (default: the patch's own).
+    """
+    meta = meta_for(patch)
     if isinstance(meta, str):
         return Link(patch, PatchVerdict(patch.name, "malformed", meta), None)
     early = precheck(patch, "git")
@@ -217,6 +229,7 @@ def build_chain(
     *,
     base_name: str,
     allow_offset: bool = True,
+    meta_for: MetaFn = commit_meta,
 ) -> Chain:
     """Commit ``patches`` one by one on ``base_commit``; stops at the first that fails."""
     index.read_tree(f"{base_commit}^{{tree}}")
@@ -224,7 +237,7 @@ def build_chain(
     parent = base_commit
     for patch in patches:
         link = apply_and_commit(
-            index, parent, patch, base_name=base_name, allow_offset=allow_offset
+            index, parent, patch, base_name=base_name, allow_offset=allow_offset, meta_for=meta_for
         )
         links.append(link)
         if link.commit is None:
@@ -282,19 +295,30 @@ def chain_bytes(index: TempIndex, chain: Chain) -> list[bytes]:
 
 
 def structure(parsed: PatchFile) -> tuple[object, ...]:
-    """What a patch does, apart from cosmetics: files, modes and every hunk's lines."""
+    """What a patch does, apart from cosmetics: files, mode changes and every hunk's
+    range. A mode that does not change is not part of it (a plain diff states none;
+    a new file without one is created 100644, as git apply does)."""
     return tuple(
         (
             diff.old_path,
             diff.new_path,
-            diff.old_mode,
-            diff.new_mode,
+            _mode_change(diff.old_mode, diff.new_mode, diff.is_new, diff.is_deleted),
             diff.is_new,
             diff.is_deleted,
             tuple((h.old_start, h.old_count, h.new_start, h.new_count) for h in diff.hunks),
         )
         for diff in parsed.files
     )
+
+
+def _mode_change(
+    old: str | None, new: str | None, is_new: bool, is_deleted: bool
+) -> tuple[str | None, str | None]:
+    if is_new:
+        return (None, new or "100644")
+    if is_deleted:
+        return (old or "100644", None)
+    return (old, new) if old is not None and new is not None and old != new else (None, None)
 
 
 def patch_id(git: Git, data: bytes) -> str | None:
@@ -306,11 +330,22 @@ def patch_id(git: Git, data: bytes) -> str | None:
 
 def cosmetic_only(git: Git, old: bytes, new: bytes) -> bool:
     """True when ``old`` and ``new`` differ only in lines that change nothing applied:
-    the same ``git patch-id --stable``, the same files, modes and hunk ranges."""
-    if structure(parse_patch(old)) != structure(parse_patch(new)):
+    the same files (after ``-p1``), modes and hunk ranges, and the same changes (the same
+    ``git patch-id --stable``, or, where patch-id reads the path prefixes too, e.g. a
+    plain diff's ``pkg.orig/`` against ``a/``, the same hunk lines)."""
+    old_parsed, new_parsed = parse_patch(old), parse_patch(new)
+    if structure(old_parsed) != structure(new_parsed):
         return False
+    if _hunk_lines(old_parsed) == _hunk_lines(new_parsed) and not any(
+        diff.is_binary for diff in (*old_parsed.files, *new_parsed.files)
+    ):
+        return True
     old_id = patch_id(git, old)
     return old_id is not None and old_id == patch_id(git, new)
+
+
+def _hunk_lines(parsed: PatchFile) -> tuple[tuple[str, ...], ...]:
+    return tuple(hunk.lines for diff in parsed.files for hunk in diff.hunks)
 
 
 def unified_diff(old: bytes, new: bytes, path: str) -> str:

@@ -18,7 +18,7 @@ from forktool.errors import FatalError, Finding
 from forktool.fork import Fork, load_fork
 from forktool.git import Git
 from forktool.inputs import read_text
-from forktool.model.record import parse_record
+from forktool.model.record import parse_record, section_state
 
 
 @dataclass
@@ -94,7 +94,26 @@ class GateResult:
 
 def check_files(ctx: CheckContext) -> list[Finding]:
     """Config and files: series, map, ledger, trailers, patch syntax and path safety."""
-    return ctx.fork.all_findings()
+    return ctx.fork.all_findings() + _pending_notices(ctx.fork)
+
+
+def _pending_notices(fork: Fork) -> list[Finding]:
+    """One notice per patch waiting for upstream, with its PR: never retired until resolved."""
+    found = []
+    for patch in fork.patches:
+        if not patch.pending or patch.mapping is None:
+            continue
+        waiting = f"PR {patch.upstream_pr}" if patch.upstream_pr else "no PR named"
+        found.append(
+            Finding(
+                "info",
+                f"'{patch.name}' is pending ({waiting}): kept, never retired until its "
+                "upstream commit is written in",
+                fork.config.upstream_map,
+                patch.mapping.line,
+            )
+        )
+    return found
 
 
 def check_pin(ctx: CheckContext) -> list[Finding]:
@@ -139,8 +158,19 @@ def check_record(ctx: CheckContext) -> list[Finding]:
                 "run 'forktool init' or restore the file",
             )
         ]
+    text = read_text(path, config.record, follow=False)
+    if section_state(text) == "missing":
+        return [
+            Finding(
+                "info",
+                "has no retirement record section yet (nothing is retired): "
+                "'forktool retire' and 'sync' append it, or run 'forktool init'",
+                config.record,
+                None,
+            )
+        ]
     try:
-        record = parse_record(read_text(path, config.record, follow=False), config.record)
+        record = parse_record(text, config.record)
     except FatalError as exc:
         return [Finding("error", exc.message, config.record, None, exc.hint)]
     findings = []
@@ -187,7 +217,7 @@ def check_format(ctx: CheckContext) -> list[Finding]:
             f"{entry.status}: {entry.message}",
             entry.path,
             None,
-            "run 'forktool fmt' (add --force for cosmetic differences)",
+            "run 'forktool fmt'",
         )
         for entry in result.entries
         if entry.status != "canonical"

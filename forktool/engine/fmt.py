@@ -2,18 +2,19 @@
 
 Each patch is regenerated on the pinned tree (see :mod:`forktool.engine.canonical`) and
 compared byte for byte. A file whose regeneration differs only cosmetically (same
-``git patch-id --stable``, same files, modes and hunk ranges: an ``index`` line
-abbreviation, a signature, a diffstat, header folding) is reported ``cosmetic``:
-``fmt --check`` fails on it like on any byte difference, but ``fmt`` leaves it alone
-unless ``--force``, so files do not churn for nothing.
+files, modes, hunks and ``git patch-id --stable``: an ``index`` line abbreviation, a
+signature, a diffstat, header folding, a plain diff's ``pkg.orig/`` prefixes) is
+reported ``cosmetic``. A formatter's contract: after ``fmt`` runs, ``fmt --check``
+(and ``check``'s format check) pass, so ``fmt`` rewrites cosmetic differences too;
+``fmt --dry-run`` shows what it would write and writes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from forktool.engine import Progress
 from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, unified_diff
 from forktool.engine.canonical_fast import regenerate_if_canonical
 from forktool.errors import FatalError
@@ -22,7 +23,6 @@ from forktool.fsutil import write_files
 from forktool.git import Git
 
 FmtStatus = Literal["canonical", "rewrite", "cosmetic", "error", "pending"]
-Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class FmtResult:
     base: str
     base_commit: str
     check: bool
-    force: bool
+    dry_run: bool
     entries: tuple[FmtEntry, ...]
     message: str = ""
 
@@ -77,6 +77,7 @@ class FmtResult:
             "base": self.base,
             "base_commit": self.base_commit,
             "check": self.check,
+            "dry_run": self.dry_run,
             "ok": self.ok,
             "canonical": bool(self.entries) and not self.left,
             "patches": [e.to_json() for e in self.entries],
@@ -137,27 +138,30 @@ def fmt_fork(
     base: str,
     base_commit: str,
     check: bool,
-    force: bool = False,
+    dry_run: bool = False,
     progress: Progress | None = None,
 ) -> FmtResult:
-    """``fmt --check`` (compare only) or ``fmt`` (rewrite what is not canonical)."""
+    """``fmt --check`` (compare only), ``fmt --dry-run`` (show what would be written) or
+    ``fmt`` (rewrite every file that is not canonical, cosmetic differences included)."""
     if not fork.patches:
         return FmtResult(
-            base, base_commit, check, force, (), "the series lists no patches: nothing to check"
+            base, base_commit, check, dry_run, (), "the series lists no patches: nothing to check"
         )
     entries = plan_fmt(fork, git, base=base, base_commit=base_commit, progress=progress)
     if check:
-        return FmtResult(base, base_commit, check, force, entries)
-    wanted = {"rewrite", "cosmetic"} if force else {"rewrite"}
+        return FmtResult(base, base_commit, check, dry_run, entries)
     if any(e.status in ("error", "pending") for e in entries):
         return FmtResult(
             base,
             base_commit,
             check,
-            force,
+            dry_run,
             entries,
             "nothing was written: every patch must regenerate before any file changes",
         )
+    if dry_run:
+        return FmtResult(base, base_commit, check, dry_run, entries)
+    wanted = {"rewrite", "cosmetic"}
     originals = {patch.rel: patch.data for patch in fork.patches}
     changes = {
         fork.config.root / e.path: e.canonical
@@ -173,4 +177,4 @@ def fmt_fork(
                 )
         write_files(changes)
     done = tuple(replace(e, written=e.status in wanted) for e in entries)
-    return FmtResult(base, base_commit, check, force, done)
+    return FmtResult(base, base_commit, check, dry_run, done)

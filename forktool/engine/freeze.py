@@ -8,20 +8,25 @@ anything else is a finding (exit 1) naming both values, and is never moved.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from forktool.config import Config
 from forktool.engine.arms import patchset_hash
-from forktool.engine.image import L_PATCH_SET, L_REVISION, fork_at, require_image_settings
+from forktool.engine.image import (
+    L_PATCH_SET,
+    L_REVISION,
+    fork_at,
+    read_record,
+    require_image_settings,
+)
 from forktool.errors import FatalError
 from forktool.git import Git
 
 TAG_PREFIX = "fork/"
 FIELDS = ("Image-Digest", "Patch-Set", "Pin")
-_DIGEST = re.compile(r"^(?:[^\s@]+@)?sha256:[0-9a-f]{64}$")
+_DIGEST = re.compile(r"(?:[^\s@]+@)?sha256:[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -59,26 +64,61 @@ def parse_trailers(message: str) -> dict[str, str]:
     return found
 
 
-def promoted_digest(config: Config, revision: str) -> str:
-    """The newest promotion of ``revision`` recorded by ``image promote``."""
+def promotions(config: Config) -> list[tuple[str, dict[str, object]]]:
+    """Every ``promoted-*.json`` under image.records: (shown path, record)."""
     records = config.file(require_image_settings(config).records)
-    best: tuple[str, str] | None = None
+    found = []
     for path in sorted(records.glob("promoted-*.json")) if records.is_dir() else []:
-        try:
-            data = json.loads(path.read_bytes())
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise FatalError(f"{config.rel(path)}: not a valid promotion record: {exc}") from exc
-        labels = data.get("labels") or {}
-        if labels.get(L_REVISION) == revision and data.get("ok") and data.get("reference"):
-            stamp = str(data.get("time", ""))
-            if best is None or stamp > best[0]:
-                best = (stamp, str(data["reference"]))
-    if best is None:
+        shown = config.rel(path)
+        found.append((shown, read_record(path, shown, "promotion record")))
+    return found
+
+
+def promoted_reference(
+    config: Config, revision: str, patch_set: str, digest: str | None = None
+) -> str:
+    """The reference a promotion of ``revision`` with ``patch_set`` recorded (newest first).
+
+    With ``digest`` (``--digest``), only a promotion that names it counts: freeze
+    records what was promoted from this very commit and series, nothing else.
+    """
+    best: tuple[str, str] | None = None
+    other_patch_set: str | None = None
+    for _shown, data in promotions(config):
+        labels = data.get("labels")
+        labels = labels if isinstance(labels, dict) else {}
+        reference = data.get("reference")
+        if labels.get(L_REVISION) != revision or data.get("ok") is not True:
+            continue
+        if not isinstance(reference, str) or not _DIGEST.fullmatch(reference):
+            continue
+        if digest is not None and digest not in (reference, data.get("digest")):
+            continue
+        if labels.get(L_PATCH_SET) != patch_set:
+            other_patch_set = str(labels.get(L_PATCH_SET))
+            continue
+        stamp = str(data.get("time", ""))
+        if best is None or stamp > best[0]:
+            best = (stamp, reference)
+    if best is not None:
+        return best[1]
+    records = require_image_settings(config).records
+    if other_patch_set is not None:
         raise FatalError(
-            f"no promotion of {revision[:12]} is recorded under {config.rel(records)}",
-            "promote the gated candidate first (forktool image promote), or pass --digest",
+            f"the promotion of {revision[:12]} was built from patch set {other_patch_set}, "
+            f"but HEAD carries {patch_set}",
+            "rebuild, gate and promote a candidate of HEAD",
         )
-    return best[1]
+    if digest is not None:
+        raise FatalError(
+            f"--digest {digest}: no promotion of {revision[:12]} with patch set "
+            f"{patch_set[:19]}... names it (under {records})",
+            "freeze only what 'forktool image promote' published from this commit",
+        )
+    raise FatalError(
+        f"no promotion of {revision[:12]} is recorded under {records}",
+        "promote the gated candidate first (forktool image promote)",
+    )
 
 
 def freeze_release(
@@ -89,13 +129,11 @@ def freeze_release(
         patch_set = patchset_hash(fork.patches)
         pin = f"{fork.config.pin_tag} {fork.config.pin_commit}"
         tag = TAG_PREFIX + fork.config.pin_tag
-    reference = digest if digest is not None else promoted_digest(config, revision)
-    if not _DIGEST.match(reference):
+    if digest is not None and not _DIGEST.fullmatch(digest):
         raise FatalError(
-            f"--digest {reference}: expected sha256:<64 hex> or <repository>@sha256:<64 hex>"
+            f"--digest {digest}: expected sha256:<64 hex> or <repository>@sha256:<64 hex>"
         )
-    if digest is None:
-        _check_promotion_patch_set(config, reference, patch_set)
+    reference = promoted_reference(config, revision, patch_set, digest)
     values = {"Image-Digest": reference, "Patch-Set": patch_set, "Pin": pin}
     existing = git.annotated_tag(tag)
     if existing is not None:
@@ -117,21 +155,6 @@ def freeze_release(
         )
     git.create_annotated_tag(tag, revision, tag_message(tag, values), identity)
     return FreezeResult(tag, revision, values, True, True, {})
-
-
-def _check_promotion_patch_set(config: Config, reference: str, patch_set: str) -> None:
-    records = config.file(require_image_settings(config).records)
-    for path in sorted(records.glob("promoted-*.json")):
-        data = json.loads(path.read_bytes())
-        if data.get("reference") == reference:
-            recorded = (data.get("labels") or {}).get(L_PATCH_SET)
-            if recorded != patch_set:
-                raise FatalError(
-                    f"{reference} was built from patch set {recorded}, "
-                    f"but HEAD carries {patch_set}",
-                    "rebuild, gate and promote a candidate of HEAD",
-                )
-            return
 
 
 def tagger_identity(git: Git, env: Mapping[str, str]) -> dict[str, str]:

@@ -1,44 +1,39 @@
-"""Images: candidate builds, the gate, promotion by digest, frozen releases.
+"""Images: candidate builds and the gate.
 
 Two lessons shape this module. A push that rebuilt the image republished the
 release tag without any gate, and promotion by rebuilding publishes a look-alike
 the gate never saw. So a build only ever makes a *candidate*
 (``<repository>:<tag>-cand-<sha7>``); the gate runs in that exact image and writes
-a record keyed by its image id; promotion tags and pushes that same id, and only
-when its record passed. Nothing here rebuilds.
+a record keyed by its image id and bound to what produced it (the committed
+configuration, the patch set, forktool's version); promotion
+(:mod:`forktool.engine.promote`) re-derives every binding. Nothing here rebuilds.
 
-Builds use the fork's committed tree at HEAD (``git archive``), not the working
-tree, so the ``-cand-<sha7>`` name and the revision label tell the truth. Arms are
-built from that copy with the series (and map) minus a patch: the user's files
-are never edited.
+Builds and gates use the fork's committed tree (``git archive``), never the
+working tree. The series check never trusts the image: the site is copied out
+and forktool's own strict engine judges it on the host.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from forktool import __version__
 from forktool.config import Config, ImageSettings, load_config
-from forktool.docker_client import DockerEngine, ImageInfo, tail, tar_files
+from forktool.docker_client import DockerEngine, ImageInfo, pid_alive, tail
+from forktool.engine import Progress
 from forktool.engine.apply import apply_to_directory
-from forktool.engine.arms import (
-    FULL,
-    PATCHLESS,
-    Arm,
-    arm_named,
-    arm_patches,
-    patchset_hash,
-)
+from forktool.engine.arms import FULL, PATCHLESS, Arm, arm_named, arm_patches, patchset_hash
 from forktool.errors import FatalError
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import atomic_write
@@ -51,13 +46,11 @@ L_PATCH_SET = LABEL + "patch-set"
 L_REVISION = LABEL + "revision"
 L_ARM = LABEL + "arm"
 REQUIRED_LABELS = (L_BASE_TAG, L_PIN_COMMIT, L_PATCH_SET, L_REVISION, L_ARM)
-RECORD_FORMAT = 1
-IN_IMAGE_FORK = "/tmp/forktool-gate"
+RECORD_FORMAT = 2
 FAILING_LINES = 30
-_DOCKER_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
-_IMAGE_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
-
-Progress = Callable[[int], None]
+TEMP_KINDS = ("image", "site")
+_DOCKER_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_TEMP_NAME = re.compile(r"forktool-(?:image|site)-(\d+)-")
 
 
 def require_image_settings(config: Config) -> ImageSettings:
@@ -70,7 +63,7 @@ def require_image_settings(config: Config) -> ImageSettings:
 
 
 def docker_tag(text: str, what: str) -> str:
-    if not _DOCKER_TAG.match(text):
+    if not _DOCKER_TAG.fullmatch(text):
         raise FatalError(
             f"{what} '{text}' is not a valid image tag",
             "image tags are 1-128 of A-Z a-z 0-9 _ . - and do not start with . or -",
@@ -93,21 +86,58 @@ def candidate_labels(fork: Fork, revision: str, arm: Arm) -> dict[str, str]:
     }
 
 
+# -- temporary directories and containers a killed run left -----------------------
+
+
+def temp_prefix(kind: str) -> str:
+    """``forktool-<kind>-<pid>-``: the owner's pid, so the next run can tell it is gone."""
+    return f"forktool-{kind}-{os.getpid()}-"
+
+
+def clean_leftovers(docker: DockerEngine, scope: str) -> list[str]:
+    """Remove what a forktool run killed with SIGKILL left; one message for each.
+
+    Containers: those of this host and ``scope`` (the image repository) whose owner
+    process is gone. Temporary directories: any whose owner process is gone.
+    """
+    messages = []
+    for item in docker.leftovers(scope):
+        docker.remove_container(item.id)
+        messages.append(
+            f"removed container {item.id[:12]} ({item.image}) left by a forktool run "
+            f"that is gone (pid {item.pid})"
+        )
+    root = Path(tempfile.gettempdir())
+    for kind in TEMP_KINDS:
+        for path in sorted(root.glob(f"forktool-{kind}-*")):
+            match = _TEMP_NAME.match(path.name)
+            if match and path.is_dir() and not pid_alive(int(match.group(1))):
+                shutil.rmtree(path, ignore_errors=True)
+                messages.append(
+                    f"removed {path} left by a forktool run that is gone (pid {match.group(1)})"
+                )
+    return messages
+
+
 # -- the fork as committed -------------------------------------------------------------
+
+
+def config_in_repository(git: Git, config: Config) -> str:
+    """forktool.yaml's path from the top of the repository."""
+    top = git.toplevel().resolve()
+    try:
+        return config.path.resolve().relative_to(top).as_posix()
+    except ValueError as exc:
+        raise FatalError(f"{config.path} is outside the repository {top}") from exc
 
 
 @contextmanager
 def fork_at(git: Git, config: Config, revision: str) -> Iterator[Fork]:
     """The fork's files as committed at ``revision``, in a temporary directory."""
-    top = git.toplevel().resolve()
+    config_rel = config_in_repository(git, config)
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix("image")))
     try:
-        config_rel = config.path.resolve().relative_to(top)
-    except ValueError as exc:
-        raise FatalError(f"{config.path} is outside the repository {top}") from exc
-    tmp = Path(tempfile.mkdtemp(prefix="forktool-image-"))
-    try:
-        with tarfile.open(fileobj=io.BytesIO(git.archive(revision))) as tar:
-            tar.extractall(tmp / "src", filter="data")
+        _extract_committed(git.archive(revision), tmp / "src", revision)
         copy = tmp / "src" / config_rel
         if not copy.is_file():
             raise FatalError(
@@ -117,6 +147,59 @@ def fork_at(git: Git, config: Config, revision: str) -> Iterator[Fork]:
         yield load_fork(load_config(copy), strict=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _extract_committed(archive: bytes, dest: Path, revision: str) -> None:
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        for member in tar.getmembers():
+            try:
+                tarfile.data_filter(member, str(dest))
+            except tarfile.FilterError as exc:
+                link = f" -> {member.linkname}" if member.issym() or member.islnk() else ""
+                raise FatalError(
+                    f"{member.name}{link}: a committed link at {revision[:12]} points outside "
+                    "the repository",
+                    "builds and gates copy the committed tree: make the link relative and "
+                    "inside the repository, or remove it",
+                ) from exc
+        tar.extractall(dest, filter="data")
+
+
+def committed_config_blob(git: Git, config: Config, revision: str) -> str:
+    rel = config_in_repository(git, config)
+    blob = git.blob_id(revision, rel)
+    if blob is None:
+        raise FatalError(f"{rel} is not committed at {revision[:12]}")
+    return blob
+
+
+def require_committed(git: Git, config: Config) -> None:
+    """Refuse when the fork's files differ from HEAD: a gate judges committed configuration."""
+    top = git.toplevel().resolve()
+    paths = [config.path, config.series_path, config.patches_dir, config.map_path]
+    settings = config.image
+    if settings is not None:
+        paths += [config.file(settings.context), config.file(settings.dockerfile)]
+        if settings.waivers is not None:
+            paths.append(config.file(settings.waivers))
+    specs = [_from_top(path, top) for path in paths]
+    exclude = [_from_top(config.file(settings.records), top)] if settings else []
+    changed = git.uncommitted(sorted(set(specs)), exclude)
+    if changed:
+        shown = ", ".join(changed[:5]) + (
+            f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        )
+        raise FatalError(
+            f"uncommitted changes to the fork's files: {shown}",
+            "commit or stash them: the gate judges committed configuration only",
+        )
+
+
+def _from_top(path: Path, top: Path) -> str:
+    try:
+        return Path(os.path.normpath(path)).relative_to(top).as_posix()
+    except ValueError:
+        return "."
 
 
 def arm_files(fork: Fork, arm: Arm) -> dict[Path, bytes | None]:
@@ -191,9 +274,10 @@ def build_candidate(
 ) -> BuildResult:
     from forktool.engine.arms import choose_arm
 
-    settings = require_image_settings(config)
+    require_image_settings(config)
     revision = git.resolve_commit("HEAD", what="fork revision (HEAD)")
     with fork_at(git, config, revision) as fork:
+        settings = require_image_settings(fork.config)
         arm = choose_arm(fork, minus, patchless)
         context, dockerfile = _context(fork, settings, arm)
         tag = candidate_tag(settings, fork.config.pin_tag, revision, arm)
@@ -217,9 +301,14 @@ def build_candidate(
 
 
 def _context(fork: Fork, settings: ImageSettings, arm: Arm) -> tuple[Path, str]:
-    root = fork.config.root
+    root = fork.config.root.resolve()
     context = (root / settings.context).resolve()
     dockerfile = (root / settings.dockerfile).resolve()
+    for key, path in (("context", context), ("dockerfile", dockerfile)):
+        if not path.is_relative_to(root):
+            raise FatalError(
+                f"image.{key} '{getattr(settings, key)}' leads outside the fork through a link"
+            )
     if not context.is_dir():
         raise FatalError(f"image.context '{settings.context}' is not a committed directory")
     if not dockerfile.is_file():
@@ -267,6 +356,28 @@ class GateCheck:
 
 
 @dataclass(frozen=True)
+class Binding:
+    """What a gate record is bound to; promote derives each again and compares."""
+
+    revision: str
+    config: str  # forktool.yaml's path in the repository
+    config_blob: str  # its blob id at ``revision``
+    patch_set: str  # the arm's patch set, hashed from the committed files
+    gate_timeout: int
+    forktool: str = __version__
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "revision": self.revision,
+            "config": self.config,
+            "config_blob": self.config_blob,
+            "patch_set": self.patch_set,
+            "gate_timeout": self.gate_timeout,
+            "forktool": self.forktool,
+        }
+
+
+@dataclass(frozen=True)
 class GateRecord:
     digest: str  # the image id (sha256 of the image config)
     candidate: str
@@ -275,6 +386,7 @@ class GateRecord:
     checks: tuple[GateCheck, ...]
     started: str
     finished: str
+    binding: Binding
     record_path: str = ""
 
     @property
@@ -297,7 +409,7 @@ class GateRecord:
             "commands": [check.to_json() for check in self.checks],
             "started": self.started,
             "time": self.finished,
-            "forktool": __version__,
+            **self.binding.to_json(),
         }
 
 
@@ -308,6 +420,17 @@ def now() -> str:
 def record_path(config: Config, image_id: str) -> Path:
     settings = require_image_settings(config)
     return config.file(settings.records) / f"{image_id.removeprefix('sha256:')}.json"
+
+
+def read_record(path: Path, shown: str, what: str) -> dict[str, object]:
+    """A JSON record forktool wrote under image.records (exit 2 when it is not one)."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FatalError(f"{shown}: not a valid {what}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise FatalError(f"{shown}: not a valid {what}")
+    return data
 
 
 def candidate_image(docker: DockerEngine, ref: str) -> ImageInfo:
@@ -323,6 +446,16 @@ def candidate_image(docker: DockerEngine, ref: str) -> ImageInfo:
     return info
 
 
+def candidate_revision(git: Git, ref: str, info: ImageInfo) -> str:
+    revision = info.labels[L_REVISION]
+    if git.try_resolve(revision) != revision:
+        raise FatalError(
+            f"{ref} was built from {revision[:12]}, which is not in this repository",
+            "gate it in the fork it was built from (fetch that commit)",
+        )
+    return revision
+
+
 def gate_candidate(
     config: Config,
     git: Git,
@@ -331,36 +464,42 @@ def gate_candidate(
     *,
     progress: Progress | None = None,
 ) -> GateRecord:
-    """Run the gate commands and the series check in the candidate; record the outcome."""
-    settings = require_image_settings(config)
-    site = _site(settings)
+    """Run the committed gate commands in the candidate, check its series from outside."""
+    scope = require_image_settings(config).repository
+    require_committed(git, config)
     info = candidate_image(docker, ref)
     started = now()
-    revision = info.labels[L_REVISION]
-    if git.try_resolve(revision) is None:
-        raise FatalError(
-            f"{ref} was built from {revision[:12]}, which is not in this repository",
-            "gate it in the fork it was built from (fetch that commit)",
-        )
+    revision = candidate_revision(git, ref, info)
     checks: list[GateCheck] = []
     with fork_at(git, config, revision) as fork:
+        settings = require_image_settings(fork.config)
+        site = image_site(settings)
         arm = arm_named(fork, info.labels[L_ARM])
+        binding = Binding(
+            revision,
+            config_in_repository(git, config),
+            committed_config_blob(git, config, revision),
+            patchset_hash(arm_patches(fork, arm)),
+            settings.gate_timeout,
+        )
         checks.append(_label_check(fork, arm, info.labels))
         for command in settings.gate:
-            outcome = docker.run(info.id, command)
+            outcome = docker.run(info.id, command, settings.gate_timeout, scope)
             checks.append(GateCheck("command", command, outcome.exit_code, tail(outcome.output)))
             if progress:
                 progress(1)
-        checks.append(_series_check(docker, info.id, fork, arm, site))
+        checks.append(series_check(docker, info.id, fork, arm, site, scope))
         if progress:
             progress(1)
-    record = GateRecord(info.id, ref, info.repo_digests, info.labels, tuple(checks), started, now())
+    record = GateRecord(
+        info.id, ref, info.repo_digests, info.labels, tuple(checks), started, now(), binding
+    )
     path = record_path(config, info.id)
     atomic_write(path, (json.dumps(record.to_json(), indent=2) + "\n").encode())
     return replace(record, record_path=config.rel(path))
 
 
-def _site(settings: ImageSettings) -> str:
+def image_site(settings: ImageSettings) -> str:
     site = settings.site
     if site is None:
         raise FatalError(
@@ -384,202 +523,79 @@ def _label_check(fork: Fork, arm: Arm, labels: Mapping[str, str]) -> GateCheck:
     return GateCheck("labels", ("labels",), 1 if wrong else 0, output, "host")
 
 
-def _series_check(
-    docker: DockerEngine, image_id: str, fork: Fork, arm: Arm, site: str
+def series_command(arm: Arm, site: str) -> tuple[str, ...]:
+    """The ``forktool apply`` the series check is (run by the host on the copied site)."""
+    if arm.name == PATCHLESS:
+        return ("forktool", "apply", "--target", site, "--dry-run")
+    if arm.patch is not None:
+        return ("forktool", "apply", "--target", site, "--verify", "--except", arm.patch)
+    return ("forktool", "apply", "--target", site, "--verify")
+
+
+def series_check(
+    docker: DockerEngine, image_id: str, fork: Fork, arm: Arm, site: str, scope: str
 ) -> GateCheck:
-    """``forktool apply --verify`` in the image when it has forktool, else on a copy of site."""
-    verify = ["--dry-run"] if arm.name == PATCHLESS else ["--verify"]
-    probe = docker.run(image_id, ["forktool", "--version"])
-    if probe.exit_code == 0:
-        command = ("forktool", "-C", IN_IMAGE_FORK, "apply", "--target", site, *verify)
-        files = _fork_files_for_image(fork, arm)
-        outcome = docker.run(image_id, command, files)
-        return GateCheck("series", command, outcome.exit_code, tail(outcome.output), "image")
-    command = ("forktool", "apply", "--target", site, *verify)
+    """The host's ``apply --verify`` on a copy of ``site`` taken out of the image.
+
+    Nothing in the image runs: a ``forktool`` (or ``patch``) inside the thing
+    being judged could say anything.
+    """
+    command = series_command(arm, site)
+
+    def failed(message: str) -> GateCheck:
+        return GateCheck("series", command, 1, message, "host")
+
     try:
-        archive = docker.export_path(image_id, site)
+        archive = docker.export_path(image_id, site, scope)
     except FatalError as exc:
-        return GateCheck("series", command, 1, exc.message, "host")
-    with tempfile.TemporaryDirectory(prefix="forktool-site-") as tmp:
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(tmp, filter="data")
-        target = Path(tmp) / PurePosixPath(site).name
-        # patchless: the FULL series must apply exactly (nothing applied, base intact);
-        # otherwise the arm's series must reverse-apply exactly, newest first.
-        checked = fork if arm.name == PATCHLESS else replace(fork, patches=arm_patches(fork, arm))
-        result = apply_to_directory(
-            checked,
-            target,
-            mode="apply" if arm.name == PATCHLESS else "verify",
-            dry_run=True,
-        )
+        return failed(exc.message)
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("site")) as tmp:
+        skipped = _extract_site(archive.data, Path(tmp))
+        target = Path(tmp) / PurePosixPath(archive.path).name
+        if not target.is_dir():
+            return failed(f"{site} in the image is not a directory")
+        notes = [f"not copied: {line}" for line in skipped]
+        if archive.path != site:
+            notes.insert(0, f"{site} is a link to {archive.path} in the image")
+        try:
+            result = apply_to_directory(
+                fork,
+                target,
+                mode="apply" if arm.name == PATCHLESS else "verify",
+                exclude=[arm.patch] if arm.patch is not None else [],
+                dry_run=True,
+            )
+        except FatalError as exc:
+            return failed("\n".join([*notes, exc.message]).replace(str(target), archive.path))
     lines = [
-        f"{v.patch}: {v.status}" + (f" ({v.message})" if v.message else "") for v in result.patches
+        *notes,
+        *(
+            f"{v.patch}: {v.status}" + (f" ({v.message})" if v.message else "")
+            for v in result.patches
+        ),
     ]
     lines.append(("OK: " if result.ok else "FAILED: ") + (result.message or "series checked"))
-    return GateCheck("series", command, 0 if result.ok else 1, "\n".join(lines), "host")
+    # Messages name the image's path, never the host's temporary copy.
+    output = "\n".join(lines).replace(str(target), archive.path)
+    return GateCheck("series", command, 0 if result.ok else 1, output, "host")
 
 
-def _fork_files_for_image(fork: Fork, arm: Arm) -> bytes:
-    """The arm's series, patches and map, plus a minimal forktool.yaml, for put_archive."""
-    patches = fork.patches if arm.name == PATCHLESS else arm_patches(fork, arm)
-    series = fork.series
-    umap = fork.upstream_map
-    for patch in fork.patches:
-        if patch not in patches:
-            series, umap = series.without(patch.name), umap.without(patch.name)
-    prefix = IN_IMAGE_FORK.lstrip("/")
-    config = (
-        f"pin:\n  tag: {json.dumps(fork.config.pin_tag)}\n  commit: {fork.config.pin_commit}\n"
-        "series: series\npatches: patches\nupstream_map: upstream.map\n"
-    )
-    files = {
-        f"{prefix}/forktool.yaml": config.encode(),
-        f"{prefix}/series": series.to_bytes(),
-        f"{prefix}/upstream.map": umap.to_bytes(),
-    }
-    for patch in patches:
-        files[f"{prefix}/patches/{patch.name}"] = patch.data
-    return tar_files(files)
+def _extract_site(data: bytes, dest: Path) -> list[str]:
+    """Extract the site's copy; members no safe extraction allows are left out, and named.
 
-
-# -- promote ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PromoteResult:
-    candidate: str
-    image_id: str
-    repository: str
-    tags: tuple[str, ...]
-    ok: bool
-    digest: str | None = None  # the registry's manifest digest
-    message: str = ""
-    record: str = ""
-    labels: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def reference(self) -> str | None:
-        return f"{self.repository}@{self.digest}" if self.digest else None
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "candidate": self.candidate,
-            "image": self.image_id,
-            "repository": self.repository,
-            "tags": list(self.tags),
-            "ok": self.ok,
-            "digest": self.digest,
-            "reference": self.reference,
-            "message": self.message,
-            "gate_record": self.record,
-            "labels": self.labels,
-        }
-
-
-def load_record(path: Path, shown: str) -> dict[str, object] | None:
-    if not path.is_file():
-        return None
-    try:
-        data = json.loads(path.read_bytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise FatalError(f"{shown}: not a valid gate record: {exc}") from exc
-    if not isinstance(data, dict):
-        raise FatalError(f"{shown}: not a valid gate record")
-    return data
-
-
-def promotion_path(config: Config, tag: str) -> Path:
-    return config.file(require_image_settings(config).records) / f"promoted-{tag}.json"
-
-
-def promote_candidate(
-    config: Config, docker: DockerEngine, ref: str, tag: str, *, latest: bool
-) -> PromoteResult:
-    settings = require_image_settings(config)
-    docker_tag(tag, "--tag")
-    if tag == "latest" or "-cand-" in tag:
-        raise FatalError(
-            f"--tag {tag}: name the release (e.g. the pin tag)", "use --latest for :latest"
-        )
-    info = candidate_image(docker, ref)
-    tags = (tag, "latest") if latest else (tag,)
-    path = record_path(config, info.id)
-    shown = config.rel(path)
-
-    def refuse(message: str) -> PromoteResult:
-        return PromoteResult(
-            ref, info.id, settings.repository, tags, False, None, message, shown, info.labels
-        )
-
-    record = load_record(path, shown)
-    if record is None:
-        return refuse(f"{info.id} has no gate record ({shown}); run 'forktool image gate {ref}'")
-    if record.get("digest") != info.id or not _IMAGE_ID.match(info.id):
-        return refuse(f"{shown} records {record.get('digest')}, not {info.id}")
-    commands = _commands(record)
-    failed = [_shown(c) for c in commands if c.get("ok") is not True]
-    if record.get("ok") is not True or failed or not commands:
-        return refuse(f"the gate failed for {info.id}: {'; '.join(failed) or 'no passing checks'}")
-    if not any(c.get("kind") == "series" for c in commands):
-        return refuse(f"{shown} has no series check: re-run 'forktool image gate {ref}'")
-    if info.labels.get(L_ARM) != FULL:
-        return refuse(f"{ref} is the {info.labels.get(L_ARM)} arm: arms are probes, never releases")
-    existing = docker.registry_digest(settings.repository, tag)
-    image_digest = _digest_in(info, settings.repository)
-    if existing is not None and existing != image_digest:
-        return refuse(
-            f"{settings.repository}:{tag} already names {existing}, not this candidate "
-            f"({image_digest or info.id}); a release tag is never moved"
-        )
-    digest: str | None = None
-    for name in tags:
-        docker.tag(info.id, settings.repository, name)
-        pushed = docker.push(settings.repository, name)
-        if pushed.digest is None:
-            return refuse(f"push of {settings.repository}:{name} failed: {pushed.error}")
-        remote = docker.registry_digest(settings.repository, name)
-        if remote != pushed.digest or (digest is not None and pushed.digest != digest):
-            return refuse(
-                f"the registry reports {remote} for {settings.repository}:{name}, "
-                f"but the push acknowledged {pushed.digest}"
-            )
-        digest = pushed.digest
-    after = docker.image(info.id)
-    if after is None or after.id != info.id:
-        return refuse(f"{info.id} changed under us during promotion")
-    result = PromoteResult(
-        ref,
-        info.id,
-        settings.repository,
-        tags,
-        True,
-        digest,
-        f"{settings.repository}@{digest}",
-        shown,
-        info.labels,
-    )
-    promo = {**result.to_json(), "time": now()}
-    atomic_write(promotion_path(config, tag), (json.dumps(promo, indent=2) + "\n").encode())
-    return result
-
-
-def _commands(record: Mapping[str, object]) -> list[dict[str, object]]:
-    commands = record.get("commands")
-    if not isinstance(commands, list):
-        return []
-    return [c for c in commands if isinstance(c, dict)]
-
-
-def _shown(check: Mapping[str, object]) -> str:
-    command = check.get("command")
-    words = [str(word) for word in command] if isinstance(command, list) else []
-    return f"{' '.join(words)} (exit {check.get('exit_code')})"
-
-
-def _digest_in(info: ImageInfo, repository: str) -> str | None:
-    for item in info.repo_digests:
-        name, _, digest = item.rpartition("@")
-        if name == repository:
-            return digest
-    return None
+    A link out of the site (absolute, or up past its top) is the image's business,
+    not the host's: it is never created here, and a patch that touches it fails.
+    """
+    skipped: list[str] = []
+    with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+        members = []
+        for member in tar.getmembers():
+            try:
+                tarfile.data_filter(member, str(dest))
+            except tarfile.FilterError:
+                link = f" -> {member.linkname}" if member.issym() or member.islnk() else ""
+                skipped.append(f"{member.name}{link} (it leads outside the site)")
+                continue
+            members.append(member)
+        tar.extractall(dest, members=members, filter="data")
+    return skipped

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.config import CONFIG_NAME
-from forktool.errors import FatalError
+from forktool.config import CONFIG_NAME, load_config
+from forktool.engine.canonical import loose_patch
+from forktool.engine.map_suggest import Suggestion, build_suggestions
+from forktool.errors import FatalError, InputError
+from forktool.fork import NOTES_DIR, NOTES_README, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git
-from forktool.model.record import empty_section
+from forktool.inputs import read_input, read_text
+from forktool.model.record import broken_markers, empty_section, section_state, with_section
+from forktool.model.series import parse_series
 
 FORK_MD = """\
 # Fork notes
@@ -24,7 +30,8 @@ This repository is a soft fork of {remote_hint}, pinned to upstream release
   edited in place; every other divergence from the pinned tag is declared in
   `alignment.ledger` with an exit criterion.
 - **One patch per upstream fix.** Each patch maps to the upstream commit(s) in
-  `upstream.map` whose presence in a release retires it (`none` until merged).
+  `upstream.map` whose presence in a release retires it (`pending <PR-url>` until
+  upstream merges it; `none` for a fork-only patch).
 - **Retire by ancestry.** A patch is dropped only when the pinned release tag
   contains its upstream commit (`forktool absorbed --tag TAG`), never because a
   probe passed without it.
@@ -50,30 +57,33 @@ UPSTREAM_MAP = (
 LEDGER = (
     "# Declared divergence from the pinned tag.\n"
     "# <add|del> <path-or-glob> <permanent|until:<condition>> <rationale...>\n"
+    "# The fork's own files (forktool.yaml, series, patches, upstream.map, this ledger,\n"
+    "# FORK.md) are declared by definition.\n"
 )
+NOTES_TEXT = "Per-patch context notes: `<patch-stem>.md`.\n"
 
 
-def config_text(tag: str, commit: str, remote: str, url: str | None, layout: str) -> str:
+def config_text(
+    tag: str,
+    commit: str,
+    remote: str,
+    url: str | None,
+    layout: str,
+    *,
+    series: str = "series",
+    patches: str = "patches",
+) -> str:
     upstream = f"upstream:\n  remote: {remote}\n" + (f"  url: {url}\n" if url else "")
     return (
         f"{upstream}"
         f"pin:\n  tag: {tag}\n  commit: {commit}\n"
         f"layout: {layout}\n"
         "release_tags: 'v*'\n"
-        "series: series\n"
-        "patches: patches\n"
+        f"series: {series}\n"
+        f"patches: {patches}\n"
         "upstream_map: upstream.map\n"
         "ledger: alignment.ledger\n"
         "record: FORK.md\n"
-    )
-
-
-def ledger_text(layout: str) -> str:
-    if layout != "merged":
-        return LEDGER
-    own = ["forktool.yaml", "series", "patches/**", "upstream.map", "alignment.ledger", "FORK.md"]
-    return LEDGER + "".join(
-        f"add {path} permanent forktool's files for this fork\n" for path in own
     )
 
 
@@ -82,7 +92,11 @@ class InitResult:
     root: Path
     tag: str
     commit: str
-    written: tuple[str, ...]
+    written: tuple[str, ...]  # files created
+    appended: tuple[str, ...] = ()  # files that got the retirement record section
+    kept: tuple[str, ...] = ()  # files that existed and were left alone
+    quilt: str | None = None  # the adopted quilt directory
+    suggestions: tuple[Suggestion, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -90,21 +104,137 @@ class InitResult:
             "tag": self.tag,
             "commit": self.commit,
             "written": list(self.written),
+            "appended": list(self.appended),
+            "kept": list(self.kept),
+            "quilt": self.quilt,
+            "suggestions": [s.to_json() for s in self.suggestions],
         }
 
 
+def _record_text(path: Path, shown: str, fresh: str) -> str | None:
+    """FORK.md's new text: ``fresh`` when it does not exist, the section appended when it
+    has none, None when it already has one. Broken markers are refused (exit 2)."""
+    if not path.exists():
+        return fresh
+    text = read_text(path, shown, follow=False)
+    state = section_state(text)
+    if state == "broken":
+        raise FatalError(
+            f"{shown}: {broken_markers(text)}",
+            "fix the markers by hand (one begin line, then one end line); nothing was written",
+        )
+    return with_section(text) if state == "missing" else None
+
+
+def _existing_fork(root: Path, tag: str) -> InitResult:
+    """init on a fork that has forktool.yaml: only the record section, when it is missing."""
+    config = load_config(root / CONFIG_NAME)
+    if config.pin_tag != tag:
+        raise FatalError(
+            f"{CONFIG_NAME} exists and pins {config.pin_tag}; init never changes it",
+            f"run 'forktool pin bump {tag}' to move the pin, or 'forktool init --pin "
+            f"{config.pin_tag}' to complete this fork's files",
+        )
+    fresh = FORK_MD.format(tag=tag, remote_hint=config.upstream_url or "upstream") + empty_section()
+    text = _record_text(config.record_path, config.record, fresh)
+    appended: tuple[str, ...] = ()
+    written: tuple[str, ...] = ()
+    if text is not None:
+        existed = config.record_path.exists()
+        write_files({config.record_path: text.encode("utf-8")})
+        if existed:
+            appended = (config.record,)
+        else:
+            written = (config.record,)
+    kept = tuple(
+        name
+        for name in (CONFIG_NAME, config.series, config.upstream_map, config.ledger, config.record)
+        if (root / name).exists() and name not in (*appended, *written)
+    )
+    return InitResult(root, tag, config.pin_commit, written, appended, kept)
+
+
+@dataclass(frozen=True)
+class Quilt:
+    """An existing quilt directory adopted in place: its series and patches."""
+
+    rel: str  # relative to the fork's root
+    series: str
+    patches: tuple[Patch, ...]
+
+
+def read_quilt(root: Path, directory: Path) -> Quilt:
+    """The quilt directory's series, checked: every option but -p1 refused, files present."""
+    where = directory if directory.is_absolute() else root / directory
+    try:
+        rel = where.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        raise FatalError(
+            f"{directory} is outside this repository", "adopt a quilt directory inside it"
+        ) from None
+    if rel == "." or not re.fullmatch(r"[A-Za-z0-9._+/-]+", rel):
+        raise FatalError(
+            f"{directory}: adopt a subdirectory with a plain name (letters, digits, '._+-/')",
+            "e.g. forktool init --pin TAG --from-quilt debian/patches",
+        )
+    series_rel = f"{rel}/series"
+    if not (where / "series").is_file():
+        raise FatalError(
+            f"{series_rel}: no such file", "a quilt directory holds a 'series' file and its patches"
+        )
+    series = parse_series(read_input(where / "series", series_rel, follow=False), series_rel)
+    problems = [f for f in series.findings if f.severity == "error"]
+    if problems:
+        raise InputError(
+            problems,
+            "forktool applies every patch with -p1 and nothing else: regenerate a -p0/-p2 "
+            "patch with -p1 paths (quilt refresh -p ab), and drop -R/--fuzz options",
+        )
+    patches = []
+    for entry in series.entries:
+        path = where / entry.name
+        if not path.is_file():
+            raise FatalError(
+                f"{series_rel}:{entry.line}: names '{entry.name}' but {rel}/{entry.name} "
+                "does not exist",
+                "restore the file, or remove the line from the series",
+            )
+        patches.append(loose_patch(entry.name, path))
+    return Quilt(rel, series_rel, tuple(patches))
+
+
+def quilt_map(git: Git, quilt: Quilt) -> tuple[str, tuple[Suggestion, ...]]:
+    """upstream.map for the quilt's patches: what their headers say, else ``pending``."""
+    suggestions, entries = build_suggestions(git, quilt.patches, lambda name: None)
+    by_patch = {e.patch: e for e in entries}
+    lines = [
+        by_patch[p.name].render() if p.name in by_patch else f"{p.name} pending"
+        for p in quilt.patches
+    ]
+    return UPSTREAM_MAP + "".join(line + "\n" for line in lines), suggestions
+
+
 def scaffold(
-    root: Path, git: Git, *, tag: str, remote: str, url: str | None, layout: str
+    root: Path,
+    git: Git,
+    *,
+    tag: str,
+    remote: str,
+    url: str | None,
+    layout: str,
+    quilt_dir: Path | None = None,
 ) -> InitResult:
-    files = {
+    if (root / CONFIG_NAME).exists() and quilt_dir is None:
+        return _existing_fork(root, tag)
+    quilt = read_quilt(root, quilt_dir) if quilt_dir is not None else None
+    files: dict[str, str | None] = {
         CONFIG_NAME: None,
-        "series": SERIES,
         "upstream.map": UPSTREAM_MAP,
-        "alignment.ledger": ledger_text(layout),
-        "FORK.md": FORK_MD.format(tag=tag, remote_hint=url or f"the '{remote}' remote")
-        + empty_section(),
-        "patches/notes/README.md": "Per-patch context notes: `<patch-stem>.md`.\n",
+        "alignment.ledger": LEDGER,
     }
+    if quilt is None:
+        files["series"] = SERIES
+        files[f"patches/{NOTES_DIR}/{NOTES_README}"] = NOTES_TEXT
     existing = [name for name in files if (root / name).exists()]
     if existing:
         raise FatalError(
@@ -112,6 +242,33 @@ def scaffold(
             "forktool init only creates files; move them aside or edit them by hand",
         )
     commit = git.peel_tag(tag)
-    files[CONFIG_NAME] = config_text(tag, commit, remote, url, layout)
-    write_files({root / name: (text or "").encode() for name, text in files.items()})
-    return InitResult(root, tag, commit, tuple(files))
+    fresh = FORK_MD.format(tag=tag, remote_hint=url or f"the '{remote}' remote") + empty_section()
+    record = _record_text(root / "FORK.md", "FORK.md", fresh)
+    suggestions: tuple[Suggestion, ...] = ()
+    if quilt is not None:
+        files[CONFIG_NAME] = config_text(
+            tag, commit, remote, url, layout, series=quilt.series, patches=quilt.rel
+        )
+        files["upstream.map"], suggestions = quilt_map(git, quilt)
+    else:
+        files[CONFIG_NAME] = config_text(tag, commit, remote, url, layout)
+    appended: tuple[str, ...] = ()
+    if record is not None and (root / "FORK.md").exists():
+        appended = ("FORK.md",)
+    elif record is not None:
+        files["FORK.md"] = record
+    changes = {root / name: (text or "").encode() for name, text in files.items()}
+    if appended:
+        changes[root / "FORK.md"] = (record or "").encode()
+    write_files(changes)
+    kept = ("FORK.md",) if record is None else ()
+    return InitResult(
+        root,
+        tag,
+        commit,
+        tuple(files),
+        appended,
+        kept,
+        quilt.rel if quilt else None,
+        suggestions,
+    )

@@ -39,6 +39,7 @@ def require_pin(config: Config, git: Git) -> str:
     """The pinned commit, refusing a missing or moved tag (exit 2)."""
     state = pin_state(config, git)
     if not state.present:
+        git.require_objects()
         raise FatalError(
             f"pinned tag '{state.tag}' does not exist in this repository",
             f"fetch it: git fetch {config.upstream_remote} tag {state.tag}",

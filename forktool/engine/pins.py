@@ -30,8 +30,9 @@ import yaml
 
 from forktool.config import Config, PinSite, parse_config
 from forktool.engine.pin import PinState, pin_state
+from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Finding, InputError
-from forktool.fsutil import write_files
+from forktool.fsutil import write_files, write_refusal
 from forktool.git import Git
 
 MAX_SITE_BYTES = 1 << 20
@@ -448,6 +449,7 @@ class BumpResult:
     diff: str
     written: tuple[str, ...]
     fetched: bool = False
+    notices: tuple[str, ...] = ()  # from reaching upstream, for stderr
     head_contains_tag: bool | None = None
     contents: dict[Path, bytes] = field(default_factory=dict, repr=False, compare=False)
 
@@ -635,15 +637,10 @@ def plan_bump(config: Config, git: Git, tag: str, *, fetch: bool, dry_run: bool)
     config = parse_config(config_text, config.path)
     sites = read_sites(config)
     fetched = False
+    notices: tuple[str, ...] = ()
     if fetch:
-        if config.upstream_remote not in git.remotes():
-            raise FatalError(
-                f"no remote named {config.upstream_remote!r} to fetch {tag} from",
-                f"add it: git remote add {config.upstream_remote} <url> (upstream.remote in "
-                f"{config.rel(config.path)})",
-            )
-        git.fetch_tag(config.upstream_remote, tag)
-        fetched = True
+        reached = fetch_upstream(config, git, tags=[tag], offline="drop --fetch")
+        fetched, notices = reached.reached, reached.notices
     commit = git.tag_commit(tag)
     if commit is None:
         raise FatalError(
@@ -673,6 +670,7 @@ def plan_bump(config: Config, git: Git, tag: str, *, fetch: bool, dry_run: bool)
         diff=diff,
         written=() if dry_run else tuple(changed),
         fetched=fetched,
+        notices=notices,
         head_contains_tag=contains if config.layout == "merged" else None,
         contents=contents,
     )
@@ -680,8 +678,10 @@ def plan_bump(config: Config, git: Git, tag: str, *, fetch: bool, dry_run: bool)
         try:
             write_files(contents)
         except OSError as exc:
+            refused = write_refusal(exc, "the bump")
             raise FatalError(
                 f"could not write the bump ({exc.strerror or exc}: {exc.filename}); "
-                "every file was restored, nothing changed"
+                "every file was restored, nothing changed",
+                refused.hint if refused else None,
             ) from exc
     return result

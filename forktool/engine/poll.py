@@ -3,20 +3,32 @@ would a sync to it do?
 
 Exit codes a scheduler can branch on (documented in docs/sync.md):
 ``0`` nothing new, ``3`` a new release with a clean plan (a sync can run unattended),
-``4`` a new release that needs hands (a conflict, or a patch to revisit), ``2`` the
-poll could not run.
+``4`` a new release that needs hands (a conflict, a patch to revisit or waiting for
+upstream, or a sync that could not start here), ``2`` the poll could not run.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from forktool.config import Config
-from forktool.engine.releases import Release, parse_release_version, release_tags
-from forktool.engine.sync import SyncReport, plan_sync
+from forktool.engine.releases import (
+    Release,
+    parse_release_version,
+    release_tags,
+    require_releases,
+)
+from forktool.engine.resolve import Resolution, resolve, tracked
+from forktool.engine.sync import SyncReport, plan_sync, sync_blockers
+from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.git import Git
+
+if TYPE_CHECKING:
+    from forktool.engine.forecast import ForecastResult
 
 EXIT_NOTHING_NEW = 0
 EXIT_CLEAN_PLAN = 3
@@ -29,10 +41,17 @@ class PollResult:
     fetched: bool
     newer: tuple[Release, ...]
     plan: SyncReport | None
+    upstream: Fetched = field(default_factory=lambda: Fetched(None))  # where tags came from
+    blockers: tuple[str, ...] = ()  # why 'sync TAG' would refuse to start here
+    merged: tuple[Resolution, ...] = ()  # pending PRs that have merged upstream
+    merged_note: str = ""  # why merged PRs could not be looked for
+    forecast: ForecastResult | None = None
 
     @property
     def needs_hands(self) -> bool:
-        return self.plan is not None and bool(self.plan.conflicts or self.plan.notes)
+        return self.plan is not None and bool(
+            self.plan.conflicts or self.plan.notes or self.blockers
+        )
 
     @property
     def exit_code(self) -> int:
@@ -52,40 +71,26 @@ class PollResult:
         return {
             "pin": self.pin,
             "fetched": self.fetched,
+            "source": self.upstream.source,
             "verdict": self.verdict,
             "newer": [{"tag": r.tag, "commit": r.commit} for r in self.newer],
             "newest": self.newer[-1].tag if self.newer else None,
             "plan": self.plan.to_json() if self.plan else None,
+            "blockers": list(self.blockers),
+            "merged_prs": [m.to_json() for m in self.merged],
+            "merged_prs_note": self.merged_note,
+            "forecast": self.forecast.to_json() if self.forecast else None,
         }
 
 
-def fetch_tags(config: Config, git: Git) -> None:
-    """Fetch upstream's tags; a tag that moved upstream is refused by git, and so by us."""
-    remote = config.upstream_remote
-    if remote not in git.remotes():
-        raise FatalError(
-            f"no remote named '{remote}' to poll",
-            f"add it (git remote add {remote} <url>), or pass --no-fetch to use local tags",
-        )
-    git.run(
-        [
-            "fetch",
-            "--quiet",
-            "--no-write-fetch-head",
-            "--end-of-options",
-            remote,
-            "refs/tags/*:refs/tags/*",
-        ],
-        purpose=f"fetch tags from {remote}",
-    )
-
-
-def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) -> PollResult:
-    config = fork.config
-    if fetch:
-        fetch_tags(config, git)
+def newer_releases(config: Config, git: Git, prereleases: bool | None = None) -> list[Release]:
+    """The release tags newer than the pin, oldest first."""
     include_pre = config.prereleases if prereleases is None else prereleases
-    releases = release_tags(git, config.release_tags, prereleases=include_pre)
+    releases = require_releases(
+        release_tags(git, config.release_tags, prereleases=include_pre),
+        config.release_tags,
+        config.pin_tag,
+    )
     pinned = parse_release_version(config.pin_tag, config.release_tags)
     if pinned is None:
         raise FatalError(
@@ -93,8 +98,50 @@ def poll(fork: Fork, git: Git, *, fetch: bool, prereleases: bool | None = None) 
             f"'{config.release_tags}')",
             "pin a release tag, or set release_tags in forktool.yaml",
         )
-    newer = tuple(r for r in releases if r.version > pinned)
+    return [r for r in releases if r.version > pinned]
+
+
+def merged_pending(fork: Fork, git: Git, *, fetch: bool) -> tuple[tuple[Resolution, ...], str]:
+    """The pending PRs that merged on upstream's branch, or why they cannot be known."""
+    if not any(tracked(p) for p in fork.patches):
+        return (), ""
+    try:
+        found = resolve(fork, git, fetch=fetch)
+    except FatalError as exc:
+        return (), f"pending PRs not looked up: {exc.message}"
+    return found.merged, ""
+
+
+def poll(
+    fork: Fork,
+    git: Git,
+    *,
+    fetch: bool,
+    env: Mapping[str, str],
+    prereleases: bool | None = None,
+    with_forecast: bool = False,
+) -> PollResult:
+    """Newer release tags, the plan a sync to the newest would make, whatever would stop
+    that sync from starting here (``env``: where its commit identity comes from), the
+    pending PRs that merged, and with ``with_forecast`` the matrix for every newer release."""
+    config = fork.config
+    reached = fetch_upstream(config, git, all_tags=True) if fetch else Fetched(None)
+    newer = tuple(newer_releases(config, git, prereleases))
+    merged, note = merged_pending(fork, git, fetch=fetch)
     if not newer:
-        return PollResult(config.pin_tag, fetch, (), None)
+        return PollResult(
+            config.pin_tag, reached.reached, (), None, reached, merged=merged, merged_note=note
+        )
     newest = newer[-1]
-    return PollResult(config.pin_tag, fetch, newer, plan_sync(fork, git, newest.tag, newest.commit))
+    plan = plan_sync(fork, git, newest.tag, newest.commit)
+    blockers = sync_blockers(fork, git, newest.tag, plan, env)
+    matrix = None
+    if with_forecast:
+        from forktool.engine.forecast import Target, forecast  # forecast imports this module
+
+        matrix = forecast(
+            fork, git, [Target(r.tag, r.commit) for r in newer], fetched=reached.reached
+        )
+    return PollResult(
+        config.pin_tag, reached.reached, newer, plan, reached, blockers, merged, note, matrix
+    )

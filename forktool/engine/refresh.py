@@ -23,9 +23,8 @@ procedure is retire, refresh, bump).
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -39,14 +38,15 @@ from forktool.engine.canonical import (
     commit_tree,
     range_diff,
 )
-from forktool.errors import FatalError
+from forktool.errors import FatalError, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
+from forktool.model.patchfile import touched_paths
+from forktool.state import read_state, state_bytes, state_path
 
 RefreshStatus = Literal["unchanged", "rebased", "conflict", "resolved", "pending"]
-STATE_DIR = Path("forktool") / "refresh"
 _MARKERS = ("<<<<<<< ", ">>>>>>> ")
 
 
@@ -140,15 +140,15 @@ class RefreshState:
 
 
 def _state_path(git: Git) -> Path:
-    return git.git_dir() / STATE_DIR / "state.json"
+    return state_path(git, "refresh", shared=False)
 
 
 def load_state(git: Git) -> RefreshState | None:
     path = _state_path(git)
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(path.read_text())
+        data = read_state(path)
+        if data is None:
+            return None
         done = tuple(
             RefreshEntry(
                 d["patch"],
@@ -178,7 +178,7 @@ def load_state(git: Git) -> RefreshState | None:
 
 
 def _state_bytes(state: RefreshState) -> bytes:
-    return (json.dumps(state.to_json(), indent=2) + "\n").encode()
+    return state_bytes(state.to_json())
 
 
 def _save_state(git: Git, state: RefreshState) -> None:
@@ -214,8 +214,25 @@ def _entries(chain: Chain, patches: Sequence[Patch]) -> list[RefreshEntry]:
     return entries
 
 
+def already_on(link: Link) -> bool:
+    """The patch failed because its change is already there (it reverse-applies): a
+    hand resolution could only change nothing, so none is ever offered."""
+    return link.commit is None and link.verdict.message.startswith("already applied")
+
+
+def retire_first(name: str, onto: str) -> str:
+    """What to do about a patch whose change ``onto`` already has."""
+    return (
+        f"{name} is already on {onto} (it reverse-applies exactly): retire it first "
+        f"(forktool retire {name} --tag {onto} --force --reason '...') or drop it"
+    )
+
+
 def _entry(link: Link) -> RefreshEntry:
     verdict, patch = link.verdict, link.patch
+    if already_on(link):
+        message = f"{verdict.message}; retire it first, or drop it"
+        return RefreshEntry(patch.name, patch.rel, "conflict", message)
     if link.commit is None:
         return RefreshEntry(patch.name, patch.rel, "conflict", verdict.message)
     if verdict.status == "exact":
@@ -229,7 +246,17 @@ def plan_refresh(git: Git, onto: str, patches: Sequence[Patch]) -> list[RefreshE
     onto_commit = _onto_commit(git, onto)
     with git.temp_index() as index:
         chain = build_chain(index, onto_commit, patches, base_name=onto)
-        return _entries(chain, patches)
+        return _unwritten(_entries(chain, patches))
+
+
+def _unwritten(entries: Sequence[RefreshEntry]) -> list[RefreshEntry]:
+    """The entries of a refresh that wrote nothing: a rebased patch *would be* regenerated."""
+    return [
+        replace(e, message=e.message.removesuffix("; regenerated") + "; would be regenerated")
+        if e.status == "rebased"
+        else e
+        for e in entries
+    ]
 
 
 def _onto_commit(git: Git, onto: str) -> str:
@@ -312,12 +339,20 @@ def refresh_onto(
         if not chain.complete:
             failed = chain.failed
             assert failed is not None
+            if already_on(failed):
+                return RefreshResult(
+                    onto,
+                    onto_commit,
+                    pin,
+                    tuple(_unwritten(entries)),
+                    message=f"{retire_first(failed.patch.name, onto)}; nothing was written",
+                )
             if worktree is None:
                 return RefreshResult(
                     onto,
                     onto_commit,
                     pin,
-                    tuple(entries),
+                    tuple(_unwritten(entries)),
                     message=f"{failed.patch.name} conflicts on {onto}: nothing was written; "
                     "rerun with --worktree DIR to resolve it by hand",
                 )
@@ -367,6 +402,7 @@ def _open_worktree(
     base, kept = _persisted_base(fork, git, onto, onto_commit, done)
     conflict = fork.patches[len(kept)]
     directory = worktree.resolve()
+    existed = directory.exists()
     # The state first: if this run is killed from here on, --abort finds and removes
     # the worktree (and --continue refuses a worktree without the conflict applied).
     _save_state(
@@ -374,15 +410,36 @@ def _open_worktree(
         RefreshState(onto, onto_commit, str(directory), base, conflict.name, tuple(kept), stamp),
     )
     faultpoint("refresh.worktree_add")
-    git.run(
-        ["worktree", "add", "--quiet", "--detach", str(directory), base],
-        purpose=f"create the worktree {directory}",
-    )
+    try:
+        git.worktree_add_sparse(directory, base, touched_paths(conflict.parsed))
+    except FatalError as exc:
+        _undo_open(git, directory, made=not existed)
+        raise rolled_back(exc, "the refresh was rolled back: nothing changed") from exc
     faultpoint("refresh.apply_3way")
     detail = _apply_3way(Git(directory), conflict)
     return _pending_result(
         fork, onto, onto_commit, kept, conflict, directory, f"{reason}; {detail}"
     )
+
+
+def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
+    """Undo a worktree creation that failed half-way: the worktree git registered (and
+    checked out), the directory if this run made it, and the state."""
+    git.run(
+        ["worktree", "remove", "--force", str(directory)],
+        purpose=f"remove the worktree {directory}",
+        check=False,
+    )
+    if made:
+        shutil.rmtree(directory, ignore_errors=True)
+    else:  # an empty directory the user named: leave it, empty
+        for entry in directory.iterdir() if directory.is_dir() else ():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+    git.run(["worktree", "prune"], purpose="forget removed worktrees", check=False)
+    _drop_state(git)
 
 
 def _apply_3way(wt: Git, patch: Patch) -> str:
@@ -445,15 +502,23 @@ def _require_state(git: Git) -> RefreshState:
     return state
 
 
-def _resolution(wt: Git, state: RefreshState) -> str:
-    """The tree the user left in the worktree: everything staged, no markers left."""
-    wt.run(["add", "--all"], purpose="stage the resolution")
-    names = wt.run(
-        ["diff", "--cached", "--name-only", "-z", "--no-renames", state.base],
-        purpose="list the resolved files",
-    ).out.split("\0")
-    root = Path(state.worktree)
-    for name in filter(None, names):
+def _resolution(wt: Git, state: RefreshState, command: str = "refresh") -> str:
+    """The tree the user left in the worktree: everything staged, no markers left.
+
+    It is staged in a copy of the worktree's index, so a refusal stages nothing.
+    """
+    with wt.index_copy() as index:
+        index.run(["add", "--all"], purpose="stage the resolution")
+        names = index.run(
+            ["diff", "--cached", "--name-only", "-z", "--no-renames", state.base],
+            purpose="list the resolved files",
+        ).out.split("\0")
+        _refuse_unresolved(Path(state.worktree), filter(None, names), command)
+        return index.write_tree()
+
+
+def _refuse_unresolved(root: Path, names: Iterable[str], command: str) -> None:
+    for name in names:
         path = root / name
         if not path.is_file() or path.is_symlink():
             continue
@@ -461,39 +526,47 @@ def _resolution(wt: Git, state: RefreshState) -> str:
             if line.startswith(tuple(m.encode() for m in _MARKERS)):
                 raise FatalError(
                     f"{path}:{number}: a conflict marker is still there",
-                    "finish the resolution, then run 'forktool refresh --continue' again",
+                    f"finish the resolution, then run 'forktool {command} --continue' again",
                 )
         if path.name.endswith(".rej"):
             raise FatalError(
                 f"{path}: a reject file is still there",
-                "apply its hunks by hand and delete it, then run --continue again",
+                f"apply its hunks by hand and delete it, then run 'forktool {command} "
+                "--continue' again",
             )
-    return wt.out(["write-tree"], purpose="record the resolution")
 
 
-def refresh_continue(fork: Fork, git: Git, *, pin_commit: str) -> RefreshResult:
-    """Take the worktree's content as the resolution of the conflicting patch, and go on."""
+def refresh_continue(
+    fork: Fork, git: Git, *, pin_commit: str, command: str = "refresh"
+) -> RefreshResult:
+    """Take the worktree's content as the resolution of the conflicting patch, and go on.
+
+    ``command`` is the one the user runs (``refresh``, or ``sync`` while a sync is
+    stopped on this refresh): the hints name its ``--continue`` and ``--abort``.
+    """
     state = _require_state(git)
     if state.finished:
         return _finish_interrupted(fork, git, state)
     if fingerprint(fork) != state.fingerprint:
         raise FatalError(
             "the series or a patch file changed since the refresh started",
-            "run 'forktool refresh --abort' and start again",
+            f"run 'forktool {command} --abort' and start again",
         )
     directory = Path(state.worktree)
     if not directory.is_dir():
         raise FatalError(
-            f"the refresh worktree {directory} is gone", "run 'forktool refresh --abort'"
+            f"the refresh worktree {directory} is gone", f"run 'forktool {command} --abort'"
         )
     wt = Git(directory)
     patch = fork.patch(state.conflict)
-    tree = _resolution(wt, state)
+    tree = _resolution(wt, state, command)
     base_tree = git.out(["rev-parse", f"{state.base}^{{tree}}"], purpose="read the base tree")
     if tree == base_tree:
         raise FatalError(
-            f"the resolution of {patch.name} changes nothing",
-            "if upstream already has the change, abort, retire the patch, and refresh again",
+            f"the resolution of {patch.name} changes nothing: {state.onto} already has the change",
+            f"run 'forktool {command} --abort', then retire the patch (forktool retire "
+            f"{patch.name} --tag {state.onto} --force --reason '...') or drop it, and "
+            f"run '{_restart(command, state.onto)}' again",
         )
     meta = commit_meta(patch)
     if isinstance(meta, str):
@@ -512,6 +585,12 @@ def refresh_continue(fork: Fork, git: Git, *, pin_commit: str) -> RefreshResult:
     if not chain.complete:
         failed = chain.failed
         assert failed is not None
+        if already_on(failed):
+            raise FatalError(
+                retire_first(failed.patch.name, state.onto),
+                f"run 'forktool {command} --abort', retire or drop it, and run "
+                f"'{_restart(command, state.onto)}' again",
+            )
         reason = done[-1].message
         return _move_worktree(fork, git, state, wt, done[:-1], chain.tip, failed.patch, reason)
     with git.temp_index() as index:
@@ -523,6 +602,10 @@ def refresh_continue(fork: Fork, git: Git, *, pin_commit: str) -> RefreshResult:
     return RefreshResult(
         state.onto, state.onto_commit, fork.config.pin_tag, tuple(final), written, review
     )
+
+
+def _restart(command: str, onto: str) -> str:
+    return f"forktool sync {onto}" if command == "sync" else f"forktool refresh --onto {onto}"
 
 
 def _links(fork: Fork, done: Sequence[RefreshEntry]) -> list[Link]:
@@ -544,6 +627,7 @@ def _move_worktree(
 ) -> RefreshResult:
     faultpoint("refresh.worktree_reset")
     wt.run(["reset", "--quiet", "--hard", base], purpose="move the worktree on")
+    wt.sparse_reset(base, touched_paths(conflict.parsed))
     wt.run(["clean", "-fdq"], purpose="clean the worktree")
     detail = _apply_3way(wt, conflict)
     _save_state(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from forktool.errors import FatalError
 from forktool.git import Git
 
 _GLOB = re.compile(r"[*?\[]")
@@ -60,6 +61,18 @@ def order_releases(
 def release_tags(git: Git, pattern: str, *, prereleases: bool = True) -> list[Release]:
     """The repository's release tags, oldest version first (one git call)."""
     return order_releases(git.tag_commits(pattern), pattern, prereleases=prereleases)
+
+
+def require_releases(releases: list[Release], pattern: str, pin_tag: str) -> list[Release]:
+    """``releases``, unless ``release_tags`` matches no tag, not even the pin: then no
+    newer release could ever be found, and "nothing new" would be said for ever."""
+    if not releases and not fnmatch.fnmatchcase(pin_tag, pattern):
+        raise FatalError(
+            f"release_tags '{pattern}' matches no tag, not even the pinned tag '{pin_tag}'",
+            "set release_tags in forktool.yaml to the pattern of upstream's release tags "
+            "(e.g. 'v*')",
+        )
+    return releases
 
 
 def containing_releases(

@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.engine.absorb import AbsorbedResult, PatchAbsorption, Verdict, short
+from forktool.engine.absorb import AbsorbedResult, PatchAbsorption, Verdict
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
-from forktool.git import Git
+from forktool.git import Git, short
 from forktool.inputs import read_text
 from forktool.model.patchfile import parse_patch
 from forktool.model.record import Record, RecordEntry, parse_record
@@ -68,7 +68,8 @@ def _load_record(fork: Fork) -> tuple[Path, Record]:
             "create it with the record markers ('forktool init' writes them), or set 'record'",
         )
     text = read_text(path, fork.config.record, follow=False)
-    return path, parse_record(text, fork.config.record)
+    # A FORK.md without the section gets it appended with the first record row.
+    return path, parse_record(text, fork.config.record, add_missing=True)
 
 
 # -- retire ---------------------------------------------------------------------------

@@ -40,22 +40,30 @@ from forktool.engine.refresh import (
     refresh_abort,
     refresh_continue,
     refresh_onto,
+    retire_first,
 )
 from forktool.engine.refresh import (
     load_state as load_refresh_state,
 )
 from forktool.engine.retire import record_date, retire, witnesses
-from forktool.errors import FatalError, Interrupted
+from forktool.engine.upstream import fetch_upstream
+from forktool.errors import FatalError, Interrupted, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import write_files
 from forktool.git import Git
 from forktool.model.ledger import Ledger
+from forktool.model.record import BEGIN, END, parse_record
+from forktool.state import read_state, state_bytes, state_path
 
 Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
 STAGES: tuple[Stage, ...] = ("retire", "refresh", "bump", "merge", "check", "done")
 STATE_DIR = Path("forktool") / "sync"
-Progress = Callable[[int], None]
+Progress = Callable[[str], None]  # told the name of each stage as it starts
+Notice = Callable[[str], None]
+# Verdicts a human decides on at each new release: the witnesses disagree (revisit), or
+# the patch waits for an upstream change that this release may carry (pending).
+HUMAN_VERDICTS = ("revisit", "pending")
 
 
 # -- results -----------------------------------------------------------------------------
@@ -110,6 +118,7 @@ class SyncReport:
     message: str = ""
     dry_run: bool = False
     worktree: str | None = None
+    merge_tag: bool = False  # a merged-layout fork: the sync merges (merged) TAG
 
     @property
     def needs_hands(self) -> bool:
@@ -142,6 +151,7 @@ class SyncReport:
             "commits": list(self.commits),
             "worktree": self.worktree,
             "message": self.message,
+            "merge_tag": self.merge_tag,
         }
 
 
@@ -176,16 +186,22 @@ def state_dir(git: Git) -> Path:
     return git.common_dir() / STATE_DIR
 
 
+def report_dir(git: Git, tag: str, branch: str) -> Path:
+    """Where a finished sync's report lives: keyed by tag and branch, so a second sync to
+    the same tag on another branch keeps the first one's report."""
+    return state_dir(git) / tag / branch
+
+
 def _state_file(git: Git) -> Path:
-    return state_dir(git) / "state.json"
+    return state_path(git, "sync", shared=True)
 
 
 def load_sync_state(git: Git) -> SyncState | None:
     path = _state_file(git)
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_state(path)
+        if data is None:
+            return None
         report = _report_from_json(data["report"])
         return SyncState(
             data["tag"],
@@ -258,11 +274,12 @@ def _report_from_json(data: Mapping[str, object]) -> SyncReport:
         commits=_strings(data, "commits"),
         check=data["check"] if isinstance(data.get("check"), dict) else None,  # type: ignore[arg-type]
         check_ok=data.get("check_ok") if isinstance(data.get("check_ok"), bool) else None,  # type: ignore[arg-type]
+        merge_tag=data.get("merge_tag") is True,
     )
 
 
 def _save_state(git: Git, state: SyncState) -> None:
-    write_files({_state_file(git): json.dumps(state.to_json(), indent=2).encode("utf-8")})
+    write_files({_state_file(git): state_bytes(state.to_json())})
 
 
 def _drop_state(git: Git) -> None:
@@ -277,22 +294,26 @@ def default_branch(tag: str) -> str:
     return f"forktool/sync-{tag}"
 
 
-def resolve_tag(config: Config, git: Git, tag: str, *, fetch: bool) -> str:
+def resolve_tag(
+    config: Config, git: Git, tag: str, *, fetch: bool, notice: Notice | None = None
+) -> str:
+    """The commit ``tag`` peels to, fetched first (by the one rule for reaching upstream)."""
     validate_tag_name(git, tag)  # TAG becomes the pin: the pin's naming rule, before any fetch
     if fetch:
-        if config.upstream_remote not in git.remotes():
-            raise FatalError(
-                f"no remote named '{config.upstream_remote}' to fetch {tag} from",
-                "add the upstream remote, or pass --no-fetch to use the tags you have",
-            )
-        git.fetch_tag(config.upstream_remote, tag)
+        for line in fetch_upstream(config, git, tags=[tag]).notices:
+            if notice is not None:
+                notice(line)
     commit = git.tag_commit(tag)
     if commit is None:
         raise FatalError(
             f"unknown tag '{tag}'",
-            f"fetch it (git fetch {config.upstream_remote} tag {tag}) or drop --no-fetch",
+            "fetch it (drop --no-fetch), or check the name (git tag --list)",
         )
     return commit
+
+
+def _already_on(entry: RefreshEntry) -> bool:
+    return entry.message.startswith("already applied")
 
 
 def _retired_entry(report: AbsorbedResult, name: str) -> Retired:
@@ -314,12 +335,17 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
     kept = [p for p in fork.patches if p.name not in retiring]
     refreshed = tuple(plan_refresh(git, tag, kept)) if kept else ()
     bump = plan_bump(fork.config, git, tag, fetch=False, dry_run=True)
-    conflicts = tuple(f"{e.patch}: {e.message}" for e in refreshed if e.status == "conflict")
+    present = {e.patch for e in refreshed if e.status == "conflict" and _already_on(e)}
+    conflicts = tuple(
+        f"{e.patch}: {e.message}"
+        for e in refreshed
+        if e.status == "conflict" and e.patch not in present
+    )
     notes = tuple(
         f"{p['patch']}: {p['verdict']}: {p.get('reason', '')}"
         for p in _kept(report, retiring)
-        if p["verdict"] == "revisit"
-    )
+        if p["verdict"] in HUMAN_VERDICTS
+    ) + tuple(f"{retire_first(name, tag)}, before the sync" for name in sorted(present))
     return SyncReport(
         tag=tag,
         tag_commit=tag_commit,
@@ -333,8 +359,54 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
         conflicts=conflicts,
         notes=notes,
         dry_run=True,
-        message="dry run: nothing was written",
+        message="DRY RUN: nothing was written",
+        merge_tag=fork.config.layout == "merged",
     )
+
+
+def sync_blockers(
+    fork: Fork, git: Git, tag: str, plan: SyncReport, env: Mapping[str, str]
+) -> tuple[str, ...]:
+    """Why ``sync TAG`` would refuse to start here, each as "what: how to fix it"
+    (empty when it can start). The tag itself was resolved by the caller."""
+    config = fork.config
+    blockers: list[str] = []
+    state = load_sync_state(git)
+    if state is not None:
+        blockers.append(
+            f"a sync to {state.tag} is in progress on {state.branch} (stopped at "
+            f"{state.stage}): finish it with 'forktool sync --continue' or drop it with "
+            "'forktool sync --abort'"
+        )
+    name = default_branch(tag)
+    if git.branch_commit(name) is not None and _already_synced(config, git, name, tag) is None:
+        blockers.append(
+            f"branch '{name}' already exists and is not a finished sync to {tag}: "
+            f"delete it (git branch -D {name})"
+        )
+    checks: list[Callable[[], object]] = [
+        lambda: commit_identity(git, env),
+        lambda: _refuse_uncommitted(config, git),
+    ]
+    if plan.retired:
+        checks.append(lambda: _record_markers(config))
+    for check in checks:
+        try:
+            check()
+        except FatalError as exc:
+            blockers.append(f"{exc.message}: {exc.hint}" if exc.hint else exc.message)
+    return tuple(blockers)
+
+
+def _record_markers(config: Config) -> None:
+    """Retiring writes the record: markers that are there must be sound (a missing
+    section is added by the retirement itself)."""
+    path = config.record_path
+    if not path.is_file():
+        return
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if BEGIN in text or END in text:
+        parse_record(text, config.record)
 
 
 # -- running ---------------------------------------------------------------------------------
@@ -367,8 +439,6 @@ class _Run:
         report = replace(self.state.report, stage=stage, commits=tuple(self.commits), **changes)  # type: ignore[arg-type]
         self.state = replace(self.state, stage=stage, report=report)
         _save_state(self.main, self.state)
-        if self.progress:
-            self.progress(1)
 
 
 def commit_identity(git: Git, env: Mapping[str, str]) -> dict[str, str]:
@@ -408,6 +478,7 @@ def start_sync(
     fetch: bool,
     env: Mapping[str, str],
     progress: Progress | None = None,
+    notice: Notice | None = None,
 ) -> SyncReport:
     """Begin a sync of ``tag`` on a new branch and run it as far as it goes."""
     existing = load_sync_state(git)
@@ -416,7 +487,7 @@ def start_sync(
             f"a sync to {existing.tag} is in progress on {existing.branch} (stopped at {existing.stage})",
             "finish it with 'forktool sync --continue' or drop it with 'forktool sync --abort'",
         )
-    tag_commit = resolve_tag(config, git, tag, fetch=fetch)
+    tag_commit = resolve_tag(config, git, tag, fetch=fetch, notice=notice)
     name = branch or default_branch(tag)
     done = _already_synced(config, git, name, tag)
     if done is not None:
@@ -437,11 +508,21 @@ def start_sync(
     # The state is saved before the worktree and the branch exist, so whenever this run
     # is cut short, 'sync --continue' re-creates them and 'sync --abort' removes them.
     worktree = Path(tempfile.gettempdir()) / f"forktool-sync-{secrets.token_hex(6)}" / "wt"
-    report = SyncReport(tag, tag_commit, config.pin_tag, name, "retire")
+    report = SyncReport(
+        tag, tag_commit, config.pin_tag, name, "retire", merge_tag=config.layout == "merged"
+    )
     state = SyncState(tag, tag_commit, name, str(worktree), start, "retire", fork_dir, report)
     try:
         _save_state(git, state)
         return _drive(git, state, identity, progress)
+    except FatalError as exc:
+        # Exit 2 changes nothing: undo what this run made (worktree, branch, state).
+        with _signals_held():
+            if load_sync_state(git) is not None:
+                abort_sync(git)
+        raise rolled_back(
+            exc, "the sync was rolled back: no branch, worktree or state is left"
+        ) from exc
     except KeyboardInterrupt:
         # Ctrl-C on a sync that only just began: put everything back as it was.
         with _signals_held():
@@ -518,7 +599,7 @@ def _already_synced(config: Config, git: Git, branch: str, tag: str) -> SyncRepo
         pinned = None
     if pinned != tag:
         return None
-    report_file = state_dir(git) / tag / "report.json"
+    report_file = report_dir(git, tag, branch) / "report.json"
     if report_file.is_file():
         report = _report_from_json(json.loads(report_file.read_text(encoding="utf-8")))
         return replace(
@@ -611,14 +692,23 @@ def _drive(
     }
     while run.state.stage != "done":
         stage = run.state.stage
+        if progress:
+            progress(_stage_title(stage, state.tag))
         if not steps[stage](run, resume):
             return replace(run.state.report, worktree=str(worktree))
         resume = False
     return _finish(run)
 
 
-def _next(stage: Stage) -> Stage:
-    return STAGES[STAGES.index(stage) + 1]
+def _stage_title(stage: Stage, tag: str) -> str:
+    return {
+        "retire": f"retire what {tag} absorbed",
+        "refresh": f"refresh the patches onto {tag}",
+        "bump": f"bump the pins to {tag}",
+        "merge": f"merge {tag}",
+        "check": "check the result",
+        "done": "done",
+    }[stage]
 
 
 def _stage_retire(run: _Run, resume: bool) -> bool:
@@ -634,7 +724,7 @@ def _stage_retire(run: _Run, resume: bool) -> bool:
             + "".join(f"- {r.patch}: {r.witnesses}\n" for r in retired)
         )
     notes = tuple(
-        f"{p.patch}: {p.verdict}: {p.reason}" for p in report.patches if p.verdict == "revisit"
+        f"{p.patch}: {p.verdict}: {p.reason}" for p in report.patches if p.verdict in HUMAN_VERDICTS
     )
     run.advance("refresh", retired=retired, kept=_kept(report, set(retiring)), notes=notes)
     return True
@@ -650,7 +740,7 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
     fork = run.fork()
     pin_commit = fork.config.pin_commit
     if resume and load_refresh_state(run.wt) is not None:
-        result = refresh_continue(fork, run.wt, pin_commit=pin_commit)
+        result = refresh_continue(fork, run.wt, pin_commit=pin_commit, command="sync")
     elif not fork.patches:
         run.advance("bump", refreshed=(), conflicts=())
         return True
@@ -661,6 +751,12 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
             shutil.rmtree(resolve_dir, ignore_errors=True)
         result = refresh_onto(
             fork, run.wt, run.state.tag, pin_commit=pin_commit, worktree=resolve_dir
+        )
+    if not result.ok and not result.in_progress:  # no hand resolution can help
+        raise FatalError(
+            result.message,
+            "retire or drop it on your branch, commit, and run 'forktool sync "
+            f"{run.state.tag}' again",
         )
     if not result.ok or result.in_progress:
         where = f" in {result.worktree}" if result.worktree else ""
@@ -685,8 +781,15 @@ def _stage_bump(run: _Run, resume: bool) -> bool:
     return True
 
 
-def _fork_paths(ledger: Ledger, entries: list[tuple[str, str, str]]) -> dict[str, tuple[str, str]]:
-    return {path: (mode, oid) for mode, oid, path in entries if ledger.declaring("add", path)}
+def _fork_paths(
+    ledger: Ledger, entries: list[tuple[str, str, str]], config: Config | None = None
+) -> dict[str, tuple[str, str]]:
+    """The fork's own paths: declared ``add`` in the ledger, or its bookkeeping files."""
+    return {
+        path: (mode, oid)
+        for mode, oid, path in entries
+        if ledger.declaring("add", path) or (config is not None and config.owns(path))
+    }
 
 
 def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
@@ -699,7 +802,9 @@ def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
     ours = {
         path: meta
         for path, meta in _fork_paths(
-            ledger, [(m, o, p[len(prefix) :]) for m, o, p in head_files if p.startswith(prefix)]
+            ledger,
+            [(m, o, p[len(prefix) :]) for m, o, p in head_files if p.startswith(prefix)],
+            fork.config,
         ).items()
     }
     conflicts = [
@@ -780,7 +885,7 @@ def _stage_check(run: _Run, resume: bool) -> bool:
 
 def _finish(run: _Run) -> SyncReport:
     report = replace(run.state.report, stage="done", worktree=None, commits=tuple(run.commits))
-    out = state_dir(run.main) / run.state.tag
+    out = report_dir(run.main, run.state.tag, run.state.branch)
     write_files(
         {
             out / "report.json": (json.dumps(report.to_json(), indent=2) + "\n").encode(),
@@ -798,6 +903,16 @@ def _finish(run: _Run) -> SyncReport:
 
 
 # -- the report ---------------------------------------------------------------------------------
+
+
+def pending_patches(report: SyncReport) -> list[tuple[str, str | None]]:
+    """The kept patches mapped ``pending``, with their PR: (patch, PR or None)."""
+    found = []
+    for entry in report.kept:
+        if entry.get("verdict") == "pending":
+            pr = entry.get("upstream_pr")
+            found.append((str(entry.get("patch")), pr if isinstance(pr, str) else None))
+    return found
 
 
 def render_markdown(report: SyncReport) -> str:
@@ -834,6 +949,10 @@ def render_markdown(report: SyncReport) -> str:
             "```",
             "</details>",
         ]
+    waiting = pending_patches(report)
+    if waiting:
+        lines += ["", "## Waiting for upstream (pending: kept, never retired)", ""]
+        lines += [f"- `{name}`: PR {pr or '(none named)'}" for name, pr in waiting]
     lines += ["", "## Pins", ""]
     if report.pins:
         lines += ["| file | line | old | new |", "|---|---|---|---|"]

@@ -82,6 +82,42 @@ def empty_section() -> str:
     return f"{BEGIN}\n{_HEADER}\n{_RULE}\n{END}\n"
 
 
+SECTION_INTRO = (
+    "## Retirement record\n\nMaintained by `forktool retire`; do not edit between the markers.\n\n"
+)
+
+SectionState = Literal["ok", "missing", "broken"]
+
+
+def section_state(text: str) -> SectionState:
+    """``ok``: one begin marker, then one end marker; ``missing``: neither; else ``broken``."""
+    begins, ends = text.count(BEGIN), text.count(END)
+    if begins == 0 and ends == 0:
+        return "missing"
+    if begins == 1 and ends == 1 and text.find(BEGIN) < text.find(END):
+        return "ok"
+    return "broken"
+
+
+def with_section(text: str) -> str:
+    """``text`` with an empty record section appended (every byte of it kept)."""
+    if section_state(text) != "missing":
+        return text
+    head = text if not text or text.endswith("\n") else text + "\n"
+    return head + ("\n" if head else "") + SECTION_INTRO + empty_section()
+
+
+def broken_markers(text: str) -> str:
+    """What is wrong with the markers, in words (for a ``broken`` section)."""
+    begins, ends = text.count(BEGIN), text.count(END)
+    if begins > 1 or ends > 1:
+        return f"the record markers appear more than once ({begins} begin, {ends} end)"
+    if begins != ends:
+        missing = END if begins else BEGIN
+        return f"one record marker without the other ('{missing}' is missing)"
+    return "the record's end marker comes before its begin marker"
+
+
 def _escape(cell: str) -> str:
     return cell.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
@@ -118,15 +154,25 @@ def _split_row(row: str) -> list[str]:
     return cells
 
 
-def parse_record(text: str, path: str = "FORK.md") -> Record:
-    """Split FORK.md around its record section; refuse a broken or missing section."""
+def parse_record(text: str, path: str = "FORK.md", *, add_missing: bool = False) -> Record:
+    """Split FORK.md around its record section; refuse broken markers.
+
+    A file without any marker has no section yet: refused, or with ``add_missing`` read
+    as if the section were appended (writing the record back appends it).
+    """
+    state = section_state(text)
+    if state == "missing" and add_missing:
+        text = with_section(text)
+    elif state != "ok":
+        problem = (
+            "has no retirement record section" if state == "missing" else (broken_markers(text))
+        )
+        raise FatalError(
+            f"{path}: {problem}",
+            f"{path} needs exactly one '{BEGIN}' line followed by one '{END}' line",
+        )
     begin = text.find(BEGIN)
     end = text.find(END)
-    if begin < 0 or end < 0 or end < begin or text.count(BEGIN) > 1 or text.count(END) > 1:
-        raise FatalError(
-            f"{path}: the retirement record section is missing or its markers are broken",
-            f"FORK.md needs exactly one '{BEGIN}' line followed by one '{END}' line",
-        )
     head_end = text.index("\n", begin) + 1 if "\n" in text[begin:end] else begin + len(BEGIN)
     before = text[:head_end]
     if not before.endswith("\n"):

@@ -55,7 +55,7 @@ def render_align(out: Output, result: AlignResult) -> None:
     if result.ok:
         out.result(
             Text(
-                f"Aligned: divergence from {result.tag} is exactly what the ledger declares.",
+                f"OK: divergence from {result.tag} is exactly what the ledger declares.",
                 style="green",
             )
         )
@@ -63,7 +63,7 @@ def render_align(out: Output, result: AlignResult) -> None:
         paths = result.undeclared
         out.result(
             Text(
-                f"Not aligned: {len(paths)} path(s) diverge from {result.tag} other than as "
+                f"FAILED: {len(paths)} path(s) diverge from {result.tag} other than as "
                 f"declared: {', '.join(paths)}",
                 style="red",
             )

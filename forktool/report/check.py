@@ -5,37 +5,37 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from rich.table import Table
 from rich.text import Text
 
 from forktool.engine.check import GateResult
 from forktool.errors import Finding
 from forktool.output import Output
+from forktool.report.table import new_table
 
 
 def render_text(out: Output, result: GateResult) -> None:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("check")
-    table.add_column("result")
-    table.add_column("findings", justify="right")
+    table = new_table("check", "result", "findings")
+    table.columns[1].no_wrap = False  # a skip says why, in words
+    table.columns[2].justify = "right"
     for check in result.checks:
         if check.skipped:
-            verdict = Text("skipped", style="dim")
+            verdict = Text(f"skipped: {check.skipped}", style="dim")
         else:
             verdict = Text("ok", style="green") if check.ok else Text("FAILED", style="red")
         table.add_row(f"{check.id} ({check.title})", verdict, str(len(check.findings)))
     out.print(table)
     for check in result.checks:
         for finding in check.findings:
-            style = "red" if finding.severity == "error" else "yellow"
-            out.result(Text(f"{finding.severity}: [{check.id}] {finding.render()}", style=style))
+            style = {"error": "red", "warning": "yellow"}.get(finding.severity, "cyan")
+            label = "notice" if finding.severity == "info" else finding.severity
+            out.result(Text(f"{label}: [{check.id}] {finding.render()}", style=style))
             if finding.hint:
                 out.print(Text(f"  hint: {finding.hint}", style="dim"))
     if result.ok:
-        out.result(Text("check: all checks passed", style="green"))
+        out.result(Text("OK: all checks passed", style="green"))
     else:
         failed = ", ".join(c.id for c in result.checks if not c.ok)
-        out.result(Text(f"check: FAILED ({failed})", style="bold red"))
+        out.result(Text(f"FAILED: {failed}", style="bold red"))
 
 
 def render_json(result: GateResult) -> str:

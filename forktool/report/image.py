@@ -6,8 +6,16 @@ from rich.text import Text
 
 from forktool.engine.arms import ArmsReport
 from forktool.engine.freeze import FreezeResult
-from forktool.engine.image import BuildResult, GateRecord, PromoteResult
+from forktool.engine.image import BuildResult, GateRecord
+from forktool.engine.promote import PromoteResult
 from forktool.output import Output
+
+
+def escaped(text: str) -> str:
+    """Build and container output with control sequences shown, never obeyed."""
+    from forktool.cli import one_line
+
+    return one_line(text)
 
 
 def render_build(out: Output, result: BuildResult) -> None:
@@ -21,11 +29,11 @@ def render_build(out: Output, result: BuildResult) -> None:
         return
     out.result(Text(f"FAILED: the build of {result.candidate} failed:", style="red"))
     for line in result.failing_lines:
-        out.result(Text(f"  {line}"), markup=False)
+        out.result(Text(f"  {escaped(line)}"), markup=False)
 
 
 def render_gate(out: Output, record: GateRecord) -> None:
-    out.print(f"candidate: {record.candidate} ({record.digest})", markup=False)
+    out.print(f"candidate: {escaped(record.candidate)} ({record.digest})", markup=False)
     for check in record.checks:
         verdict = Text("ok  ", style="green") if check.ok else Text("FAIL", style="red")
         where = " [host]" if check.where == "host" else ""
@@ -35,7 +43,7 @@ def render_gate(out: Output, record: GateRecord) -> None:
         out.print(line)
         if not check.ok and check.output:
             for text in check.output.splitlines()[-10:]:
-                out.print(Text(f"     {text}", style="dim"))
+                out.print(Text(f"     {escaped(text)}", style="dim"))
     out.print(f"record: {record.record_path}", markup=False)
     if record.ok:
         out.result(Text(f"PASSED: the gate passed for {record.digest}", style="green"))
@@ -45,10 +53,18 @@ def render_gate(out: Output, record: GateRecord) -> None:
 
 def render_promote(out: Output, result: PromoteResult) -> None:
     if not result.ok:
-        out.result(Text(f"REFUSED: {result.message}", style="red"), markup=False)
+        out.result(Text(f"REFUSED: {escaped(result.message)}", style="red"), markup=False)
         return
+    if result.pushed_as:
+        out.print(
+            f"pushed {result.image_id} as {result.repository}:{result.pushed_as}", markup=False
+        )
+    else:
+        out.print(f"the registry already holds {result.image_id}: nothing pushed", markup=False)
     for tag in result.tags:
-        out.print(f"pushed {result.repository}:{tag}", markup=False)
+        out.print(
+            f"tagged {result.repository}:{tag} on the registry: {result.digest}", markup=False
+        )
     out.result(
         Text(f"PROMOTED: {result.reference} (image {result.image_id})", style="green"),
         markup=False,

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 
-from forktool.engine.export import ExportResult, ImportResult
+from forktool.engine.export import ExportedPatch, ExportResult, ImportResult
 from forktool.engine.fmt import FmtResult
 from forktool.engine.history import HistoryResult
 from forktool.engine.refresh import RefreshResult
 from forktool.output import Output
+from forktool.report.table import new_table
 
 _STYLE = {
     "canonical": "green",
@@ -24,13 +24,6 @@ _STYLE = {
     "error": "red",
     "pending": "dim",
 }
-
-
-def _table(*columns: str) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
 
 
 def _status(status: str) -> Text:
@@ -49,12 +42,12 @@ def render_fmt(out: Output, result: FmtResult) -> None:
     if not result.entries:
         out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
         return
-    table = _table("patch", "status", "detail")
+    table = new_table("patch", "status", "detail")
     for entry in result.entries:
         detail = entry.message + (" (rewritten)" if entry.written else "")
         table.add_row(entry.patch, _status(entry.status), detail)
     out.print(table)
-    if result.check:
+    if result.check or result.dry_run:
         for entry in result.entries:
             if entry.diff:
                 _diff(out, entry.diff)
@@ -67,19 +60,12 @@ def render_fmt(out: Output, result: FmtResult) -> None:
         out.result(
             Text(f"FAILED: not canonical: {bad}; run 'forktool fmt'", style="red"), markup=False
         )
+    elif result.dry_run:
+        left = ", ".join(e.patch for e in result.left) or "nothing"
+        out.result(Text(f"DRY RUN: would rewrite {left}; nothing was written."), markup=False)
     else:
         written = [e for e in result.entries if e.written]
         out.result(Text(f"OK: rewrote {len(written)} patch file(s).", style="green"))
-        cosmetic = [e.patch for e in result.left if e.status == "cosmetic"]
-        if cosmetic:
-            out.result(
-                Text(
-                    f"left alone (cosmetic only): {', '.join(cosmetic)}; 'forktool fmt --force' "
-                    "rewrites them (fmt --check fails until then)",
-                    style="yellow",
-                ),
-                markup=False,
-            )
 
 
 def render_history(out: Output, result: HistoryResult) -> None:
@@ -116,16 +102,26 @@ def _range_diff(out: Output, text: str, note: str) -> None:
         out.print(f"no range-diff: {note}", markup=False)
 
 
+def _map_word(patch: ExportedPatch) -> str:
+    words = ",".join(c[:10] for c in patch.upstream_commits) or patch.kind
+    return (
+        f"{words} {patch.upstream_pr}" if patch.kind == "pending" and patch.upstream_pr else words
+    )
+
+
 def render_export(out: Output, result: ExportResult) -> None:
     out.print(
         f"export {result.base}..{result.rev} ({result.rev_commit[:10]}): "
         f"{len(result.patches)} patch(es)"
     )
-    table = _table("patch", "status", "upstream", "commit")
+    table = new_table("patch", "status", "upstream", "commit")
     for patch in result.patches:
-        upstream = ",".join(c[:10] for c in patch.upstream_commits) or "none"
-        table.add_row(patch.patch, _status(patch.status), upstream, patch.commit[:10])
+        table.add_row(patch.patch, _status(patch.status), _map_word(patch), patch.commit[:10])
     out.print(table)
+    out.print("upstream.map entries derived from the commit messages:")
+    for patch in result.patches:
+        source = f"'{patch.source}'" if patch.source else "no upstream reference in the message"
+        out.print(f"  {patch.patch}: {_map_word(patch)} <- {source}", markup=False, soft_wrap=True)
     for name in result.removed:
         out.print(f"removed {name}", markup=False)
     for name in result.orphaned_notes:
@@ -151,7 +147,7 @@ def render_refresh(out: Output, result: RefreshResult) -> None:
         out.result(Text(f"OK: {result.message}", style="green"), markup=False)
         return
     out.print(f"refresh onto {result.onto} ({result.onto_commit[:10]}); the pin stays {result.pin}")
-    table = _table("patch", "status", "detail")
+    table = new_table("patch", "status", "detail")
     for entry in result.entries:
         table.add_row(entry.patch, _status(entry.status), entry.message)
     out.print(table)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 
 from forktool.engine.absorb import HARMFUL_OUTCOMES, AbsorbedResult
 from forktool.engine.retire import RetireResult, UndoResult
+from forktool.git import short
 from forktool.output import Output
+from forktool.report.table import new_table
 
 VERDICT_STYLE = {
     "retire": "green",
@@ -18,19 +19,14 @@ VERDICT_STYLE = {
 }
 
 
-def _short(oid: str | None) -> str:
-    return oid[:10] if oid else "-"
-
-
 def render_absorbed(out: Output, result: AbsorbedResult) -> None:
-    out.print(f"absorbed by {result.tag} ({_short(result.tag_commit)})")
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("patch", "verdict", "upstream", "in tag", "first release"):
-        table.add_column(column, overflow="fold")
-    if result.probe_full is not None:
-        table.add_column("probe")
+    out.print(f"absorbed by {result.tag} ({short(result.tag_commit)})")
+    columns = ("patch", "verdict", "upstream", "in tag", "first release")
+    table = new_table(*columns, *(("probe",) if result.probe_full is not None else ()))
     for patch in result.patches:
-        upstream = ",".join(_short(c) for c in patch.upstream_commits) or "none"
+        upstream = ",".join(short(c) for c in patch.upstream_commits) or (
+            "pending" if patch.verdict == "pending" else "none"
+        )
         ancestor = "-" if patch.ancestor is None else ("yes" if patch.ancestor else "no")
         row: list[str | Text] = [
             patch.patch,

@@ -2,25 +2,18 @@
 
 from __future__ import annotations
 
-from rich.table import Table
 from rich.text import Text
 
 from forktool.engine.poll import PollResult
-from forktool.engine.sync import SyncReport
+from forktool.engine.sync import SyncReport, pending_patches
 from forktool.output import Output
-
-
-def _table(*columns: str) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    return table
+from forktool.report.table import new_table
 
 
 def render_plan_body(out: Output, report: SyncReport) -> None:
     if report.retired:
         out.print(Text(f"retire ({len(report.retired)}): absorbed by {report.tag}", style="bold"))
-        table = _table("patch", "first release", "witnesses")
+        table = new_table("patch", "first release", "witnesses")
         for r in report.retired:
             table.add_row(r.patch, r.first_release or "-", r.witnesses)
         out.print(table)
@@ -28,19 +21,36 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
         out.print(f"retire: nothing ({report.tag} contains no patch's upstream commit)")
     if report.refreshed:
         out.print(Text(f"refresh ({len(report.refreshed)}) onto {report.tag}", style="bold"))
-        table = _table("patch", "refresh", "note")
+        table = new_table("patch", "refresh", "note")
         for e in report.refreshed:
             style = {"conflict": "red", "rebased": "yellow"}.get(e.status, "green")
             table.add_row(e.patch, Text(e.status, style=style), e.message)
         out.print(table)
+    waiting = pending_patches(report)
+    if waiting:
+        out.print(Text(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold"))
+        for name, pr in waiting:
+            out.print(f"  {name}: pending, PR {pr or '(none named)'}", markup=False)
     if report.pins:
         out.print(Text(f"pins ({len(report.pins)})", style="bold"))
         for p in report.pins:
             out.print(f"  {p.file}:{p.line}: {p.old} -> {p.new}", markup=False)
+    if report.merge_tag:
+        verb = "merged" if report.stage in ("check", "done") and not report.dry_run else "merge"
+        out.print(
+            f"{verb}: the release tag {report.tag} ({report.tag_commit[:10]}) into the sync "
+            "branch, never upstream's main branch",
+            markup=False,
+        )
     for conflict in report.conflicts:
         out.result(Text(f"conflict: {conflict}", style="red"), markup=False)
     for note in report.notes:
         out.print(Text(f"needs a human: {note}", style="yellow"), markup=False)
+
+
+def render_aborted(out: Output, report: SyncReport) -> None:
+    """After --abort: what was removed, one line."""
+    out.result(report.message)
 
 
 def render_sync(out: Output, report: SyncReport) -> None:
@@ -55,10 +65,40 @@ def render_sync(out: Output, report: SyncReport) -> None:
     if report.message:
         style = "green" if report.ok else "red"
         out.result(Text(report.message, style=style), markup=False)
+    step = next_step(report)
+    if step:
+        out.print(f"next: {step}", markup=False)
+
+
+def next_step(report: SyncReport) -> str:
+    """What to run after this sync (or plan), in one line."""
+    if report.dry_run and report.notes:
+        return f"settle what needs a human (above), then 'forktool sync {report.tag}'"
+    if report.dry_run and report.conflicts:
+        return f"forktool sync {report.tag} (it stops at the conflict for you to resolve)"
+    if report.dry_run:
+        return f"forktool sync {report.tag}"
+    if report.stage != "done":
+        return "resolve what is above, then 'forktool sync --continue' (or 'forktool sync --abort')"
+    if report.check_ok is False:
+        return f"fix what check found on branch {report.branch}, then review it"
+    return f"review branch {report.branch} and merge it (git merge {report.branch})"
+
+
+def render_merged(out: Output, result: PollResult) -> None:
+    for merged in result.merged:
+        out.print(
+            f"merged : {merged.patch}: PR {merged.pr} merged as {(merged.commit or '')[:10]} "
+            f"'{merged.subject}' (record it: forktool upstream resolve --write)",
+            markup=False,
+        )
+    if result.merged_note:
+        out.print(f"note   : {result.merged_note}", markup=False)
 
 
 def render_poll(out: Output, result: PollResult) -> None:
     out.print(f"pinned : {result.pin}")
+    render_merged(out, result)
     if not result.newer:
         out.result(Text(f"nothing new: no release newer than {result.pin}", style="green"))
         return
@@ -66,6 +106,8 @@ def render_poll(out: Output, result: PollResult) -> None:
     assert result.plan is not None
     out.print(Text(f"plan for {result.plan.tag}:", style="bold"))
     render_plan_body(out, result.plan)
+    for blocker in result.blockers:
+        out.print(Text(f"sync cannot start: {blocker}", style="yellow"), markup=False)
     if result.needs_hands:
         out.result(Text(f"{result.plan.tag}: a sync needs hands (exit 4)", style="yellow"))
     else:

@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from forktool.git import short
 from forktool.output import Output
+from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # renderers need the result types only for annotations; keep start-up lean
     from forktool.engine.apply import DirResult, PatchVerdict, VerifyResult
@@ -16,18 +18,32 @@ if TYPE_CHECKING:  # renderers need the result types only for annotations; keep 
     from forktool.engine.status import StatusResult
 
 
-def short(oid: str | None) -> str:
-    return oid[:10] if oid else "-"
-
-
 def render_init(out: Output, result: InitResult) -> None:
-    out.print(f"Pinned to {result.tag} ({short(result.commit)}). Created:")
-    for name in result.written:
-        out.print(f"  {name}")
-    out.print(
-        "Next: add patches to patches/, list them in series, map them in upstream.map, "
-        "then run 'forktool status'."
-    )
+    from forktool.report.upstream_map import render_suggestions
+
+    out.print(f"Pinned to {result.tag} ({short(result.commit)}).")
+    for label, names in (
+        ("created", result.written),
+        ("appended the retirement record section to", result.appended),
+        ("kept as it is", result.kept),
+    ):
+        for name in names:
+            out.print(f"  {label}: {name}", markup=False)
+    if result.quilt is not None:
+        out.print(f"Adopted the quilt directory {result.quilt}; upstream.map from its headers:")
+        render_suggestions(out, result.suggestions)
+        out.print(
+            "Next: check upstream.map ('pending' where a header says nothing: write the "
+            "upstream commit, or 'none' for a fork-only patch), then run 'forktool check'.",
+            markup=False,
+        )
+    elif result.written:
+        out.print(
+            "Next: add patches to patches/, list them in series, map them in upstream.map, "
+            "then run 'forktool status'."
+        )
+    elif not result.appended:
+        out.result("Nothing to do: the fork's files are all here.", markup=False)
 
 
 def render_status(out: Output, result: StatusResult) -> None:
@@ -56,9 +72,7 @@ def render_status(out: Output, result: StatusResult) -> None:
         out.print(f"newest : {newest.get('tag')} {what}", markup=False)
     if not result.patches:
         return
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("#", "patch", "upstream", "PR", "at pin"):
-        table.add_column(column, overflow="fold")
+    table = new_table("#", "patch", "upstream", "PR", "at pin")
     for index, patch in enumerate(result.patches, start=1):
         upstream = (
             "fork-only"
@@ -88,10 +102,7 @@ _STATUS_STYLE = {
 
 
 def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("patch", overflow="fold")
-    table.add_column("status")
-    table.add_column("detail", overflow="fold")
+    table = new_table("patch", "status", "detail")
     for verdict in verdicts:
         style = _STATUS_STYLE.get(verdict.status, "")
         table.add_row(verdict.patch, Text(verdict.status, style=style), verdict.message)
@@ -115,7 +126,13 @@ def render_verify(out: Output, result: VerifyResult) -> None:
         out.result(Text(f"FAILED: {result.message}", style="red"))
         return
     bad = [v for v in result.patches if v.status not in ("exact", "not-tried")]
-    for verdict in bad:
+    if bad and not out.quiet:  # the table above says why, once
+        names = ", ".join(f"{v.patch}" + (f":{v.line}" if v.line else "") for v in bad)
+        out.result(
+            Text(f"FAILED: {len(bad)} patch(es) do not apply exactly: {names}", style="red"),
+            markup=False,
+        )
+    for verdict in bad if out.quiet else ():
         where = f"{verdict.patch}" + (f":{verdict.line}" if verdict.line else "")
         out.result(Text(f"error: {where}: {verdict.message}", style="red"), markup=False)
     untried = sum(v.status == "not-tried" for v in result.patches)

@@ -1,0 +1,294 @@
+"""``forktool upstream resolve``: which of our pending upstream PRs have merged, and as
+which commit?
+
+One ``git log`` over the first-parent line of upstream's development branch
+(``upstream.branch``, read from ``refs/remotes/<remote>/<branch>``) is indexed by the
+PR each commit *merged*:
+
+* a squash merge: the subject ends with `` (#N)`` (GitHub's default);
+* a merge commit: ``Merge pull request #N from ...``;
+* GitLab: ``See merge request <group>/<project>!N`` in the message;
+* ``upstream.pr_patterns``: the user's regexes, each with a ``(?P<pr>...)`` group.
+
+A commit that only mentions a PR does not count: a revert (``Revert "... (#N)" (#M)``
+merged #M, not #N) or a follow-up whose subject ends "from (#N)". When two commits
+still claim the same PR the patch stays pending and both are listed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from forktool.config import Config
+from forktool.engine.upstream import Fetched, fetch_upstream
+from forktool.errors import FatalError
+from forktool.fork import Fork, Patch
+from forktool.fsutil import write_files
+from forktool.git import Git, LogEntry
+from forktool.model.upstream_map import MapEntry, UpstreamMap
+
+How = Literal["squash", "merge", "gitlab", "pattern", "not-merged", "ambiguous", "no-pr"]
+
+_MERGE = re.compile(r"^Merge pull request #(?P<pr>[0-9]+) from \S")
+_GITLAB = re.compile(r"^See merge request (?P<project>\S+)!(?P<pr>[0-9]+)\s*$", re.MULTILINE)
+# A subject that names a PR it did not merge ends in a linking word: "Fix X from (#N)".
+# (A revert, 'Revert "x (#N)" (#M)', needs no rule: it ends with the PR that merged it.)
+_MENTION_WORDS = frozenset(
+    "from in of for after since see by per to follow follows follow-up followup re".split()
+)
+
+
+def squashed_pr(subject: str) -> str | None:
+    """N when ``subject`` is a squash merge's, ``<title> (#N)``; None otherwise.
+
+    Read by hand, not by a regex: it runs once per commit of a long history.
+    """
+    if not subject.endswith(")"):
+        return None
+    at = subject.rfind("(#")
+    number = subject[at + 2 : -1]
+    if at < 1 or not number.isdigit() or not subject[at - 1].isspace():
+        return None
+    title = subject[:at].rstrip()
+    if not title or title.rsplit(None, 1)[-1].lower() in _MENTION_WORDS:
+        return None
+    return number
+
+
+# A PR reference: a URL (GitHub pull, GitLab merge request, Gitea/Forgejo pulls), or #N, !N, N.
+_PR_URL = re.compile(
+    r"^https?://[^/\s]+/(?P<project>\S+?)(?:/-)?/(?:pull|pulls|merge_requests)/(?P<pr>[0-9]+)"
+    r"(?:[/?#]\S*)?$"
+)
+_PR_SHORT = re.compile(r"^[#!]?(?P<pr>[0-9]+)$")
+_PR_TRAILING = re.compile(r"^https?://\S*?/(?P<pr>[0-9]+)/?$")  # any review URL ending in N
+
+
+@dataclass(frozen=True)
+class PrRef:
+    """A pending patch's PR: its number, and the project it belongs to when known."""
+
+    number: str
+    project: str | None
+
+
+def parse_pr(text: str) -> PrRef | None:
+    """The PR number (and project) in a PR URL or ``#N``/``!N``/``N``; None otherwise."""
+    text = text.strip()
+    if match := _PR_URL.match(text):
+        return PrRef(match.group("pr"), match.group("project"))
+    for pattern in (_PR_SHORT, _PR_TRAILING):
+        if match := pattern.match(text):
+            return PrRef(match.group("pr"), None)
+    return None
+
+
+@dataclass(frozen=True)
+class Merged:
+    """A commit that merged a PR, and how that was recognised."""
+
+    commit: str
+    subject: str
+    how: How
+    project: str | None = None  # GitLab's group/project
+
+
+def merged_prs(entry: LogEntry, patterns: Sequence[re.Pattern[str]] = ()) -> dict[str, Merged]:
+    """PR number -> how ``entry`` merged it (usually one PR, or none)."""
+    found: dict[str, Merged] = {}
+    subject = entry.subject
+    if len(entry.parents) > 1 and (match := _MERGE.match(subject)):
+        found[match.group("pr")] = Merged(entry.commit, subject, "merge")
+    elif (number := squashed_pr(subject)) is not None:
+        found[number] = Merged(entry.commit, subject, "squash")
+    if "See merge request " in entry.message:
+        for match in _GITLAB.finditer(entry.message):
+            found.setdefault(
+                match.group("pr"), Merged(entry.commit, subject, "gitlab", match.group("project"))
+            )
+    for pattern in patterns:
+        for match in pattern.finditer(entry.message):
+            pr = parse_pr(match.group("pr") or "")
+            if pr is not None:
+                found.setdefault(pr.number, Merged(entry.commit, subject, "pattern"))
+    return found
+
+
+def compiled_patterns(config: Config) -> list[re.Pattern[str]]:
+    return [re.compile(p, re.MULTILINE) for p in config.pr_patterns]
+
+
+def merged_index(
+    entries: Iterable[LogEntry], compiled: Sequence[re.Pattern[str]]
+) -> dict[str, list[Merged]]:
+    """PR number -> every commit that merged it, oldest first."""
+    index: dict[str, list[Merged]] = {}
+    for entry in entries:
+        for number, merged in merged_prs(entry, compiled).items():
+            index.setdefault(number, []).insert(0, merged)
+    return index
+
+
+@dataclass(frozen=True)
+class Resolution:
+    patch: str
+    pr: str | None
+    commit: str | None
+    subject: str
+    how: How
+    candidates: tuple[str, ...]
+    written: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "patch": self.patch,
+            "pr": self.pr,
+            "commit": self.commit,
+            "subject": self.subject,
+            "how": self.how,
+            "candidates": list(self.candidates),
+            "written": self.written,
+        }
+
+
+@dataclass(frozen=True)
+class ResolveResult:
+    branch: str
+    branch_commit: str
+    fetched: bool
+    patches: tuple[Resolution, ...]
+    written: tuple[str, ...] = ()  # files changed by --write
+    changes: tuple[str, ...] = ()  # what --write changed, one line each
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def merged(self) -> tuple[Resolution, ...]:
+        return tuple(r for r in self.patches if r.commit is not None)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "branch": self.branch,
+            "branch_commit": self.branch_commit,
+            "fetched": self.fetched,
+            "patches": [p.to_json() for p in self.patches],
+            "written": list(self.written),
+            "changes": list(self.changes),
+            "warnings": list(self.warnings),
+        }
+
+
+# -- fetching ------------------------------------------------------------------------
+
+
+def fetch_upstream_branch(config: Config, git: Git) -> Fetched:
+    """Fetch ``upstream.branch`` by the one rule for reaching upstream."""
+    return fetch_upstream(config, git, branch=config.upstream_branch)
+
+
+def branch_ref(config: Config) -> str:
+    return f"refs/remotes/{config.upstream_remote}/{config.upstream_branch}"
+
+
+def upstream_branch_commit(config: Config, git: Git) -> str:
+    """Where upstream's development branch is, as fetched (exit 2 when it is not here)."""
+    ref = branch_ref(config)
+    commit = git.try_resolve(ref)
+    if commit is None:
+        raise FatalError(
+            f"{ref} is not in this repository (upstream.branch: {config.upstream_branch})",
+            f"git fetch {config.upstream_remote} {config.upstream_branch}, or drop --no-fetch; "
+            "set upstream.branch in forktool.yaml if upstream develops on another branch",
+        )
+    return commit
+
+
+# -- resolving -----------------------------------------------------------------------
+
+
+def tracked(patch: Patch) -> bool:
+    """Pending (or unmapped with an Upstream-PR trailer): a PR we wait for."""
+    return patch.pending or (not patch.commits and patch.upstream_pr is not None)
+
+
+def _resolve_one(patch: Patch, index: dict[str, list[Merged]]) -> Resolution:
+    pr_text = patch.upstream_pr
+    pr = parse_pr(pr_text) if pr_text else None
+    if pr is None:
+        return Resolution(patch.name, pr_text, None, "", "no-pr", ())
+    found = [
+        m
+        for m in index.get(pr.number, [])
+        if m.project is None or pr.project is None or m.project == pr.project
+    ]
+    if not found:
+        return Resolution(patch.name, pr_text, None, "", "not-merged", ())
+    if len(found) > 1:
+        return Resolution(
+            patch.name, pr_text, None, "", "ambiguous", tuple(m.commit for m in found)
+        )
+    one = found[0]
+    return Resolution(patch.name, pr_text, one.commit, one.subject, one.how, (one.commit,))
+
+
+def resolve(fork: Fork, git: Git, *, fetch: bool) -> ResolveResult:
+    """Each pending patch's PR -> the commit that merged it on upstream's branch."""
+    config = fork.config
+    if fetch:
+        fetch_upstream_branch(config, git)
+    tip = upstream_branch_commit(config, git)
+    pending = [p for p in fork.patches if tracked(p)]
+    index = merged_index(git.first_parent_log(tip), compiled_patterns(config)) if pending else {}
+    return ResolveResult(
+        config.upstream_branch, tip, fetch, tuple(_resolve_one(p, index) for p in pending)
+    )
+
+
+def write_resolved(fork: Fork, result: ResolveResult) -> ResolveResult:
+    """Record each merged PR's commit in upstream.map (the PR URL stays as the note):
+    one all-or-nothing write. Call it under the fork lock."""
+    umap: UpstreamMap = fork.upstream_map
+    changes: list[str] = []
+    warnings: list[str] = []
+    done: set[str] = set()
+    for found in result.merged:
+        assert found.commit is not None
+        patch = fork.patch(found.patch)
+        trailer = patch.parsed.header.trailer("Upstream-Merge")
+        if trailer is not None:
+            warnings.append(
+                f"{patch.rel}:{trailer.line}: its Upstream-Merge trailer says "
+                f"'{trailer.value}': set it to {found.commit} and run resolve --write again"
+            )
+            continue
+        old = umap.get(found.patch)
+        note = old.note if old else ""
+        if found.pr and found.pr not in note.split():
+            note = f"{found.pr} {note}".strip()
+        entry = MapEntry(found.patch, (found.commit,), note, 0, "commits")
+        umap = umap.with_entry(entry)
+        before = old.render() if old else "(no line)"
+        changes.append(f"{fork.config.upstream_map}: {before} -> {entry.render()}")
+        done.add(found.patch)
+    if not done:
+        return _with(result, (), (), tuple(warnings), done)
+    write_files({fork.config.map_path: umap.to_bytes()})
+    return _with(result, (fork.config.upstream_map,), tuple(changes), tuple(warnings), done)
+
+
+def _with(
+    result: ResolveResult,
+    written: tuple[str, ...],
+    changes: tuple[str, ...],
+    warnings: tuple[str, ...],
+    done: set[str],
+) -> ResolveResult:
+    patches = tuple(
+        Resolution(p.patch, p.pr, p.commit, p.subject, p.how, p.candidates, p.patch in done)
+        for p in result.patches
+    )
+    return ResolveResult(
+        result.branch, result.branch_commit, result.fetched, patches, written, changes, warnings
+    )

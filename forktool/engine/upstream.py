@@ -1,0 +1,176 @@
+"""Reaching upstream: the one rule every command that fetches follows.
+
+Where from: the configured remote (``upstream.remote``) when this repository has it,
+else ``upstream.url``, else nowhere: the tags already here are used, with a notice.
+A tag that already exists here and peels to the same commit upstream is not fetched
+again (a tag upstream no longer has, or cannot be asked about, is used as it is, with
+a notice); a tag that moved upstream is refused. Every failure is a ``FatalError``
+with git's cause line and a hint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from forktool.config import Config
+from forktool.errors import FatalError, GitError, git_said
+from forktool.git import Git
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What reaching upstream did."""
+
+    source: str | None  # the remote name or URL that was reached; None: local tags only
+    fetched: tuple[str, ...] = ()  # what was brought in: tags, commits, "--unshallow"
+    notices: tuple[str, ...] = ()  # one line each, for stderr ("notice: ...")
+
+    @property
+    def reached(self) -> bool:
+        return self.source is not None
+
+
+def upstream_source(config: Config, git: Git) -> str | None:
+    """The remote to fetch from if this repository has it, else ``upstream.url``, else None."""
+    if config.upstream_remote in git.remotes():
+        return config.upstream_remote
+    return config.upstream_url
+
+
+def no_source_hint(config: Config) -> str:
+    return (
+        f"add the remote (git remote add {config.upstream_remote} <url>) "
+        "or set upstream.url in forktool.yaml"
+    )
+
+
+def cause_line(exc: GitError) -> str:
+    """git's line that says why (its first ``fatal:``/``error:`` line)."""
+    return git_said(exc.stderr) or f"exit status {exc.returncode}"
+
+
+def fetch_upstream(
+    config: Config,
+    git: Git,
+    *,
+    tags: Sequence[str] = (),
+    all_tags: bool = False,
+    commits: Sequence[str] = (),
+    unshallow: bool = False,
+    branch: str | None = None,
+    offline: str = "pass --no-fetch",
+) -> Fetched:
+    """Bring ``tags`` (or, with ``all_tags``, every tag), the ``commits`` not here yet,
+    with ``unshallow`` the rest of a shallow history and with ``branch`` upstream's
+    development branch (into ``refs/remotes/<upstream.remote>/<branch>``), from upstream.
+
+    Raises ``FatalError`` (with a hint) when a wanted tag is neither here nor fetchable,
+    when a tag moved upstream, or when a fetch fails; ``offline`` completes the hint
+    "... or OFFLINE to use what is here" (how the caller's command skips fetching).
+    """
+    source = upstream_source(config, git)
+    wanted = list(dict.fromkeys(tags))
+    if source is None:
+        for tag in wanted:
+            if git.tag_commit(tag) is None:
+                raise FatalError(
+                    f"unknown tag '{tag}', and no upstream to fetch it from "
+                    f"(no remote '{config.upstream_remote}', no upstream.url)",
+                    no_source_hint(config),
+                )
+        return Fetched(
+            None,
+            notices=(
+                f"no remote '{config.upstream_remote}' and no upstream.url: "
+                "using the tags already here",
+            ),
+        )
+    fetched: list[str] = []
+    notices: list[str] = []
+    if unshallow and git.is_shallow():
+        _fetch(git, source, [], offline, unshallow=True)
+        fetched.append("--unshallow")
+    if all_tags:
+        _fetch_all_tags(git, source, offline)
+        fetched.append("tags")
+    else:
+        for tag in _tags_to_fetch(git, source, wanted, notices):
+            _fetch(git, source, [f"refs/tags/{tag}:refs/tags/{tag}"], offline)
+            fetched.append(tag)
+    if branch is not None:
+        try:
+            git.fetch_branch(source, branch, config.upstream_remote)
+        except GitError as exc:
+            raise _fetch_error(source, exc, offline) from exc
+        fetched.append(branch)
+    missing = sorted(c for c, kind in git.object_types(set(commits)).items() if kind is None)
+    if missing:
+        _fetch(git, source, missing, offline)
+        fetched += missing
+    return Fetched(source, tuple(fetched), tuple(notices))
+
+
+def _tags_to_fetch(git: Git, source: str, tags: list[str], notices: list[str]) -> list[str]:
+    """The tags that are not here yet; the ones that are, checked against ``source``."""
+    local = {tag: git.tag_commit(tag) for tag in tags}
+    present = [tag for tag, commit in local.items() if commit is not None]
+    if present:
+        try:
+            remote = git.remote_tag_commits(source, present)
+        except GitError as exc:
+            notices.append(
+                f"could not reach {source} ({cause_line(exc)}): using the local "
+                f"tag(s) {', '.join(present)}"
+            )
+            remote = {tag: str(local[tag]) for tag in present}
+        for tag in present:
+            theirs = remote.get(tag)
+            if theirs is None:
+                notices.append(
+                    f"{source} has no tag '{tag}': using the local one ({str(local[tag])[:12]})"
+                )
+            elif theirs != local[tag]:
+                raise FatalError(
+                    f"tag '{tag}' moved upstream: here it is {str(local[tag])[:12]}, "
+                    f"on {source} {theirs[:12]}",
+                    "a moved release tag is never taken silently: ask upstream why; to take "
+                    f"theirs, delete yours (git tag -d {tag}) and run again",
+                )
+    return [tag for tag, commit in local.items() if commit is None]
+
+
+def _fetch(
+    git: Git, source: str, refspecs: list[str], offline: str, *, unshallow: bool = False
+) -> None:
+    try:
+        git.fetch(source, refspecs, unshallow=unshallow)
+    except GitError as exc:
+        raise _fetch_error(source, exc, offline) from exc
+
+
+def _fetch_all_tags(git: Git, source: str, offline: str) -> None:
+    try:
+        git.fetch_all_tags(source)
+    except GitError as exc:
+        raise _fetch_error(source, exc, offline) from exc
+
+
+def _fetch_error(source: str, exc: GitError, offline: str) -> FatalError:
+    """git's own words (the remote, its URL and the cause line), with a hint that fits."""
+    if "couldn't find remote ref" in cause_line(exc):
+        hint = (
+            f"{source} does not have it: check the name (git ls-remote --tags {source}), "
+            f"or {offline} to use what is here"
+        )
+    elif "would clobber existing tag" in exc.stderr or "(already exists)" in exc.stderr:
+        hint = (
+            "a tag here differs from upstream's (a moved tag is never taken silently): "
+            "compare them with git ls-remote --tags " + source
+        )
+    else:
+        hint = (
+            f"check that {source} is reachable (git ls-remote {source}), "
+            f"or {offline} to use what is here"
+        )
+    return FatalError(exc.message, hint)

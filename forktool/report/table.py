@@ -1,0 +1,47 @@
+"""The one table every text renderer draws: tokens stay whole, prose wraps.
+
+Piped output (CI logs) is 80 columns wide. A patch name, a tag, a commit id or a URL
+must stay copyable: those columns never wrap, and the prose columns (a detail, a note,
+the witnesses) wrap at spaces. When even that does not fit the width, the table is
+printed wider than the terminal rather than cut a name in two.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.table import Table
+
+PROSE_COLUMNS = frozenset(
+    {"detail", "note", "witnesses", "reason", "message", "subject", "from header line"}
+)
+PROSE_MIN_WIDTH = 24  # narrower, a sentence reads one word a line
+
+
+class TokenTable(Table):
+    """A table that widens past the console rather than split a token column."""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        needed = self._needed_width(console, options)
+        if needed > options.max_width:
+            options = options.update_width(needed)
+        yield from super().__rich_console__(console, options)
+
+    def _needed_width(self, console: Console, options: ConsoleOptions) -> int:
+        widths: Iterable[int] = (
+            self._measure_column(console, options, column)[1 if column.no_wrap else 0]
+            for column in self.columns
+        )
+        return sum(widths) + self._extra_width
+
+
+def new_table(*columns: str) -> Table:
+    """A table with a bold header row and no box, its columns named ``columns``."""
+    made = TokenTable(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in columns:
+        prose = column in PROSE_COLUMNS
+        made.add_column(
+            column, overflow="fold", no_wrap=not prose, min_width=PROSE_MIN_WIDTH if prose else None
+        )
+    return made

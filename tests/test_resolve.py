@@ -1,0 +1,242 @@
+"""upstream resolve: pending PRs -> the commits that merged them, on a fixture upstream
+with the traps (a revert and a follow-up that mention the PR, a merge commit, a GitLab
+merge request, a PR landed twice, a PR not merged yet, a custom pattern)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from helpers import make_patch, run_cli
+from hypothesis import given
+from hypothesis import strategies as st
+
+from forktool.builder import RepoBuilder
+from forktool.engine.resolve import _MENTION_WORDS, merged_prs, parse_pr, squashed_pr
+from forktool.git import LogEntry
+
+GH = "https://github.com/acme/app/pull"
+GL = "https://gitlab.com/grp/proj/-/merge_requests/21"
+REVIEW = "https://review.example.org/c/777"
+PATTERN = r"^Reviewed-on: https://review\.example\.org/c/(?P<pr>[0-9]+)$"
+
+
+def build_upstream(repo: RepoBuilder) -> dict[str, str]:
+    repo.commit("import\n", {f"{n}.txt": f"{n}\n" for n in "abcdefg"})
+    repo.tag("v1")
+    c: dict[str, str] = {}
+    c["squash"] = repo.commit("Fix parser crash (#12)\n", {"a.txt": "a fixed\n"})
+    repo.branch("retries")
+    repo.checkout("retries")
+    repo.commit("Add retries\n", {"b.txt": "b retries\n"})
+    repo.checkout("main")
+    c["merge"] = repo.merge("retries", "Merge pull request #15 from alice/retries\n\nAdd retries")
+    c["revert"] = repo.commit('Revert "Fix parser crash (#12)" (#16)\n', {"a.txt": "a\n"})
+    c["followup"] = repo.commit("Fix typo from (#12)\n", {"c.txt": "c typo\n"})
+    c["gitlab"] = repo.commit(
+        "Cache results\n\nLonger text.\n\nSee merge request grp/proj!21\n", {"d.txt": "d cache\n"}
+    )
+    c["land1"] = repo.commit("Speed up loader (#30)\n", {"e.txt": "e fast\n"})
+    repo.commit('Revert "Speed up loader (#30)"\n', {"e.txt": "e\n"})
+    c["land2"] = repo.commit("Speed up loader (#30)\n", {"e.txt": "e fast again\n"})
+    c["review"] = repo.commit(f"Land change\n\nReviewed-on: {REVIEW}\n", {"g.txt": "g land\n"})
+    return c
+
+
+MAP = {
+    "0001-parser.patch": f"pending {GH}/12",
+    "0002-retries.patch": f"pending {GH}/15 backported early",
+    "0003-cache.patch": f"pending {GL}",
+    "0004-loader.patch": f"pending {GH}/30",
+    "0005-unmerged.patch": f"pending {GH}/99",
+    "0006-no-url.patch": "pending waiting for a PR",
+    "0007-review.patch": f"pending {REVIEW}",
+}
+
+
+@pytest.fixture
+def resolve_fork(tmp_path: Path) -> tuple[RepoBuilder, dict[str, str]]:
+    upstream = RepoBuilder.init(tmp_path / "upstream")
+    commits = build_upstream(upstream)
+    fork = RepoBuilder.clone(upstream.path, tmp_path / "fork")
+    pin = fork.rev("v1")
+    patches = {
+        name: make_patch(fork, "v1", {"f.txt": f"f {n}\n"}, f"Patch {n}")
+        for n, name in enumerate(MAP)
+    }
+    (fork.path / "patches").mkdir()
+    for name, data in patches.items():
+        (fork.path / "patches" / name).write_bytes(data)
+    (fork.path / "series").write_text("".join(f"{n}\n" for n in MAP))
+    (fork.path / "upstream.map").write_text("".join(f"{n} {m}\n" for n, m in MAP.items()))
+    (fork.path / "forktool.yaml").write_text(
+        f"upstream:\n  remote: origin\n  pr_patterns:\n    - '{PATTERN}'\n"
+        f"pin:\n  tag: v1\n  commit: {pin}\n"
+    )
+    return fork, commits
+
+
+def test_resolve_finds_the_merging_commit_and_skips_mentions(resolve_fork) -> None:
+    fork, c = resolve_fork
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--format", "json")
+    assert res.code == 0, res.err
+    found = {
+        p["patch"]: (p["commit"], p["how"], p["candidates"])
+        for p in res.json()["patches"]  # type: ignore[attr-defined]
+    }
+    assert found == {
+        "0001-parser.patch": (c["squash"], "squash", [c["squash"]]),
+        "0002-retries.patch": (c["merge"], "merge", [c["merge"]]),
+        "0003-cache.patch": (c["gitlab"], "gitlab", [c["gitlab"]]),
+        "0004-loader.patch": (None, "ambiguous", [c["land1"], c["land2"]]),
+        "0005-unmerged.patch": (None, "not-merged", []),
+        "0006-no-url.patch": (None, "no-pr", []),
+        "0007-review.patch": (c["review"], "pattern", [c["review"]]),
+    }
+    first = res.json()["patches"][0]  # type: ignore[index]
+    assert first["pr"] == f"{GH}/12" and first["subject"] == "Fix parser crash (#12)"
+
+
+def test_resolve_write_records_commits_and_keeps_the_pr_url(resolve_fork) -> None:
+    fork, c = resolve_fork
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--write")
+    assert res.code == 0, res.err
+    assert (fork.path / "upstream.map").read_text() == (
+        f"0001-parser.patch {c['squash']} {GH}/12\n"
+        f"0002-retries.patch {c['merge']} {GH}/15 backported early\n"
+        f"0003-cache.patch {c['gitlab']} {GL}\n"
+        f"0004-loader.patch pending {GH}/30\n"
+        f"0005-unmerged.patch pending {GH}/99\n"
+        "0006-no-url.patch pending waiting for a PR\n"
+        f"0007-review.patch {c['review']} {REVIEW}\n"
+    )
+    assert f"wrote upstream.map: 0001-parser.patch pending {GH}/12 -> " in res.out
+    assert "candidates" in res.out
+    again = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--write")
+    assert again.code == 0 and "wrote" not in again.out
+    assert run_cli("-C", fork.path, "absorbed", "--tag", "v1").code == 0
+
+
+def test_resolve_refuses_without_the_upstream_branch(resolve_fork) -> None:
+    fork, _ = resolve_fork
+    fork.git.run(["update-ref", "-d", "refs/remotes/origin/main"], purpose="drop the ref")
+    before = (fork.path / "upstream.map").read_bytes()
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--write")
+    assert res.code == 2
+    assert res.error_lines[0] == (
+        "error: refs/remotes/origin/main is not in this repository (upstream.branch: main)"
+    )
+    assert (fork.path / "upstream.map").read_bytes() == before
+    fetched = run_cli("-C", fork.path, "upstream", "resolve", "--format", "json")
+    assert fetched.code == 0, fetched.err
+
+
+def test_poll_lists_newly_merged_prs(resolve_fork) -> None:
+    fork, c = resolve_fork
+    res = run_cli("-C", fork.path, "upstream", "poll", "--no-fetch", "--format", "json")
+    assert res.code == 0, res.err
+    merged = res.json()["merged_prs"]
+    assert [(m["patch"], m["commit"]) for m in merged] == [  # type: ignore[attr-defined]
+        ("0001-parser.patch", c["squash"]),
+        ("0002-retries.patch", c["merge"]),
+        ("0003-cache.patch", c["gitlab"]),
+        ("0007-review.patch", c["review"]),
+    ]
+    text = run_cli("-C", fork.path, "upstream", "poll", "--no-fetch")
+    assert f"merged : 0001-parser.patch: PR {GH}/12 merged as {c['squash'][:10]}" in text.out
+
+
+def test_config_refuses_a_pr_pattern_without_its_group(resolve_fork) -> None:
+    fork, _ = resolve_fork
+    config = fork.path / "forktool.yaml"
+    config.write_text(config.read_text().replace("(?P<pr>[0-9]+)", "([0-9]+)"))
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch")
+    assert res.code == 2
+    assert res.error_lines[0].endswith(
+        "forktool.yaml:4: upstream.pr_patterns pattern has no (?P<pr>...) group"
+    )
+
+
+def _entry(subject: str, parents: int = 1, body: str = "") -> LogEntry:
+    return LogEntry("c" * 40, ("p" * 40,) * parents, "A <a@x>", "2024-01-01", subject + body)
+
+
+@pytest.mark.parametrize(
+    ("subject", "parents", "expected"),
+    [
+        ("Fix parser crash (#12)", 1, {"12": "squash"}),
+        ('Revert "Fix parser crash (#12)" (#16)', 1, {"16": "squash"}),
+        ('Revert "Fix parser crash (#12)"', 1, {}),
+        ("Fix typo from (#12)", 1, {}),
+        ("Follow-up for (#12)", 1, {}),
+        ("Merge pull request #15 from alice/retries", 2, {"15": "merge"}),
+        ("Merge pull request #15 from alice/retries", 1, {}),
+        ("Fix X (#12) (#20)", 1, {"20": "squash"}),
+    ],
+)
+def test_which_pr_a_subject_merged(subject: str, parents: int, expected: dict[str, str]) -> None:
+    found = merged_prs(_entry(subject, parents))
+    assert {k: v.how for k, v in found.items()} == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "number", "project"),
+    [
+        ("https://github.com/acme/app/pull/12", "12", "acme/app"),
+        ("https://github.com/acme/app/pull/12/files", "12", "acme/app"),
+        ("https://gitlab.com/grp/sub/proj/-/merge_requests/21", "21", "grp/sub/proj"),
+        ("https://codeberg.org/o/r/pulls/3", "3", "o/r"),
+        ("#7", "7", None),
+        ("!8", "8", None),
+        ("https://review.example.org/c/777", "777", None),
+    ],
+)
+def test_pr_references(text: str, number: str, project: str | None) -> None:
+    pr = parse_pr(text)
+    assert pr is not None and (pr.number, pr.project) == (number, project)
+
+
+@given(
+    title=st.text(alphabet=st.characters(blacklist_categories=("Cc", "Cs")), max_size=40),
+    number=st.integers(min_value=0, max_value=10**9),
+)
+def test_a_squash_subject_names_its_pr_unless_a_linking_word_precedes_it(
+    title: str, number: int
+) -> None:
+    subject = f"{title} (#{number})"
+    found = squashed_pr(subject)
+    words = title.split()
+    if not words or words[-1].lower() in _MENTION_WORDS:
+        assert found is None
+    else:
+        assert found == str(number)
+
+
+@given(st.text(max_size=200))
+def test_pr_parsing_never_fails_on_any_text(text: str) -> None:
+    pr = parse_pr(text)
+    assert pr is None or pr.number.isdigit()
+
+
+def test_resolve_write_leaves_a_patch_whose_trailer_disagrees(resolve_fork) -> None:
+    fork, c = resolve_fork
+    path = fork.path / "patches" / "0001-parser.patch"
+    text = path.read_text()
+    path.write_text(
+        text.replace("Subject: Patch 0\n", "Subject: Patch 0\n\nUpstream-Merge: none\n", 1)
+    )
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--write")
+    assert res.code == 0, res.err
+    assert "0001-parser.patch pending" in (fork.path / "upstream.map").read_text()
+    assert f"0002-retries.patch {c['merge']}" in (fork.path / "upstream.map").read_text()
+    assert "warning: patches/0001-parser.patch:" in res.err
+    assert "its Upstream-Merge trailer says 'none'" in res.err
+
+
+def test_resolve_json_keeps_the_documented_shape(resolve_fork) -> None:
+    from test_contract import assert_contract
+
+    fork, _ = resolve_fork
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--format", "json")
+    assert res.code == 0, res.err
+    assert_contract("upstream resolve", res.json())

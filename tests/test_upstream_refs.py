@@ -1,0 +1,98 @@
+"""The patch-header reader behind ``map suggest`` and ``export``: pure, property-tested."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from forktool.model.upstream_refs import read_refs
+
+_sha = st.text(alphabet="0123456789abcdefABCDEF", min_size=40, max_size=40)
+_url = st.sampled_from(
+    [
+        "https://github.com/o/r/commit/{}",
+        "https://gitlab.com/o/r/-/commit/{}",
+        "https://git.kernel.org/pub/scm/x.git/commit/?id={}",
+        "https://sourceware.org/git/?p=x.git;a=commit;h={}",
+    ]
+)
+FORMS = [
+    "Origin: upstream, {url}",
+    "Origin: {url}",
+    "Applied-Upstream: 2.1, {url}",
+    "Upstream-Status: Backport [{url}]",
+    "Upstream-Status: Backport [{sha}]",
+    "Git-commit: {sha}",
+    "commit {sha} upstream.",
+    "[ Upstream commit {sha} ]",
+    "(cherry picked from commit {sha})",
+    "Upstream-Merge: {sha}",
+    "# Upstream-Merge: {sha}",
+]
+_noise = st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz :-,.", max_size=30), max_size=4)
+
+
+@given(_sha, _url, st.sampled_from(FORMS), _noise, _noise)
+def test_every_form_gives_the_commit_as_written(
+    sha: str, url: str, form: str, before: list[str], after: list[str]
+) -> None:
+    line = form.format(url=url.format(sha), sha=sha)
+    ref = read_refs([*before, line, *after], "subject")
+    assert ref is not None
+    assert ref.kind == "commits"
+    assert ref.commits == (sha.lower(),)
+    assert ref.source == line.removeprefix("# ")
+
+
+@given(st.lists(st.text(max_size=80), max_size=12), st.text(max_size=40))
+def test_never_invents_a_commit(header: list[str], subject: str) -> None:
+    ref = read_refs(header, subject)
+    text = "\n".join(header).lower()
+    if ref is not None:
+        assert all(commit in text for commit in ref.commits)
+        assert ref.kind in ("commits", "none", "pending")
+        assert (ref.kind == "commits") == bool(ref.commits)
+
+
+@given(_sha, _sha)
+def test_forktools_own_trailer_wins(mine: str, other: str) -> None:
+    ref = read_refs([f"(cherry picked from commit {other})", f"Upstream-Merge: {mine}"])
+    assert ref is not None and ref.commits == (mine.lower(),)
+    none = read_refs([f"(cherry picked from commit {other})", "Upstream-Merge: none"])
+    assert none is not None and (none.kind, none.commits) == ("none", ())
+
+
+def test_statuses_without_a_commit() -> None:
+    cases = {
+        "Upstream-Status: Pending": ("pending", None),
+        "Upstream-Status: Submitted [https://lists.example.org/1]": (
+            "pending",
+            "https://lists.example.org/1",
+        ),
+        "Upstream-Status: Inappropriate [oe-core specific]": ("none", None),
+        "Upstream-Status: Denied": ("none", None),
+        "Patch-mainline: Never, SUSE-specific": ("none", None),
+        "Patch-mainline: Submitted, https://lore.kernel.org/r/1": (
+            "pending",
+            "https://lore.kernel.org/r/1",
+        ),
+        "Forwarded: https://github.com/o/r/pull/5": ("pending", "https://github.com/o/r/pull/5"),
+        "Forwarded: not-needed": ("none", None),
+        "Upstream-PR: https://github.com/o/r/pull/6": ("pending", "https://github.com/o/r/pull/6"),
+    }
+    for line, (kind, pr) in cases.items():
+        ref = read_refs([line])
+        assert ref is not None, line
+        assert (ref.kind, ref.commits, ref.pr, ref.source) == (kind, (), pr, line)
+    assert read_refs(["Bug: https://bugs.example.org/1"]) is None  # a bug alone says nothing
+    fromlist = read_refs(["Link: https://lore.kernel.org/r/2"], "FROMLIST: mm: fix")
+    assert fromlist is not None and fromlist.kind == "pending"
+
+
+def test_android_prefixes_take_the_cherry_picked_line() -> None:
+    sha = "ab" * 20
+    ref = read_refs(
+        ["", "Bug: 123456", f"(cherry picked from commit {sha} https://git.kernel.org/x for-next)"],
+        "FROMGIT: mm: fix",
+    )
+    assert ref is not None and ref.commits == (sha,)
