@@ -17,6 +17,7 @@ And the measurements every script reports the same way: :func:`median_time`,
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import statistics
@@ -160,6 +161,36 @@ def _blob(lines: list[str]) -> bytes:
     return "".join(line + "\n" for line in lines).encode()
 
 
+class _History:
+    """A ``git fast-import`` stream of one linear branch, built commit by commit."""
+
+    def __init__(self) -> None:
+        self.stream = bytearray()
+        self.clock = 1_700_000_000
+
+    def commit(self, mark: int, message: str, changes: bytes) -> None:
+        self.clock += 60
+        self.stream.extend(b"commit refs/heads/main\nmark :%d\n" % mark)
+        who = b"Bench <bench@example.org> %d +0000\n" % self.clock
+        self.stream.extend(b"author " + who + b"committer " + who)
+        self.stream.extend(_data(message.encode()))
+        if mark > 1:
+            self.stream.extend(b"from :%d\n" % (mark - 1))
+        self.stream.extend(changes)
+
+    def import_into(self, path: Path) -> None:
+        subprocess.run(
+            git_argv(["init", "-q", "-b", "main", str(path)]), check=True, env=hardened_env()
+        )
+        subprocess.run(
+            git_argv(["fast-import", "--quiet"]),
+            cwd=path,
+            input=bytes(self.stream),
+            check=True,
+            env=hardened_env(),
+        )
+
+
 def synthesize(path: Path, *, files: int, commits: int, seed: int = 7) -> None:
     """A linear history: one import of ``files`` source files, then ``commits`` commits
     that each edit 1-4 files in 1-3 places (and now and then add or delete a file)."""
@@ -169,19 +200,8 @@ def synthesize(path: Path, *, files: int, commits: int, seed: int = 7) -> None:
     for n in range(files):
         name = f"src/{rng.choice(WORDS)}_{n // 50}/{rng.choice(WORDS)}_{n}.py"
         tree[name] = source.take(rng.randint(40, 900))
-    stream = bytearray()
-    clock = 1_700_000_000
-
-    def commit(mark: int, message: str, changes: bytes) -> None:
-        nonlocal clock
-        clock += 60
-        stream.extend(b"commit refs/heads/main\nmark :%d\n" % mark)
-        who = b"Bench <bench@example.org> %d +0000\n" % clock
-        stream.extend(b"author " + who + b"committer " + who)
-        stream.extend(_data(message.encode()))
-        if mark > 1:
-            stream.extend(b"from :%d\n" % (mark - 1))
-        stream.extend(changes)
+    history = _History()
+    commit = history.commit
 
     initial = b"".join(
         b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(lines))
@@ -215,16 +235,95 @@ def synthesize(path: Path, *, files: int, commits: int, seed: int = 7) -> None:
         for name in edited:
             changes.extend(b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(tree[name])))
         commit(mark, f"change {mark}\n\nSynthetic commit {mark}.\n", bytes(changes))
-    subprocess.run(
-        git_argv(["init", "-q", "-b", "main", str(path)]), check=True, env=hardened_env()
-    )
-    subprocess.run(
-        git_argv(["fast-import", "--quiet"]),
-        cwd=path,
-        input=bytes(stream),
-        check=True,
-        env=hardened_env(),
-    )
+    history.import_into(path)
+
+
+# -- a real-size upstream ------------------------------------------------------------------
+
+# Top-level packages of the realistic tree, and words for its sub-packages and modules.
+PACKAGES = (
+    "core io net sql cli web auth cache plugins compat utils testing docs tools "
+    "server client parser render storage"
+).split()
+
+
+def _weighted(rng: random.Random, top: int, power: float) -> int:
+    """1..top, small values far more likely (P(k) ~ k**-power): most commits touch a
+    file or two, a few touch dozens."""
+    weights = [k**-power for k in range(1, top + 1)]
+    return rng.choices(range(1, top + 1), weights=weights)[0]
+
+
+def _file_lines(rng: random.Random) -> int:
+    """A real project's file length: log-normal, median 150 lines, tail cut at 5,000."""
+    return max(5, min(5000, int(rng.lognormvariate(math.log(150), 1.0))))
+
+
+def _module_path(rng: random.Random, n: int) -> str:
+    parts = [rng.choice(PACKAGES)]
+    for _ in range(rng.choice((0, 1, 1, 2, 2, 3))):
+        parts.append(rng.choice(WORDS))
+    return "/".join([*parts, f"{rng.choice(WORDS)}_{n}.py"])
+
+
+def _edit(rng: random.Random, source: _Lines, lines: list[str], hunks: int) -> None:
+    """Change ``lines`` in ``hunks`` places spread over the file (bottom up, so each
+    place is where it was drawn)."""
+    room = range(max(1, len(lines)))
+    spots = sorted(rng.sample(room, min(hunks, len(room))), reverse=True)
+    for at in spots:
+        removed = rng.randint(0, 8)
+        added = source.take(rng.randint(0 if removed else 1, 12))
+        lines[at : at + removed] = added
+
+
+def realistic(path: Path, *, files: int = 5000, commits: int, seed: int = 16) -> None:
+    """A real-size upstream: one import of ``files`` source files nested in packages,
+    their lengths log-normal (median 150 lines, a tail to 5,000), then ``commits``
+    commits that each touch 1-30 files (most touch one or two) in 1-15 places, and now
+    and then add, delete or rename a file. Seeded: the same arguments give the same
+    history, so numbers compare between runs."""
+    rng = random.Random(seed)
+    source = _Lines(rng)
+    tree: dict[str, list[str]] = {}
+    while len(tree) < files:
+        tree[_module_path(rng, len(tree))] = source.take(_file_lines(rng))
+    history = _History()
+    commit = history.commit
+
+    def blob(name: str) -> bytes:
+        return b"M 100644 inline " + name.encode() + b"\n" + _data(_blob(tree[name]))
+
+    commit(1, "import\n", b"".join(blob(name) for name in tree))
+    names = sorted(tree)
+    for mark in range(2, commits + 2):
+        changes = bytearray()
+        roll = rng.random()
+        if roll < 0.03:
+            name = _module_path(rng, len(names) + mark * 7)
+            if name not in tree:
+                tree[name] = source.take(min(_file_lines(rng), 600))
+                names.append(name)
+                changes.extend(blob(name))
+        elif roll < 0.05 and len(names) > 100:
+            name = names.pop(rng.randrange(len(names)))
+            del tree[name]
+            changes.extend(b"D " + name.encode() + b"\n")
+        elif roll < 0.07 and len(names) > 100:
+            old = names.pop(rng.randrange(len(names)))
+            new = _module_path(rng, len(names) + mark * 7 + 1)
+            if new in tree:
+                names.append(old)
+            else:
+                tree[new] = tree.pop(old)
+                names.append(new)
+                changes.extend(b"R " + old.encode() + b" " + new.encode() + b"\n")
+        touched = rng.sample(names, _weighted(rng, 30, 1.2))
+        for name in touched:
+            _edit(rng, source, tree[name], _weighted(rng, 15, 1.0))
+            changes.extend(blob(name))
+        commit(mark, f"change {mark}\n\nSynthetic commit {mark}.\n", bytes(changes))
+    history.import_into(path)
 
 
 # -- measuring ---------------------------------------------------------------------------

@@ -10,13 +10,20 @@ leniently and report what they find.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from forktool.config import Config
 from forktool.errors import FatalError, Finding, require_no_errors
 from forktool.inputs import UnreadableInput, read_input
 from forktool.model.ledger import Ledger, parse_ledger
-from forktool.model.patchfile import PatchFile, parse_patch
+from forktool.model.patchfile import (
+    PatchFile,
+    PatchHeader,
+    parse_header,
+    parse_patch,
+    parse_upstream_merge,
+)
 from forktool.model.series import Series, SeriesEntry, parse_series
 from forktool.model.upstream_map import MapEntry, UpstreamMap, parse_map
 
@@ -28,12 +35,18 @@ MAX_PATCH_BYTES = 64 << 20
 
 @dataclass(frozen=True)
 class Patch:
-    """One series entry with its file, parse and map entry."""
+    """One series entry with its file, its map entry, and its parse.
+
+    The file's bytes and its parse are made when first asked for and then kept;
+    ``parse()`` and ``header`` give them without keeping anything, so a pass over a
+    long series (``verify``) holds one patch at a time. The fork checks at load
+    time that every file is readable.
+    """
 
     entry: SeriesEntry
     path: Path
-    data: bytes
-    parsed: PatchFile
+    raw: bytes | None  # the file's bytes, when the caller has them; None: read when asked
+    preparsed: PatchFile | None  # None: parsed when first asked for
     mapping: MapEntry | None
     rel: str  # path as shown to the user, relative to the fork root
 
@@ -41,10 +54,45 @@ class Patch:
     def name(self) -> str:
         return self.entry.name
 
+    @cached_property
+    def data(self) -> bytes:
+        return self.read()
+
+    def read(self) -> bytes:
+        """The file's bytes, without keeping them when they were not read yet."""
+        if self.raw is not None:
+            return self.raw
+        if "data" in self.__dict__:
+            return self.data
+        return read_input(self.path, self.rel, follow=False, limit=MAX_PATCH_BYTES)
+
+    @cached_property
+    def size(self) -> int:
+        return len(self.raw) if self.raw is not None else self.path.stat().st_size
+
+    @cached_property
+    def parsed(self) -> PatchFile:
+        return self.parse()
+
+    def parse(self) -> PatchFile:
+        """The parse, without keeping it (or the bytes) when it was not made yet."""
+        if self.preparsed is not None:
+            return self.preparsed
+        if "parsed" in self.__dict__:
+            return self.parsed
+        return parse_patch(self.read(), strip=self.entry.strip)
+
+    @cached_property
+    def header(self) -> PatchHeader:
+        """``parsed.header``, read without parsing the diffs."""
+        if self.preparsed is not None or "parsed" in self.__dict__:
+            return self.parsed.header
+        return parse_header(self.read(), strip=self.entry.strip)
+
     @property
     def upstream_pr(self) -> str | None:
         """The one rule for a patch's PR: the Upstream-PR trailer, else the map note's URL."""
-        trailer = self.parsed.header.trailer("Upstream-PR")
+        trailer = self.header.trailer("Upstream-PR")
         if trailer:
             return trailer.value
         return self.mapping.pr if self.mapping else None
@@ -142,7 +190,12 @@ def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) ->
         return Finding(
             "error", f"names '{entry.name}' but {exc.message}", config.series, entry.line, exc.hint
         )
-    return Patch(entry, path, data, parse_patch(data, strip=entry.strip), mapping, rel)
+    patch = Patch(entry, path, None, None, mapping, rel)
+    # Its header now, from the bytes just read (the map check needs every trailer);
+    # the bytes themselves are read again when needed, so a long series is not held.
+    patch.__dict__["header"] = parse_header(data, strip=entry.strip)
+    patch.__dict__["size"] = len(data)
+    return patch
 
 
 def _cross_check(
@@ -191,8 +244,8 @@ def _cross_check(
 
 
 def _trailer_vs_map(patch: Patch) -> list[Finding]:
-    trailer = patch.parsed.header.trailer("Upstream-Merge")
-    declared = patch.parsed.upstream_merge()
+    trailer = patch.header.trailer("Upstream-Merge")
+    declared = None if trailer is None else parse_upstream_merge(trailer.value)
     if trailer is None or declared is None or patch.mapping is None:
         return []
     if set(declared) == set(patch.mapping.commits):

@@ -194,6 +194,74 @@ def run(
     return result
 
 
+class Started:
+    """A git command running in the background (see :func:`start`): the caller works
+    while git does, then calls :meth:`wait`. Leaving the ``with`` block without
+    waiting (an error, Ctrl-C) kills it."""
+
+    def __init__(
+        self, args: Sequence[str], *, cwd: Path, purpose: str, env: Mapping[str, str] | None
+    ) -> None:
+        self.args = list(args)
+        self.argv = git_argv(args)
+        self.purpose = purpose
+        # Output goes to files, not pipes: a pipe nobody reads would stop git once full.
+        self._out = tempfile.TemporaryFile()
+        self._err = tempfile.TemporaryFile()
+        try:
+            self._proc: subprocess.Popen[bytes] = subprocess.Popen(  # noqa: S603 - no shell
+                self.argv,
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=self._out,
+                stderr=self._err,
+                env=hardened_env(env),
+            )
+        except FileNotFoundError as exc:
+            self._close()
+            raise FatalError(
+                "git is not installed or not on PATH", "install git 2.30 or newer"
+            ) from exc
+
+    def done(self) -> bool:
+        return self._proc.poll() is not None
+
+    def wait(self, *, check: bool = True) -> GitResult:
+        try:
+            returncode = self._proc.wait()
+            self._out.seek(0)
+            self._err.seek(0)
+            result = GitResult(self.argv, returncode, self._out.read(), self._err.read())
+        finally:
+            self._close()
+        if _observer is not None:
+            _observer(self.purpose, self.args, result.returncode)
+        if check and not result.ok:
+            raise GitError(self.purpose, self.argv, result.returncode, result.err)
+        return result
+
+    def _close(self) -> None:
+        self._out.close()
+        self._err.close()
+
+    def __enter__(self) -> Started:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc.returncode is None:
+            self._proc.kill()
+            self._proc.wait()
+        self._close()
+
+
+def start(
+    args: Sequence[str], *, cwd: Path, purpose: str, env: Mapping[str, str] | None = None
+) -> Started:
+    """Start one git command (like :func:`run`) and return at once; use it as a context
+    manager and call ``wait()`` for the result."""
+    return Started(args, cwd=cwd, purpose=purpose, env=env)
+
+
 def fetch_error(args: Sequence[str], cwd: Path, purpose: str, result: GitResult) -> GitError:
     """A failed fetch, said in full: git's first meaningful line, and the remote with
     its URL (the last line alone, "and the repository exists.", says nothing)."""
@@ -246,6 +314,10 @@ class TempIndex:
 
     def run(self, args: Sequence[str], *, purpose: str, **kw: object) -> GitResult:
         return self.git.run(args, purpose=purpose, env=self.env, **kw)  # type: ignore[arg-type]
+
+    def start(self, args: Sequence[str], *, purpose: str) -> Started:
+        """Start ``args`` on this index in the background (see :class:`Started`)."""
+        return start(args, cwd=self.git.cwd, purpose=purpose, env=self.env)
 
     def read_tree(self, treeish: str) -> None:
         self.run(["read-tree", treeish], purpose=f"load {treeish} into a temporary index")

@@ -59,7 +59,14 @@ class Output:
             self.err.print(*objects, markup=False, highlight=False)
 
     def json(self, payload: dict[str, Any]) -> None:
-        sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        # Written in pieces: json.dumps would hold every piece of a long result at once.
+        pieces: list[str] = []
+        for piece in json.JSONEncoder(indent=2).iterencode(payload):
+            pieces.append(piece)
+            if len(pieces) >= 8192:
+                sys.stdout.write("".join(pieces))
+                pieces.clear()
+        sys.stdout.write("".join(pieces) + "\n")
         sys.stdout.flush()
 
     def warn(self, message: str) -> None:

@@ -18,7 +18,7 @@ def command(app: App, fmt: str) -> int:
       forktool status
       forktool status --format json | jq '.patches[].patch'
     """
-    fork = app.fork()
+    fork = app.fork(strict=False)  # fork_status refuses what a strict load would
     result = fork_status(fork, app.git())
     app.emit(result, fmt, text.render_status)
     return 0

@@ -132,7 +132,7 @@ def check_apply(ctx: CheckContext) -> list[Finding]:
         return [Finding("error", result.message, ctx.config.series, None)]
     findings = []
     for verdict in result.patches:
-        if verdict.status != "exact":
+        if verdict.status not in ("exact", "not-tried"):  # not tried: the culprit says why
             patch = fork.patch(verdict.patch)
             findings.append(
                 Finding("error", f"{verdict.status}: {verdict.message}", patch.rel, verdict.line)

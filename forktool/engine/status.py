@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from forktool.engine.absorb import newest_release_preview
 from forktool.engine.apply import verify_series
 from forktool.engine.pin import PinState, pin_state, require_pin
+from forktool.errors import InputError
 from forktool.fork import Fork
 from forktool.git import Git
 
@@ -55,7 +56,14 @@ class StatusResult:
 
 
 def fork_status(fork: Fork, git: Git) -> StatusResult:
-    """Facts about the fork; refuses (exit 2) a pin tag that is missing or moved."""
+    """Facts about the fork; refuses (exit 2) a pin tag that is missing or moved, and,
+    like a strict load, any problem with the fork's files or patches.
+
+    ``fork`` may be loaded leniently: its patches are then parsed once, by the verify
+    at the pin, while git applies them.
+    """
+    if any(f.severity == "error" for f in fork.findings):
+        fork.require_sound()
     pin_commit = require_pin(fork.config, git)
     # One verify at the pin (two git apply calls when all is well) gives each
     # patch's state there.
@@ -65,9 +73,14 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
             fork, git, base=fork.config.pin_tag, base_commit=pin_commit
         ).patches
     }
+    # Only a patch refused on its text can have a problem (precheck reads them first).
+    refused = [p for p in fork.patches if at_pin[p.name].status in ("malformed", "unsafe")]
+    problems = [f for p in refused for f in p.findings() if f.severity == "error"]
+    if problems:
+        raise InputError(problems)
     patches = []
     for patch in fork.patches:
-        criterion = patch.parsed.header.trailer("Exit-Criterion")
+        criterion = patch.header.trailer("Exit-Criterion")  # the header only: no diff parse
         verdict = at_pin.get(patch.name)
         patches.append(
             PatchStatus(

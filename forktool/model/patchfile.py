@@ -188,6 +188,17 @@ def parse_patch(data: bytes, *, strip: int = 1) -> PatchFile:
     return _Parser(text, strip).parse(newline_at_eof)
 
 
+def parse_header(data: bytes, *, strip: int = 1) -> PatchHeader:
+    """``parse_patch(data).header``, without reading the diffs."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    text = [line.decode(ENCODING, ERRORS) for line in lines]
+    parser = _Parser(text, strip)
+    first = parser.next_diff(0)
+    return parser.parse_header(text[: len(text) if first is None else first])
+
+
 def format_patch(patch: PatchFile) -> bytes:
     """The patch's bytes: the exact inverse of ``parse_patch``."""
     lines: list[str] = list(patch.header.lines)

@@ -97,6 +97,7 @@ _STATUS_STYLE = {
     "malformed": "red",
     "unsafe": "bold red",
     "unsupported": "red",
+    "not-tried": "dim",
 }
 
 
@@ -124,7 +125,7 @@ def render_verify(out: Output, result: VerifyResult) -> None:
     if result.message:
         out.result(Text(f"FAILED: {result.message}", style="red"))
         return
-    bad = [v for v in result.patches if v.status != "exact"]
+    bad = [v for v in result.patches if v.status not in ("exact", "not-tried")]
     if bad and not out.quiet:  # the table above says why, once
         names = ", ".join(f"{v.patch}" + (f":{v.line}" if v.line else "") for v in bad)
         out.result(
@@ -134,6 +135,11 @@ def render_verify(out: Output, result: VerifyResult) -> None:
     for verdict in bad if out.quiet else ():
         where = f"{verdict.patch}" + (f":{verdict.line}" if verdict.line else "")
         out.result(Text(f"error: {where}: {verdict.message}", style="red"), markup=False)
+    untried = sum(v.status == "not-tried" for v in result.patches)
+    if untried:
+        out.result(
+            Text(f"{untried} later patch(es) not tried: fix the first failure, then verify again")
+        )
     if not result.round_trip and not bad:
         out.result(
             Text("FAILED: reverting the series did not restore the base tree exactly", style="red")
