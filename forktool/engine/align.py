@@ -175,15 +175,6 @@ def _classify(
     return changes
 
 
-def _uncommitted(git: Git) -> list[str]:
-    """Paths in the index or the work tree that HEAD does not have as they are."""
-    out = git.run(
-        ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
-        purpose="list uncommitted files",
-    ).out
-    return [item[3:] for item in out.split("\0") if len(item) > 3]
-
-
 def _resurrected(ledger: Ledger, head_paths: Sequence[str]) -> list[Resurrected]:
     found = []
     for entry in ledger.dels:
@@ -336,7 +327,7 @@ def _change_finding(ledger: str, tag: str, change: PathChange) -> Finding | None
 
 def _waiting_for_commit(git: Git, stale: Sequence[LedgerEntry]) -> list[LedgerEntry]:
     """Add entries that match nothing committed but an uncommitted file: not stale yet."""
-    pending = _uncommitted(git)
+    pending = git.uncommitted_anywhere()
     return [e for e in stale if e.action == "add" and any(e.matches(p) for p in pending)]
 
 

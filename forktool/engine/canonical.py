@@ -180,13 +180,14 @@ def commit_tree(
     git: Git, tree: str, parent: str, meta: CommitMeta, env: dict[str, str] | None = None
 ) -> str:
     """A commit of ``tree`` on ``parent`` carrying ``meta`` (``env``: e.g. a temporary index's)."""
-    res = git.run(
-        [*CONFIG_PINS, "commit-tree", tree, "-p", parent],
+    return git.commit_tree(
+        tree,
+        [parent],
+        meta.message.encode(ENCODING, ERRORS),
         purpose="record a patch as a commit",
-        input=meta.message.encode(ENCODING, ERRORS),
         env={**(env or {}), **meta.env()},
+        config=CONFIG_PINS,
     )
-    return res.out.strip()
 
 
 MetaFn = Callable[[Patch], CommitMeta | str]
@@ -255,12 +256,13 @@ def format_range(index: TempIndex, base: str, tip: str) -> list[tuple[str, bytes
         return []
     out_dir = Path(tempfile.mkdtemp(prefix="forktool-format-"))
     try:
-        res = index.git.run(
-            [*CONFIG_PINS, *FORMAT_PATCH_ARGS, "-o", str(out_dir), f"{base}..{tip}"],
-            purpose="format the patches",
+        written = index.git.format_patch(
+            FORMAT_PATCH_ARGS,
+            out_dir,
+            f"{base}..{tip}",
             env={**index.env, "GIT_ATTR_NOSYSTEM": "1"},
+            config=CONFIG_PINS,
         )
-        written = [Path(line) for line in res.out.splitlines() if line]
         return [(path.name, path.read_bytes()) for path in written]
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -321,13 +323,6 @@ def _mode_change(
     return (old, new) if old is not None and new is not None and old != new else (None, None)
 
 
-def patch_id(git: Git, data: bytes) -> str | None:
-    """``git patch-id --stable`` of a patch file, None when it has no diff git can read."""
-    res = git.run(["patch-id", "--stable"], purpose="compute a patch id", input=data, check=False)
-    words = res.out.split()
-    return words[0] if res.ok and words else None
-
-
 def cosmetic_only(git: Git, old: bytes, new: bytes) -> bool:
     """True when ``old`` and ``new`` differ only in lines that change nothing applied:
     the same files (after ``-p1``), modes and hunk ranges, and the same changes (the same
@@ -340,8 +335,8 @@ def cosmetic_only(git: Git, old: bytes, new: bytes) -> bool:
         diff.is_binary for diff in (*old_parsed.files, *new_parsed.files)
     ):
         return True
-    old_id = patch_id(git, old)
-    return old_id is not None and old_id == patch_id(git, new)
+    old_id = git.patch_id(old)
+    return old_id is not None and old_id == git.patch_id(new)
 
 
 def _hunk_lines(parsed: PatchFile) -> tuple[tuple[str, ...], ...]:
@@ -359,16 +354,9 @@ def range_diff(index: TempIndex, old: tuple[str, str], new: tuple[str, str]) -> 
     """``git range-diff`` of two commit ranges (base, tip), for a reviewer."""
     if old[0] == old[1] and new[0] == new[1]:
         return ""
-    res = index.git.run(
-        [
-            *CONFIG_PINS,
-            "range-diff",
-            "--no-color",
-            "--no-notes",
-            f"{old[0]}..{old[1]}",
-            f"{new[0]}..{new[1]}",
-        ],
-        purpose="compare the old series with the new one",
+    return index.git.range_diff(
+        f"{old[0]}..{old[1]}",
+        f"{new[0]}..{new[1]}",
         env={**index.env, "GIT_ATTR_NOSYSTEM": "1"},
+        config=CONFIG_PINS,
     )
-    return res.out

@@ -426,11 +426,6 @@ def import_meta(fork: Fork, patch: Patch, pin_date: str) -> CommitMeta | str:
     return CommitMeta(meta.name, meta.email, meta.date, with_carrier(meta.message, carrier))
 
 
-def _checked_out(git: Git, ref: str) -> bool:
-    listing = git.out(["worktree", "list", "--porcelain"], purpose="list worktrees")
-    return any(line == f"branch {ref}" for line in listing.splitlines())
-
-
 def import_series(
     fork: Fork, git: Git, branch: str, *, base_commit: str, force: bool = False
 ) -> ImportResult:
@@ -440,10 +435,7 @@ def import_series(
             f"{fork.config.series} lists no patches: there is nothing to import",
             "add patches to the series first",
         )
-    valid = git.run(
-        ["check-ref-format", "--branch", branch], purpose="check the branch name", check=False
-    )
-    if not valid.ok or branch.startswith("-"):
+    if not git.is_valid_branch_name(branch):
         raise FatalError(f"'{branch}' is not a valid branch name")
     ref = f"refs/heads/{branch}"
     existing = git.try_resolve(ref)
@@ -452,15 +444,13 @@ def import_series(
             f"branch '{branch}' already exists (at {existing[:12]})",
             "pick another name, or pass --force to replace it",
         )
-    if existing is not None and _checked_out(git, ref):
+    if existing is not None and ref in git.worktree_branches():
         raise FatalError(
             f"branch '{branch}' is checked out; import never moves a checked-out branch",
             "check out another branch first, or import under another name",
         )
     tag = fork.config.pin_tag
-    pin_date = git.out(
-        ["log", "-1", "--format=%cd", "--date=raw", base_commit], purpose="read the pin's date"
-    ).strip()
+    pin_date = git.commit_date_raw(base_commit)
     with git.temp_index(keep_objects=True) as index:
         chain = build_chain(
             index,
@@ -478,9 +468,6 @@ def import_series(
                 "and 'forktool fmt'",
             )
         faultpoint("import.update_ref")
-        git.run(
-            ["update-ref", "-m", "forktool import", ref, chain.tip, existing or ZERO],
-            purpose=f"create branch {branch}",
-        )
+        git.create_ref(ref, chain.tip, existing or ZERO, reason="forktool import")
     commits = tuple((link.patch.name, link.commit or "") for link in chain.links)
     return ImportResult(branch, tag, base_commit, chain.tip, existing, commits)

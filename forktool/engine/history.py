@@ -96,68 +96,18 @@ def commits_between(git: Git, base: str, rev: str, rev_commit: str) -> list[Hist
             f"{rev} does not contain the pinned commit {base[:12]}",
             "the patch branch must start at the pin: rebase it onto the pinned tag",
         )
-    listing = git.out(
-        ["rev-list", "--reverse", "--topo-order", "--parents", f"{base}..{rev_commit}"],
-        purpose=f"list the commits between the pin and {rev}",
-    )
-    parents = {line.split()[0]: tuple(line.split()[1:]) for line in listing.splitlines()}
-    order = [line.split()[0] for line in listing.splitlines()]
-    if not order:
+    listing = git.commits_with_parents(base, rev_commit)
+    parents = {line[0]: tuple(line[1:]) for line in listing}
+    if not listing:
         return []
-    res = git.run(
-        [
-            "log",
-            "--no-walk=unsorted",
-            "--stdin",
-            "-z",
-            "--format=%H%x1f%s%x1f%(trailers:unfold,separator=%x1e)",
-        ],
-        purpose="read the commit messages",
-        input=("\n".join(order) + "\n").encode(),
-    )
-    found: list[HistoryCommit] = []
-    for record in res.out.split("\0"):
-        if not record.strip():
-            continue
-        commit, subject, trailer_text = [*record.lstrip("\n").split("\x1f"), "", ""][:3]
-        trailers = []
-        for item in trailer_text.split("\x1e"):
-            key, sep, value = item.partition(":")
-            if sep:
-                trailers.append((key.strip(), value.strip()))
-        found.append(HistoryCommit(commit, subject, parents[commit], tuple(trailers)))
-    return found
+    return [
+        HistoryCommit(commit, subject, parents[commit], tuple(trailers))
+        for commit, subject, trailers in git.subjects_and_trailers([line[0] for line in listing])
+    ]
 
 
 def _changes(git: Git, parent: str, commit: str) -> list[Change]:
-    out = git.run(
-        ["diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", parent, commit],
-        purpose=f"list the files {commit[:12]} changes",
-    ).out
-    fields = out.split("\0")
-    changes: list[Change] = []
-    index = 0
-    while index < len(fields) and fields[index].startswith(":"):
-        old_mode, new_mode, _old, _new, status = fields[index][1:].split(" ")
-        count = 2 if status[:1] in ("R", "C") else 1
-        paths = tuple(fields[index + 1 : index + 1 + count])
-        changes.append(Change(old_mode, new_mode, status, paths))
-        index += 1 + count
-    return changes
-
-
-def _binaries(git: Git, parent: str, commit: str) -> list[str]:
-    out = git.run(
-        ["diff-tree", "-r", "-z", "--no-renames", "--numstat", "--no-commit-id", parent, commit],
-        purpose=f"find binary files in {commit[:12]}",
-    ).out
-    found = []
-    for record in out.split("\0"):
-        added, _, rest = record.partition("\t")
-        deleted, _, path = rest.partition("\t")
-        if added == "-" and deleted == "-" and path:
-            found.append(path)
-    return found
+    return [Change(*change) for change in git.raw_changes(parent, commit)]
 
 
 def _under(path: str, prefix: str) -> bool:
@@ -263,7 +213,7 @@ def check_history(
             if strict_patch:
                 found += [
                     ("gnu-patch", f"{path} is a binary file, which GNU patch cannot apply")
-                    for path in _binaries(git, commit.parents[0], commit.commit)
+                    for path in git.binary_paths(commit.parents[0], commit.commit)
                 ]
         found += [("trailer", p) for p in _trailer_violations(commit, settings.required_trailers)]
         violations += [Violation(commit.commit, commit.subject, k, m) for k, m in found]

@@ -544,11 +544,7 @@ def _refuse_uncommitted(config: Config, git: Git) -> None:
         config.record_path,
         *(config.file(s.file) for s in config.pin_sites),
     ]
-    res = git.run(
-        ["status", "--porcelain", "--untracked-files=all", "--", *(str(p) for p in own)],
-        purpose="look for uncommitted changes to the fork's files",
-    )
-    dirty = [line[3:] for line in res.out.splitlines() if line]
+    dirty = git.status_entries(own)
     if dirty:
         raise FatalError(
             f"uncommitted changes to the fork's files: {', '.join(dirty[:5])}"
@@ -659,8 +655,8 @@ def _ensure_worktree(main: Git, state: SyncState, *, resume: bool) -> None:
     if resume and not state.report.conflicts:
         wt = Git(worktree)
         faultpoint("sync.worktree_reset")
-        wt.run(["reset", "--quiet", "--hard", _tip(state)], purpose="return to the recorded stage")
-        wt.run(["clean", "-fdq"], purpose="drop the cut-short stage's files")
+        wt.reset_hard(_tip(state), purpose="return to the recorded stage")
+        wt.clean(purpose="drop the cut-short stage's files")
 
 
 def _drive(
@@ -822,14 +818,11 @@ def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
     head_paths = {p for _, _, p in head_files}
     with run.wt.temp_index(run.state.tag_commit, keep_objects=True) as index:
         for path, (mode, oid) in ours.items():
-            index.run(
-                ["update-index", "--add", "--cacheinfo", f"{mode},{oid},{prefix}{path}"],
-                purpose=f"add {path} to the merge",
-            )
+            index.add_entry(mode, oid, f"{prefix}{path}")
         for path in tag_files:
             rel = path[len(prefix) :] if path.startswith(prefix) else None
             if rel is not None and ledger.declaring("del", rel):
-                index.run(["update-index", "--force-remove", "--", path], purpose=f"drop {path}")
+                index.remove_entry(path)
                 if path not in head_paths:
                     continue
                 notes.append(
@@ -866,14 +859,15 @@ def _stage_merge(run: _Run, resume: bool) -> bool:
         )
         return False
     message = f"Merge upstream release {run.state.tag} into the fork\n\nforktool sync: the tree is {run.state.tag} plus the fork's own files.\n"
-    commit = run.wt.run(
-        ["commit-tree", tree, "-p", "HEAD", "-p", run.state.tag_commit, "-F", "-"],
+    commit = run.wt.commit_tree(
+        tree,
+        ["HEAD", run.state.tag_commit],
+        message.encode(),
         purpose=f"merge {run.state.tag}",
-        input=message.encode(),
         env=run.identity,
-    ).out.strip()
+    )
     faultpoint("sync.merge")
-    run.wt.run(["reset", "--quiet", "--hard", commit], purpose="move the sync branch to the merge")
+    run.wt.reset_hard(commit, purpose="move the sync branch to the merge")
     run.commits.append(commit)
     run.advance("check", notes=run.state.report.notes + tuple(notes), conflicts=(), message="")
     return True
