@@ -854,11 +854,9 @@ class Git:
         *,
         purpose: str,
         env: Mapping[str, str] | None = None,
-        config: Sequence[str] = (),
     ) -> str:
-        """A new commit of ``tree`` on ``parents`` (``git commit-tree``); no ref moves.
-        ``config``: ``-c`` options before the command."""
-        args = [*config, "commit-tree", tree]
+        """A new commit of ``tree`` on ``parents`` (``git commit-tree``); no ref moves."""
+        args = ["commit-tree", tree]
         for parent in parents:
             args += ["-p", parent]
         return self.run(args, purpose=purpose, input=message, env=env).out.strip()
@@ -1060,37 +1058,6 @@ class Git:
         """Point ``ref`` at ``new`` if it is still at ``old`` (the zero id: if it does
         not exist), logging ``reason``."""
         self.run(["update-ref", "-m", reason, ref, new, old], purpose=f"create {ref}")
-
-    def format_patch(
-        self,
-        options: Sequence[str],
-        out_dir: Path,
-        revs: str,
-        *,
-        env: Mapping[str, str] | None = None,
-        config: Sequence[str] = (),
-    ) -> list[Path]:
-        """The files ``git format-patch <options> -o out_dir revs`` writes, in order
-        (``options`` starts with ``format-patch``; ``config``: ``-c`` options before it)."""
-        res = self.run(
-            [*config, *options, "-o", str(out_dir), revs], purpose="format the patches", env=env
-        )
-        return [Path(line) for line in res.out.splitlines() if line]
-
-    def range_diff(
-        self,
-        old: str,
-        new: str,
-        *,
-        env: Mapping[str, str] | None = None,
-        config: Sequence[str] = (),
-    ) -> str:
-        """``git range-diff`` of two commit ranges (``base..tip`` each), uncoloured."""
-        return self.run(
-            [*config, "range-diff", "--no-color", "--no-notes", old, new],
-            purpose="compare the old series with the new one",
-            env=env,
-        ).out
 
     def patch_id(self, data: bytes) -> str | None:
         """``git patch-id --stable`` of one patch file; None when git reads no diff in it."""

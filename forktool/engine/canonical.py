@@ -180,14 +180,13 @@ def commit_tree(
     git: Git, tree: str, parent: str, meta: CommitMeta, env: dict[str, str] | None = None
 ) -> str:
     """A commit of ``tree`` on ``parent`` carrying ``meta`` (``env``: e.g. a temporary index's)."""
-    return git.commit_tree(
-        tree,
-        [parent],
-        meta.message.encode(ENCODING, ERRORS),
+    res = git.run(
+        [*CONFIG_PINS, "commit-tree", tree, "-p", parent],
         purpose="record a patch as a commit",
+        input=meta.message.encode(ENCODING, ERRORS),
         env={**(env or {}), **meta.env()},
-        config=CONFIG_PINS,
     )
+    return res.out.strip()
 
 
 MetaFn = Callable[[Patch], CommitMeta | str]
@@ -256,13 +255,12 @@ def format_range(index: TempIndex, base: str, tip: str) -> list[tuple[str, bytes
         return []
     out_dir = Path(tempfile.mkdtemp(prefix="forktool-format-"))
     try:
-        written = index.git.format_patch(
-            FORMAT_PATCH_ARGS,
-            out_dir,
-            f"{base}..{tip}",
+        res = index.git.run(
+            [*CONFIG_PINS, *FORMAT_PATCH_ARGS, "-o", str(out_dir), f"{base}..{tip}"],
+            purpose="format the patches",
             env={**index.env, "GIT_ATTR_NOSYSTEM": "1"},
-            config=CONFIG_PINS,
         )
+        written = [Path(line) for line in res.out.splitlines() if line]
         return [(path.name, path.read_bytes()) for path in written]
     finally:
         shutil.rmtree(out_dir, ignore_errors=True)
@@ -354,9 +352,16 @@ def range_diff(index: TempIndex, old: tuple[str, str], new: tuple[str, str]) -> 
     """``git range-diff`` of two commit ranges (base, tip), for a reviewer."""
     if old[0] == old[1] and new[0] == new[1]:
         return ""
-    return index.git.range_diff(
-        f"{old[0]}..{old[1]}",
-        f"{new[0]}..{new[1]}",
+    res = index.git.run(
+        [
+            *CONFIG_PINS,
+            "range-diff",
+            "--no-color",
+            "--no-notes",
+            f"{old[0]}..{old[1]}",
+            f"{new[0]}..{new[1]}",
+        ],
+        purpose="compare the old series with the new one",
         env={**index.env, "GIT_ATTR_NOSYSTEM": "1"},
-        config=CONFIG_PINS,
     )
+    return res.out
