@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forktool.config import Config
-from forktool.engine.history import fork_files
+from forktool.engine.history_contract import fork_files
 from forktool.engine.pin import require_pin
 from forktool.engine.releases import release_tags
 from forktool.errors import FatalError, Finding, InputError

@@ -26,7 +26,7 @@ from forktool.engine.canonical import (
     loose_patch,
     range_diff,
 )
-from forktool.engine.history import HistoryResult, check_history
+from forktool.engine.history_contract import HistoryResult, check_history
 from forktool.engine.map_suggest import resolve_refs
 from forktool.errors import FatalError
 from forktool.faults import faultpoint

@@ -6,7 +6,7 @@ from rich.text import Text
 
 from forktool.engine.export import ExportedPatch, ExportResult, ImportResult
 from forktool.engine.fmt import FmtResult
-from forktool.engine.history import HistoryResult
+from forktool.engine.history_contract import HistoryResult
 from forktool.engine.refresh import RefreshResult
 from forktool.output import Output
 from forktool.report.tables import table as make_table
