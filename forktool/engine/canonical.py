@@ -341,7 +341,8 @@ def _hunk_lines(parsed: PatchFile) -> tuple[tuple[str, ...], ...]:
     return tuple(hunk.lines for diff in parsed.files for hunk in diff.hunks)
 
 
-def unified_diff(old: bytes, new: bytes, path: str) -> str:
+def rewrite_diff(old: bytes, new: bytes, path: str) -> str:
+    """A unified diff from a patch file's current bytes to its canonical rewrite."""
     before = old.decode(ENCODING, ERRORS).splitlines(keepends=True)
     after = new.decode(ENCODING, ERRORS).splitlines(keepends=True)
     lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{path}")
