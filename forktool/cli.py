@@ -7,109 +7,68 @@ optional ``hint:`` line on stderr, never a traceback).
 
 from __future__ import annotations
 
-import importlib
 import io
 import os
-import shlex
 import sys
 import unicodedata
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from importlib import import_module
+from keyword import iskeyword
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
 from forktool import __version__
-from forktool.config import Config, find_config, load_config
+from forktool.app import App, format_option, notice, pass_app
 from forktool.errors import FatalError, Interrupted
 from forktool.faults import faultpoint
-from forktool.fork import Fork, load_fork
-from forktool.fsutil import fork_lock, recover_interrupted, write_refusal
-from forktool.git import Git, set_observer
-from forktool.inputs import describe_os_error, is_input_os_error
-from forktool.output import Output
+
+if TYPE_CHECKING:
+    from forktool.output import Output
+
+__all__ = ["COMMANDS", "App", "format_option", "main", "notice", "pass_app", "run"]
+
+# Every command: its name and the first line of its help, shown by 'forktool --help'
+# without importing any command. The module is forktool/commands/<name>.py ('-' as
+# '_', and a trailing '_' for a Python keyword: import_.py), exposing ``command``.
+# Add one line here for a new command; tests/test_cli.py checks the table against
+# the commands themselves.
+# fmt: off
+COMMANDS: dict[str, str] = {
+    "init": "Scaffold a fork's files here, pinned to TAG.",
+    "status": "One screen: the pin, the series, and each patch's state.",
+    "demo": "Build a throwaway upstream and fork, and walk the release cycle on them.",
+    "verify": "Apply the series exactly onto the pin (or REF), revert it, prove the round trip.",
+    "apply": "Apply the series to a plain directory, strictly and fail-closed.",
+    "check": "The CI gate: every check that needs no network, one verdict.",
+    "fmt": "Regenerate every patch on the pin in canonical form; --check compares only.",
+    "check-history": "Check the commits between the pin and REV against the history contract.",
+    "export": "Write the commits between the pin and REV as patches/, series and upstream.map.",
+    "import": "Build a branch of the pin plus one commit per patch, from the series.",
+    "refresh": "Regenerate every patch of the series against TAG, in series order.",
+    "pin": "Read, verify and rewrite every pin site (only the pinned text changes).",
+    "align": "Check that the fork diverges from the pinned tag only as its ledger declares.",
+    "image": "Candidate images, the gate, promotion by digest, frozen releases.",
+    "arms": "List the leave-one-out arms: full, minus-<patch> per patch, patchless.",
+    "absorbed": "Per patch: is its upstream commit in TAG, the first release with it, other evidence.",
+    "retire": "Drop absorbed patches: series line, patch file, note, map line, and a record row.",
+    "sync": "The release procedure: retire what TAG absorbed, refresh the rest, bump pins, merge TAG.",
+    "upstream": "Watch upstream: new releases, and pending PRs that have merged (for a scheduled job).",
+    "map": "Read and fill upstream.map.",
+    "forecast": "What the next releases will absorb and break: patches down, targets across.",
+}
+# fmt: on
 
 faultpoint("cli.import", write=False)  # where the tests press Ctrl-C while the CLI loads
 
-F = TypeVar("F", bound=Callable[..., Any])
 
-# One module per subcommand under forktool/commands/, each exposing ``command``.
-COMMAND_MODULES = (
-    "init",
-    "status",
-    "demo",
-    "verify",
-    "apply",
-    "check",
-    "fmt",
-    "check_history",
-    "export",
-    "import_",
-    "refresh",
-    "pin",
-    "align",
-    "image",
-    "arms",
-    "absorbed",
-    "retire",
-    "sync",
-    "upstream",
-    "map",
-    "forecast",
-)
+def command_module(name: str) -> str:
+    """The module that defines command ``name`` (see COMMANDS)."""
+    module = name.replace("-", "_")
+    return f"forktool.commands.{module}_" if iskeyword(module) else f"forktool.commands.{module}"
 
-
-@dataclass
-class App:
-    """What every command needs: where the fork is, and how to talk to the user."""
-
-    cwd: Path
-    config_file: Path | None
-    output: Output
-    _config: Config | None = field(default=None, repr=False)
-
-    def config(self) -> Config:
-        if self._config is None:
-            path = self.config_file or find_config(self.cwd, stop=lambda d: (d / ".git").exists())
-            self._config = load_config(path)
-        return self._config
-
-    def fork(self, *, strict: bool = True) -> Fork:
-        return load_fork(self.config(), strict=strict)
-
-    def git(self) -> Git:
-        git = Git(self.config().root)
-        git.toplevel()  # refuses early, with a hint, outside a repository
-        return git
-
-    @contextmanager
-    def lock(self, git: Git | None = None, root: Path | None = None) -> Iterator[None]:
-        """Hold the fork's lock for the whole of a mutating command.
-
-        The lock lives in the repository's COMMON git directory, so a sync's worktree
-        and the main checkout exclude each other. Once it is held, whatever a killed
-        run left behind is finished or removed, with a one-line notice for each.
-        """
-        git = git or self.git()
-        common = git.common_dir()
-        with fork_lock(common) as stale:
-            if stale is not None:
-                notice(f"took over the lock of a forktool run that is gone (pid {stale})")
-            for message in recover_interrupted(common, root or self.config().root):
-                notice(message)
-            self._config = None  # read again: the fork may have changed until now
-            yield
-
-
-def notice(message: str) -> None:
-    """One line on stderr about something forktool did on its own (never wrapped)."""
-    click.echo(f"notice: {message}", err=True)
-
-
-pass_app = click.make_pass_decorator(App)
 
 # The App of the running command, for the error handler in run() (input roots).
 _current_app: ContextVar[App | None] = ContextVar("forktool_app", default=None)
@@ -135,43 +94,29 @@ def _shown(filename: str | bytes) -> str:
     return str(path)
 
 
-def format_option(*choices: str) -> Callable[[F], F]:
-    names = choices or ("text", "json")
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(names),
-        default="text",
-        show_default=True,
-        help="Output format: " + ", ".join(names) + ".",
-    )
-
-
 class ForktoolGroup(click.Group):
-    """Imports a command's module only when that command runs (or help lists them
-    all): start-up is most of a quick command's time, and some commands import
-    heavy libraries."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.loaded: set[str] = set()
-
-    def _load(self, modules: Sequence[str]) -> None:
-        for module in modules:
-            if module not in self.loaded:
-                self.loaded.add(module)
-                self.add_command(importlib.import_module(f"forktool.commands.{module}").command)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        guess = cmd_name.replace("-", "_")
-        self._load([m for m in COMMAND_MODULES if m == guess])
-        if cmd_name not in self.commands:
-            self._load(COMMAND_MODULES)  # a command named unlike its module
-        return super().get_command(ctx, cmd_name)
+    """Lists commands from COMMANDS and imports a command's module only to run it or
+    show its own help: start-up is most of a quick command's time."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        self._load(COMMAND_MODULES)
-        return sorted(super().list_commands(ctx))
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        if cmd_name not in self.commands:
+            self.add_command(import_module(command_module(cmd_name)).command, cmd_name)
+        return self.commands[cmd_name]
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of 'forktool --help', from COMMANDS (nothing imported)."""
+        limit = formatter.width - 6 - max(len(name) for name in COMMANDS)
+        rows = [
+            (name, click.Command(name, help=COMMANDS[name]).get_short_help_str(limit))
+            for name in self.list_commands(ctx)
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(
@@ -216,6 +161,9 @@ def cli(
       forktool status               pin, series, and each patch's state
       forktool -C ../myfork check   the CI gate, for the fork in ../myfork
     """
+    from forktool.git import set_observer
+    from forktool.output import Output
+
     cwd = Path.cwd()
     if directory is not None:
         if not directory.is_dir():
@@ -249,6 +197,8 @@ def one_line(text: str) -> str:
 
 def _git_narrator(output: Output) -> Callable[[str, Sequence[str], int], None]:
     """With -v, each git command forktool runs, on stderr: what for, what, and its exit."""
+
+    import shlex
 
     def narrate(purpose: str, args: Sequence[str], code: int) -> None:
         shown = " ".join(shlex.quote(a) for a in args)
@@ -313,6 +263,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         # A write the file system refused (disk full, file too large, read-only) and
         # a user's file that is missing, unreadable or of the wrong kind are exit 2,
         # naming the file; any other OSError is a bug: re-raised.
+        from forktool.fsutil import write_refusal
+        from forktool.inputs import describe_os_error, is_input_os_error
+
         if (refused := write_refusal(exc, "a file")) is not None:
             return _fail(refused.message, refused.hint)
         if not is_input_os_error(exc, _input_roots()):

@@ -33,10 +33,6 @@ class PinSite:
     pattern: str
     line: int  # where the site is declared in forktool.yaml
 
-    @property
-    def regex(self) -> re.Pattern[str]:
-        return re.compile(self.pattern, re.MULTILINE)
-
 
 @dataclass(frozen=True)
 class ImageSettings:

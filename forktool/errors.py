@@ -9,6 +9,7 @@ what a check *found* (exit 1), and they travel inside result objects.
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -115,8 +116,15 @@ def rolled_back(exc: FatalError, what: str) -> FatalError:
     return FatalError(f"{exc.message}; {what}", exc.hint)
 
 
-def errors_only(findings: list[Finding]) -> list[Finding]:
+def errors_only(findings: Iterable[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == "error"]
+
+
+def require_no_errors(findings: Iterable[Finding]) -> None:
+    """Refuse (exit 2, every error carried) when any finding is an error; warnings pass."""
+    problems = errors_only(findings)
+    if problems:
+        raise InputError(problems)
 
 
 class Interrupted(KeyboardInterrupt):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.config import Config
-from forktool.errors import FatalError, Finding, InputError
+from forktool.errors import FatalError, Finding, require_no_errors
 from forktool.inputs import UnreadableInput, read_input
 from forktool.model.ledger import Ledger, parse_ledger
 from forktool.model.patchfile import PatchFile, parse_patch
@@ -93,9 +93,7 @@ class Fork:
 
     def require_sound(self) -> Fork:
         """Raise (exit 2) on the first problem with the fork's files or patches."""
-        problems = [f for f in self.all_findings() if f.severity == "error"]
-        if problems:
-            raise InputError(problems)
+        require_no_errors(self.all_findings())
         return self
 
 

@@ -268,9 +268,6 @@ class Git:
 
     # -- repository --------------------------------------------------------------
 
-    def is_repo(self) -> bool:
-        return self.run(["rev-parse", "--git-dir"], purpose="find the repository", check=False).ok
-
     def toplevel(self) -> Path:
         res = self.run(["rev-parse", "--show-toplevel"], purpose="find the repository", check=False)
         if not res.ok:
@@ -469,9 +466,6 @@ class Git:
             input=stdin.encode(),
         )
         return set(res.out.split()) & set(items)
-
-    def rev_list(self, args: Sequence[str], *, purpose: str) -> list[str]:
-        return self.out(["rev-list", *args], purpose=purpose).split()
 
     def blob(self, rev: str, path: str) -> bytes | None:
         res = self.run(
@@ -1155,3 +1149,8 @@ def _literal_pattern(path: str) -> str:
 
 def is_hex40(text: str) -> bool:
     return bool(HEX40.match(text))
+
+
+def short(oid: str | None) -> str:
+    """A commit id as messages and tables show it: its first 12 hex digits ('-' for none)."""
+    return oid[:12] if oid else "-"

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
 from forktool.builder import RepoBuilder
 from forktool.demo import DemoUpstream, build_demo_upstream
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every property test (hypothesis) is slow: ``-m "not slow"`` leaves it out."""
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
@@ -26,8 +34,28 @@ def demo_upstream(tmp_path_factory: pytest.TempPathFactory) -> DemoUpstream:
 
 
 @pytest.fixture
-def example_fork(tmp_path: Path, demo_upstream: DemoUpstream) -> RepoBuilder:
-    """The example fork (repository root files) on the demo upstream's v1.1.0, committed."""
+def sync_fork(builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> RepoBuilder:
+    """tests/test_sync.py's fixture history (every kind of patch for a sync to v2)."""
+    from test_sync import IDENTITY, build_sync_fork
+
+    for key, value in IDENTITY.items():
+        monkeypatch.setenv(key, value)
+    return build_sync_fork(builder)
+
+
+@pytest.fixture(scope="session")
+def example_fork_template(
+    tmp_path_factory: pytest.TempPathFactory, demo_upstream: DemoUpstream
+) -> Path:
+    """The example fork, built once per session: copied for each test, never changed."""
     from forktool.demo.walkthrough import setup_fork
 
-    return setup_fork(tmp_path, demo_upstream)
+    return setup_fork(tmp_path_factory.mktemp("example-fork"), demo_upstream).path
+
+
+@pytest.fixture
+def example_fork(tmp_path: Path, example_fork_template: Path) -> RepoBuilder:
+    """The example fork (repository root files) on the demo upstream's v1.1.0, committed:
+    a private copy in ``tmp_path/fork`` (a copy costs a third of building it)."""
+    shutil.copytree(example_fork_template, tmp_path / "fork", symlinks=True)
+    return RepoBuilder(tmp_path / "fork")

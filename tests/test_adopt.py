@@ -724,3 +724,13 @@ def test_init_from_quilt_refuses_the_fork_root_itself(headers: HeaderFork) -> No
     assert result.code == 2
     assert result.error_lines[0].startswith("error: .: adopt a subdirectory with a plain name")
     assert not (headers.root / "forktool.yaml").exists()
+
+
+def test_map_suggest_json_keeps_the_documented_shape(headers: HeaderFork) -> None:
+    from test_contract import assert_contract
+
+    headers.fork.write(headers.patches)
+    result = headers.fork.cli("map", "suggest", "--format", "json")
+    assert result.code == 0, result.err
+    assert result.json()["suggestions"]
+    assert_contract("map suggest", result.json())

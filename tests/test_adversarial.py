@@ -50,6 +50,7 @@ def test_corpus_is_large_and_distinct() -> None:
     assert {case.code for case in CASES} == {1, 2}
 
 
+@pytest.mark.slow  # one forktool process per hostile input: a sweep, like fault injection
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_hostile_input_exits_cleanly_and_changes_nothing(
     case: Case, template: Path, tmp_path: Path

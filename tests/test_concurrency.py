@@ -19,6 +19,8 @@ from helpers import snapshot_tree
 from forktool.demo import DemoUpstream
 from forktool.git import Git
 
+pytestmark = pytest.mark.slow  # real processes holding the lock, and fault injection
+
 HOLD = """
 import sys, time
 from pathlib import Path

@@ -351,3 +351,14 @@ def test_forecast_without_fetch_leaves_the_repository_byte_identical(forecast_fo
     for fmt in ("text", "json", "markdown", "html"):
         assert fork.cli("forecast", "--no-fetch", "--branch", "main", "--format", fmt).code == 0
     assert snapshot_tree(fork.root) == before
+
+
+def test_forecast_json_keeps_the_documented_shape(forecast_fork) -> None:
+    from test_contract import assert_contract
+
+    fork, _ = forecast_fork
+    res = fork.cli("forecast", "--no-fetch", "--format", "json")
+    assert res.code == 0, res.err
+    data = res.json()
+    assert any(c["first_break"] for row in data["patches"] for c in row["cells"])
+    assert_contract("forecast", data)

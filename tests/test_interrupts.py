@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from collections import Counter
@@ -32,6 +33,7 @@ from forktool.git import Git
 
 # A step of a long command, named as it starts (piped: one line each on stderr).
 STEP = re.compile(r"^[a-z]+: .* \(\d+/\d+\)\n")
+pytestmark = pytest.mark.slow  # fault injection: every write point, both signals
 
 ENV = {
     **IDENTITY,
@@ -49,6 +51,12 @@ class Run:
     err: str
 
 
+def _default_sigint() -> None:
+    """In the child: Ctrl-C as a terminal gives it, even when pytest runs with SIGINT
+    ignored (nohup, some supervisors), whose children would inherit the ignoring."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def forktool(root: Path, args: Sequence[str], **env: str) -> Run:
     # A killed run leaves its temporary directories behind: keep them beside the fork,
     # in the test's own directory, never in the machine's temp directory.
@@ -60,6 +68,7 @@ def forktool(root: Path, args: Sequence[str], **env: str) -> Run:
         text=True,
         env={**os.environ, **ENV, "TMPDIR": str(tmp), **env},
         timeout=120,
+        preexec_fn=_default_sigint,
     )
     return Run(res.returncode, res.stdout, res.stderr)
 

@@ -160,7 +160,7 @@ def test_pin_show_text_names_each_site(pin_fork: PinFork) -> None:
     result = pin_fork.cli("pin", "show")
     assert result.code == 0
     lines = result.out.splitlines()
-    assert lines[0].startswith("pin : v1.0.0 (" + pin_fork.v1[:10] + ")")
+    assert lines[0].startswith("pin : v1.0.0 (" + pin_fork.v1[:12] + ")")
     assert lines[2].split() == ["forktool.yaml", "5", "v1.0.0", "pin.tag"]
     assert lines[4].split() == ["docker/Dockerfile", "2", "v1.0.0"]
 
@@ -383,7 +383,7 @@ def test_bump_dry_run_shows_the_diff_and_writes_nothing(pin_fork: PinFork) -> No
         f"+  commit: '{pin_fork.v2}'\n"
     ) in result.out
     assert result.out.splitlines()[-1] == (
-        f"DRY RUN: would pin v1.1.0 ({pin_fork.v2[:10]}) in 5 file(s); nothing was written."
+        f"DRY RUN: would pin v1.1.0 ({pin_fork.v2[:12]}) in 5 file(s); nothing was written."
     )
     data = pin_fork.cli("pin", "bump", "v1.1.0", "--dry-run", "--format", "json").json()
     assert data["dry_run"] is True

@@ -5,12 +5,15 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from helpers import MiniFork, run_cli
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from forktool.builder import RepoBuilder
 from forktool.demo.example import FORMAT_PATCH_ARGS
+
+pytestmark = pytest.mark.slow  # property tests
 
 _line = st.text(alphabet="abcdefghij =+-_", min_size=0, max_size=12)
 _file = st.lists(_line, min_size=1, max_size=30)

@@ -231,3 +231,12 @@ def test_resolve_write_leaves_a_patch_whose_trailer_disagrees(resolve_fork) -> N
     assert f"0002-retries.patch {c['merge']}" in (fork.path / "upstream.map").read_text()
     assert "warning: patches/0001-parser.patch:" in res.err
     assert "its Upstream-Merge trailer says 'none'" in res.err
+
+
+def test_resolve_json_keeps_the_documented_shape(resolve_fork) -> None:
+    from test_contract import assert_contract
+
+    fork, _ = resolve_fork
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--format", "json")
+    assert res.code == 0, res.err
+    assert_contract("upstream resolve", res.json())

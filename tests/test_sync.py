@@ -32,13 +32,6 @@ def _edit(text: str, old: str, new: str) -> str:
     return text.replace(old, new, 1)
 
 
-@pytest.fixture
-def sync_fork(builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> RepoBuilder:
-    for key, value in IDENTITY.items():
-        monkeypatch.setenv(key, value)
-    return build_sync_fork(builder)
-
-
 def build_sync_fork(repo: RepoBuilder) -> RepoBuilder:
     """The fixture history of this module's docstring, in the empty repository ``repo``."""
     repo.commit("upstream: import\n", dict(V1))

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.cli import App, format_option, notice, pass_app
+from forktool.app import App, format_option, notice, pass_app, user_path
 from forktool.engine.absorb import absorbed, fetch_missing, load_probe_results
 from forktool.engine.releases import index_history
 from forktool.report import retirement
@@ -23,7 +23,7 @@ from forktool.report import retirement
 @click.option(
     "--probe-results",
     "probe_file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=user_path(dir_okay=False),
     metavar="FILE",
     help="Leave-one-out results on TAG (JSON), combined with ancestry as a second witness.",
 )
@@ -63,7 +63,7 @@ def command(
     git = app.git()
     probe = None
     if probe_file is not None:
-        probe = load_probe_results(probe_file if probe_file.is_absolute() else app.cwd / probe_file)
+        probe = load_probe_results(probe_file)
     if fetch:
         reached = fetch_missing(fork, git, tag)
         for line in reached.notices:
@@ -75,8 +75,5 @@ def command(
             index_history(git)
     with app.output.progress(len(fork.patches), f"judging against {tag}") as tick:
         result = absorbed(fork, git, tag, probe=probe, progress=tick)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        retirement.render_absorbed(app.output, result)
+    app.emit(result, fmt, retirement.render_absorbed)
     return 1 if result.harmful else 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.align import align
 from forktool.report.align import render_align
 
@@ -30,8 +30,5 @@ def command(app: App, fmt: str) -> int:
       forktool align --format json | jq -r '.undeclared[]'
     """
     result = align(app.config(), app.git())
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_align(app.output, result)
+    app.emit(result, fmt, render_align)
     return 0 if result.ok else 1

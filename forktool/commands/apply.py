@@ -5,9 +5,10 @@ from typing import Literal
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app, user_path
 from forktool.engine.apply import apply_to_directory, progress_steps
-from forktool.errors import InputError
+from forktool.errors import require_no_errors
+from forktool.report import text
 
 
 @click.command("apply")
@@ -15,7 +16,7 @@ from forktool.errors import InputError
     "--target",
     "target",
     required=True,
-    type=click.Path(path_type=Path),
+    type=user_path(),
     metavar="DIR",
     help="Plain directory to patch (e.g. site-packages in an image); not a git checkout.",
 )
@@ -68,9 +69,7 @@ def command(
       forktool apply --target ./site --verify --except 0002-retry.patch   # prove that arm
     """
     fork = app.fork(strict=False)
-    problems = [f for f in fork.findings if f.severity == "error"]
-    if problems:
-        raise InputError(problems)
+    require_no_errors(fork.findings)
     mode: Literal["apply", "verify", "except"] = (
         "verify" if verify else "except" if exclude else "apply"
     )
@@ -85,10 +84,5 @@ def command(
             dry_run=dry_run,
             progress=tick,
         )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        from forktool.report import text  # rich tables: only needed for text output
-
-        text.render_apply(app.output, result)
+    app.emit(result, fmt, text.render_apply)
     return 0 if result.ok else 1

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app, user_path
 from forktool.engine.arms import check_arms, list_arms, load_waivers, parse_arm_results
 from forktool.errors import FatalError
 from forktool.inputs import read_input
@@ -17,13 +17,13 @@ from forktool.report.image import render_arms
 )
 @click.option(
     "--results",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=user_path(dir_okay=False),
     metavar="FILE",
     help='Arm results: {"full": "pass", "arms": {"<patch>": "fail"}, "patchless": "fail"}.',
 )
 @click.option(
     "--waivers",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=user_path(dir_okay=False),
     metavar="FILE",
     help="Waivers file ('<patch> <reason>' lines); default: image.waivers.",
 )
@@ -47,19 +47,13 @@ def command(app: App, check: bool, results: Path | None, waivers: Path | None, f
     if check != (results is not None):
         raise click.UsageError("--check and --results FILE go together")
     fork = app.fork(strict=True)
-    if waivers is not None and not waivers.is_absolute():
-        waivers = app.cwd / waivers
     waiver_list, waivers_file = load_waivers(fork, waivers)
     report = list_arms(fork, waiver_list, waivers_file)
     if results is not None:
-        path = results if results.is_absolute() else app.cwd / results
-        if not path.is_file():
+        if not results.is_file():
             raise FatalError(f"{results}: no such file (arm results)")
         report = check_arms(
-            report, parse_arm_results(read_input(path, str(results)), str(results)), str(results)
+            report, parse_arm_results(read_input(results, str(results)), str(results)), str(results)
         )
-    if fmt == "json":
-        app.output.json(report.to_json())
-    else:
-        render_arms(app.output, report)
+    app.emit(report, fmt, render_arms)
     return 0 if report.ok else 1

@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-import sys
-
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.check import check_ids, run_checks, select_checks
 from forktool.report import check as report
 
@@ -39,14 +37,15 @@ def command(
     git = app.git()
     with app.output.progress(len(specs), "checking") as tick:
         result = run_checks(config, git, specs, progress=tick)
-    if fmt == "text":
-        report.render_text(app.output, result)
-    else:
-        render = {
+    app.emit(
+        result,
+        fmt,
+        report.render_text,
+        writers={
             "json": report.render_json,
             "junit": report.render_junit,
             "github": report.render_github,
             "markdown": report.render_markdown,
-        }[fmt]
-        sys.stdout.write(render(result))
+        },
+    )
     return 0 if result.ok else 1

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.history import check_history
 from forktool.report import patches as report
 
@@ -50,8 +50,5 @@ def command(app: App, rev: str, prefixes: tuple[str, ...], gnu_patch: bool | Non
         prefixes=[p.rstrip("/") for p in prefixes] or None,
         gnu_patch=gnu_patch,
     )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_history(app.output, result)
+    app.emit(result, fmt, report.render_history)
     return 0 if result.ok else 1

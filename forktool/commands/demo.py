@@ -4,14 +4,12 @@ from pathlib import Path
 
 import click
 
-from forktool.cli import App, pass_app
+from forktool.app import App, pass_app, user_path
 from forktool.demo.walkthrough import run_demo
 
 
 @click.command("demo")
-@click.argument(
-    "directory", metavar="[DIR]", required=False, type=click.Path(file_okay=False, path_type=Path)
-)
+@click.argument("directory", metavar="[DIR]", required=False, type=user_path(file_okay=False))
 @pass_app
 def command(app: App, directory: Path | None) -> int:
     """Build a throwaway upstream and fork, and walk the release cycle on them.

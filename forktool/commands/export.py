@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.export import export_series
 from forktool.report import patches as report
 
@@ -39,8 +39,5 @@ def command(app: App, rev: str, fmt: str) -> int:
     git = app.git()
     with app.lock(git):
         result = export_series(app.config(), git, rev)  # the config is read under the lock
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_export(app.output, result)
+    app.emit(result, fmt, report.render_export)
     return 0

@@ -4,10 +4,10 @@ import contextlib
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.fmt import fmt_fork
 from forktool.engine.pin import require_pin
-from forktool.errors import InputError
+from forktool.errors import require_no_errors
 from forktool.report import patches as report
 
 
@@ -46,9 +46,7 @@ def command(app: App, check: bool, dry_run: bool, force: bool, fmt: str) -> int:
     git = app.git()
     with contextlib.nullcontext() if check or dry_run else app.lock(git):
         fork = app.fork(strict=False)  # read under the lock
-        problems = [f for f in fork.findings if f.severity == "error"]
-        if problems:
-            raise InputError(problems)
+        require_no_errors(fork.findings)
         commit = require_pin(fork.config, git)
         tag = fork.config.pin_tag
         with app.output.progress(len(fork.patches), f"regenerating on {tag}") as tick:
@@ -61,8 +59,5 @@ def command(app: App, check: bool, dry_run: bool, force: bool, fmt: str) -> int:
                 dry_run=dry_run,
                 progress=tick,
             )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_fmt(app.output, result)
+    app.emit(result, fmt, report.render_fmt)
     return 0 if result.ok else 1

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, notice, pass_app
+from forktool.app import App, format_option, notice, pass_app
 from forktool.engine.forecast import choose_targets, fetch_targets, forecast
 from forktool.report import tracking
 
@@ -65,12 +65,10 @@ def command(app: App, tags: str | None, branch: str | None, fetch: bool, fmt: st
     targets = choose_targets(fork.config, git, wanted, branch)
     with app.output.progress(len(targets), "forecasting") as tick:
         result = forecast(fork, git, targets, fetched=fetch, progress=tick)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    elif fmt == "markdown":
-        click.echo(tracking.forecast_markdown(result), nl=False)
-    elif fmt == "html":
-        click.echo(tracking.forecast_html(result), nl=False)
-    else:
-        tracking.render_forecast(app.output, result)
+    app.emit(
+        result,
+        fmt,
+        tracking.render_forecast,
+        writers={"markdown": tracking.forecast_markdown, "html": tracking.forecast_html},
+    )
     return 0

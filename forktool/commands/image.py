@@ -8,7 +8,7 @@ from types import FrameType
 
 import click
 
-from forktool.cli import App, format_option, notice, pass_app
+from forktool.app import App, format_option, notice, pass_app
 from forktool.docker_client import DockerEngine, connect
 from forktool.engine.freeze import freeze_release, tagger_identity
 from forktool.engine.image import (
@@ -96,10 +96,7 @@ def build(app: App, minus: str | None, patchless: bool, fmt: str) -> int:
     with terminated_like_interrupted():
         docker = cleaned_engine(scope)
         result = build_candidate(config, git, docker, minus=minus, patchless=patchless)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_build(app.output, result)
+    app.emit(result, fmt, render_build)
     return 0 if result.ok else 1
 
 
@@ -132,10 +129,7 @@ def gate(app: App, candidate: str, fmt: str) -> int:
         docker = cleaned_engine(config.image.repository if config.image else "")
         with app.output.progress(steps, f"gating {candidate}") as tick:
             record = gate_candidate(config, git, docker, candidate, progress=tick)
-    if fmt == "json":
-        app.output.json({**record.to_json(), "record": record.record_path})
-    else:
-        render_gate(app.output, record)
+    app.emit(record, fmt, render_gate, extra={"record": record.record_path})
     return 0 if record.ok else 1
 
 
@@ -165,10 +159,7 @@ def promote(app: App, candidate: str, tag: str, latest: bool, fmt: str) -> int:
     git = app.git()
     with terminated_like_interrupted(), app.lock(git):
         result = promote_candidate(config, git, engine(), candidate, tag, latest=latest)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_promote(app.output, result)
+    app.emit(result, fmt, render_promote)
     return 0 if result.ok else 1
 
 
@@ -199,8 +190,5 @@ def freeze(app: App, digest: str | None, fmt: str) -> int:
     git = app.git()
     with app.lock(git):
         result = freeze_release(config, git, tagger_identity(git, os.environ), digest)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        render_freeze(app.output, result)
+    app.emit(result, fmt, render_freeze)
     return 0 if result.ok else 1

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.export import import_series
 from forktool.engine.pin import require_pin
 from forktool.report import patches as report
@@ -35,8 +35,5 @@ def command(app: App, branch: str, force: bool, fmt: str) -> int:
         fork = app.fork(strict=True)  # read under the lock
         commit = require_pin(fork.config, git)
         result = import_series(fork, git, branch, base_commit=commit, force=force)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_import(app.output, result)
+    app.emit(result, fmt, report.render_import)
     return 0

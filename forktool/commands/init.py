@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.init import scaffold
 from forktool.git import Git
 from forktool.report import text
@@ -80,8 +80,5 @@ def command(
             layout=layout,
             quilt_dir=quilt_dir,
         )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        text.render_init(app.output, result)
+    app.emit(result, fmt, text.render_init)
     return 0

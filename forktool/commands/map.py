@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.map_suggest import suggest
 from forktool.report import upstream_map as report
 
@@ -48,8 +48,5 @@ def suggest_command(app: App, write: bool, fmt: str) -> int:
             result = suggest(app.fork(strict=False), git, write=True)
     else:
         result = suggest(app.fork(strict=False), git)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_suggest(app.output, result)
+    app.emit(result, fmt, report.render_suggest)
     return 0

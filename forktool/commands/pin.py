@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, notice, pass_app
+from forktool.app import App, format_option, notice, pass_app
 from forktool.engine.pins import check_pins, plan_bump, read_pins
 from forktool.report import pins as report
 
@@ -38,10 +38,7 @@ def show(app: App, fmt: str) -> int:
       forktool pin show --format json | jq '.sites[] | [.file, .line, .value]'
     """
     result = read_pins(app.config(), app.git())
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_show(app.output, result)
+    app.emit(result, fmt, report.render_show)
     return 0
 
 
@@ -62,10 +59,7 @@ def check(app: App, fmt: str) -> int:
       forktool pin check
     """
     result = check_pins(app.config(), app.git())
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_check(app.output, result)
+    app.emit(result, fmt, report.render_check)
     return 0 if result.ok else 1
 
 
@@ -96,8 +90,5 @@ def bump(app: App, tag: str, fetch: bool, dry_run: bool, fmt: str) -> int:
             result = plan_bump(app.config(), git, tag, fetch=fetch, dry_run=dry_run)
     for line in result.notices:
         notice(line)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_bump(app.output, result)
+    app.emit(result, fmt, report.render_bump)
     return 0

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app, user_path
 from forktool.engine.pin import require_pin
 from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
 from forktool.report import patches as report
@@ -14,7 +14,7 @@ from forktool.report import patches as report
 @click.option("--onto", "onto", metavar="TAG", help="The tag to regenerate the series against.")
 @click.option(
     "--worktree",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=user_path(file_okay=False),
     metavar="DIR",
     help="On a conflict, leave a worktree in DIR with the conflicting patch applied 3-way.",
 )
@@ -62,8 +62,5 @@ def command(
         else:
             assert onto is not None
             result = refresh_onto(fork, git, onto, pin_commit=pin_commit, worktree=worktree)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_refresh(app.output, result)
+    app.emit(result, fmt, report.render_refresh)
     return 0 if result.ok else 1

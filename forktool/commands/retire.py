@@ -4,7 +4,7 @@ import contextlib
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.absorb import absorbed
 from forktool.engine.retire import record_date, retire, undo
 from forktool.report import retirement
@@ -72,10 +72,7 @@ def command(
         fork = app.fork()  # read under the lock: another run may just have changed it
         if undo_patch is not None:
             restored = undo(fork, git, undo_patch, reason=reason, dry_run=dry_run, today=today)
-            if fmt == "json":
-                app.output.json(restored.to_json())
-            else:
-                retirement.render_undo(app.output, restored)
+            app.emit(restored, fmt, retirement.render_undo)
             return 0
         assert tag is not None
         report = absorbed(fork, git, tag)
@@ -88,8 +85,5 @@ def command(
             dry_run=dry_run,
             today=today,
         )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        retirement.render_retire(app.output, result)
+    app.emit(result, fmt, retirement.render_retire)
     return 0 if result.ok else 1

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.status import fork_status
 from forktool.report import text
 
@@ -20,8 +20,5 @@ def command(app: App, fmt: str) -> int:
     """
     fork = app.fork()
     result = fork_status(fork, app.git())
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        text.render_status(app.output, result)
+    app.emit(result, fmt, text.render_status)
     return 0

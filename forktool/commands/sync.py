@@ -1,11 +1,10 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import click
 
-from forktool.cli import App, format_option, notice, pass_app
+from forktool.app import App, format_option, notice, pass_app
 from forktool.engine.sync import (
     abort_sync,
     continue_sync,
@@ -98,14 +97,8 @@ def command(
                     progress=tick,
                     notice=notice,
                 )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    elif abort and fmt == "text":
-        app.output.result(result.message)
-    elif fmt == "markdown":
-        sys.stdout.write(render_markdown(result))
-    else:
-        report.render_sync(app.output, result)
+    render = report.render_aborted if abort else report.render_sync
+    app.emit(result, fmt, render, writers={"markdown": render_markdown})
     if abort:
         return 0
     return 0 if result.ok else 1

@@ -4,8 +4,7 @@ import os
 
 import click
 
-from forktool.cli import App, format_option, notice, pass_app
-from forktool.report import tracking
+from forktool.app import App, format_option, notice, pass_app
 
 
 @click.group("upstream")
@@ -70,12 +69,7 @@ def poll_command(
     )
     for line in result.upstream.notices:
         notice(line)
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        report.render_poll(app.output, result)
-        if result.forecast is not None:
-            tracking.render_forecast(app.output, result.forecast)
+    app.emit(result, fmt, report.render_poll)
     return result.exit_code
 
 
@@ -121,8 +115,7 @@ def resolve_command(app: App, write: bool, fetch: bool, fmt: str) -> int:
         with app.lock(git):
             fork = app.fork()  # read under the lock: another run may just have changed it
             result = write_resolved(fork, resolve(fork, git, fetch=False))
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        tracking.render_resolve(app.output, result)
+    from forktool.report import tracking
+
+    app.emit(result, fmt, tracking.render_resolve)
     return 0

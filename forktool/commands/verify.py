@@ -2,8 +2,10 @@ from __future__ import annotations
 
 import click
 
-from forktool.cli import App, format_option, pass_app
+from forktool.app import App, format_option, pass_app
 from forktool.engine.apply import resolve_base, verify_series
+from forktool.errors import require_no_errors
+from forktool.report import text
 
 
 @click.command("verify")
@@ -26,21 +28,12 @@ def command(app: App, base: str | None, allow_offset: bool, fmt: str) -> int:
       forktool verify --base v1.2.0 --format json
     """
     fork = app.fork(strict=False)
-    file_problems = [f for f in fork.findings if f.severity == "error"]
-    if file_problems:
-        from forktool.errors import InputError
-
-        raise InputError(file_problems)
+    require_no_errors(fork.findings)
     git = app.git()
     name, commit = resolve_base(fork, git, base)
     with app.output.progress(len(fork.patches), f"verifying on {name}") as tick:
         result = verify_series(
             fork, git, base=name, base_commit=commit, allow_offset=allow_offset, progress=tick
         )
-    if fmt == "json":
-        app.output.json(result.to_json())
-    else:
-        from forktool.report import text  # rich tables: only needed for text output
-
-        text.render_verify(app.output, result)
+    app.emit(result, fmt, text.render_verify)
     return 0 if result.ok else 1

@@ -166,7 +166,3 @@ def example_root() -> Path:
             "run the demo from a source checkout installed with 'pip install -e .'",
         )
     return root
-
-
-def note_name(patch_name: str) -> str:
-    return Path(patch_name).stem + ".md"

@@ -21,19 +21,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from forktool.config import Config
+from forktool.engine import Progress
 from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
 from forktool.engine.releases import Release, first_releases, release_tags, require_releases
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
-from forktool.git import Git, TempIndex
+from forktool.git import Git, TempIndex, short
 from forktool.inputs import parse_json, read_input
 from forktool.model.patchfile import PatchFile, touched_paths
 
@@ -50,7 +51,6 @@ Outcome = Literal[
     "now-harmful",
 ]
 ProbeResult = Literal["pass", "fail"]
-Progress = Callable[[int], None]
 
 # Outcomes of the second witness that make ``absorbed`` exit 1.
 HARMFUL_OUTCOMES: frozenset[str] = frozenset({"broken-on-tag", "now-harmful"})
@@ -61,10 +61,6 @@ CHERRY_GREP = "cherry picked from commit "
 MAX_PATHSPECS = 64
 WITNESS_WORKERS = 4
 _PATCH_FAILED = re.compile(r"^error: patch failed: (.+):[0-9]+$")
-
-
-def short(commit: str) -> str:
-    return commit[:12]
 
 
 @dataclass(frozen=True)

@@ -21,12 +21,13 @@ import shutil
 import stat
 import subprocess
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
+from forktool.engine import Progress
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex, hardened_env
@@ -34,7 +35,6 @@ from forktool.git import run as run_git
 from forktool.model.patchfile import FileDiff, Hunk, PatchFile
 
 Status = Literal["exact", "offset", "fuzz", "fails", "malformed", "unsafe", "unsupported"]
-Progress = Callable[[int], None]
 
 _HUNK_OFFSET = re.compile(
     r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?(?: with fuzz (\d+))?"
@@ -1283,15 +1283,3 @@ def _finish(
             message=f"leftover files in the target: {', '.join(strays[:5])}",
         )
     return DirResult(str(target), engine, mode, True, dry_run, verdicts, state, tuple(changed))
-
-
-def exact_on(git: Git, treeish: str, patch: Patch, *, reverse: bool = False) -> bool:
-    """Does ``patch`` apply (or, with ``reverse``, reverse-apply) exactly on ``treeish``?
-
-    The witness other engines use: a patch that reverse-applies on a release tag has
-    its change present there (``content-present``).
-    """
-    if precheck(patch, "git") is not None:
-        return False
-    with git.temp_index(treeish) as index:
-        return _exact(try_patch(index, patch, reverse=reverse, check=True))

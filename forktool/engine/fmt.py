@@ -11,10 +11,10 @@ reported ``cosmetic``. A formatter's contract: after ``fmt`` runs, ``fmt --check
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from forktool.engine import Progress
 from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, rewrite_diff
 from forktool.engine.canonical_fast import regenerate_if_canonical
 from forktool.errors import FatalError
@@ -23,7 +23,6 @@ from forktool.fsutil import write_files
 from forktool.git import Git
 
 FmtStatus = Literal["canonical", "rewrite", "cosmetic", "error", "pending"]
-Progress = Callable[[int], None]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import re
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 from forktool import __version__
 from forktool.config import Config, ImageSettings, load_config
 from forktool.docker_client import DockerEngine, ImageInfo, pid_alive, tail
+from forktool.engine import Progress
 from forktool.engine.apply import apply_to_directory
 from forktool.engine.arms import FULL, PATCHLESS, Arm, arm_named, arm_patches, patchset_hash
 from forktool.errors import FatalError
@@ -50,8 +51,6 @@ FAILING_LINES = 30
 TEMP_KINDS = ("image", "site")
 _DOCKER_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _TEMP_NAME = re.compile(r"forktool-(?:image|site)-(\d+)-")
-
-Progress = Callable[[int], None]
 
 
 def require_image_settings(config: Config) -> ImageSettings:

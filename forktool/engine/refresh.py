@@ -23,7 +23,6 @@ procedure is retire, refresh, bump).
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,9 +44,9 @@ from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
 from forktool.model.patchfile import touched_paths
+from forktool.state import read_state, state_bytes, state_path
 
 RefreshStatus = Literal["unchanged", "rebased", "conflict", "resolved", "pending"]
-STATE_DIR = Path("forktool") / "refresh"
 _MARKERS = ("<<<<<<< ", ">>>>>>> ")
 
 
@@ -141,15 +140,15 @@ class RefreshState:
 
 
 def _state_path(git: Git) -> Path:
-    return git.git_dir() / STATE_DIR / "state.json"
+    return state_path(git, "refresh", shared=False)
 
 
 def load_state(git: Git) -> RefreshState | None:
     path = _state_path(git)
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(path.read_text())
+        data = read_state(path)
+        if data is None:
+            return None
         done = tuple(
             RefreshEntry(
                 d["patch"],
@@ -179,7 +178,7 @@ def load_state(git: Git) -> RefreshState | None:
 
 
 def _state_bytes(state: RefreshState) -> bytes:
-    return (json.dumps(state.to_json(), indent=2) + "\n").encode()
+    return state_bytes(state.to_json())
 
 
 def _save_state(git: Git, state: RefreshState) -> None:

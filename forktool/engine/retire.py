@@ -24,11 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.engine.absorb import AbsorbedResult, PatchAbsorption, Verdict, short
+from forktool.engine.absorb import AbsorbedResult, PatchAbsorption, Verdict
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
-from forktool.git import Git
+from forktool.git import Git, short
 from forktool.inputs import read_text
 from forktool.model.patchfile import parse_patch
 from forktool.model.record import Record, RecordEntry, parse_record

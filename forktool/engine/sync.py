@@ -54,6 +54,7 @@ from forktool.fsutil import write_files
 from forktool.git import Git
 from forktool.model.ledger import Ledger
 from forktool.model.record import BEGIN, END, parse_record
+from forktool.state import read_state, state_bytes, state_path
 
 Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
 STAGES: tuple[Stage, ...] = ("retire", "refresh", "bump", "merge", "check", "done")
@@ -192,15 +193,15 @@ def report_dir(git: Git, tag: str, branch: str) -> Path:
 
 
 def _state_file(git: Git) -> Path:
-    return state_dir(git) / "state.json"
+    return state_path(git, "sync", shared=True)
 
 
 def load_sync_state(git: Git) -> SyncState | None:
     path = _state_file(git)
-    if not path.is_file():
-        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_state(path)
+        if data is None:
+            return None
         report = _report_from_json(data["report"])
         return SyncState(
             data["tag"],
@@ -278,7 +279,7 @@ def _report_from_json(data: Mapping[str, object]) -> SyncReport:
 
 
 def _save_state(git: Git, state: SyncState) -> None:
-    write_files({_state_file(git): json.dumps(state.to_json(), indent=2).encode("utf-8")})
+    write_files({_state_file(git): state_bytes(state.to_json())})
 
 
 def _drop_state(git: Git) -> None:
@@ -704,10 +705,6 @@ def _stage_title(stage: Stage, tag: str) -> str:
         "check": "check the result",
         "done": "done",
     }[stage]
-
-
-def _next(stage: Stage) -> Stage:
-    return STAGES[STAGES.index(stage) + 1]
 
 
 def _stage_retire(run: _Run, resume: bool) -> bool:

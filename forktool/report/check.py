@@ -10,11 +10,11 @@ from rich.text import Text
 from forktool.engine.check import GateResult
 from forktool.errors import Finding
 from forktool.output import Output
-from forktool.report.tables import table as make_table
+from forktool.report.table import new_table
 
 
 def render_text(out: Output, result: GateResult) -> None:
-    table = make_table("check", "result", "findings")
+    table = new_table("check", "result", "findings")
     table.columns[1].no_wrap = False  # a skip says why, in words
     table.columns[2].justify = "right"
     for check in result.checks:

@@ -10,7 +10,7 @@ from forktool.engine.history_contract import HistoryResult
 from forktool.engine.import_ import ImportResult
 from forktool.engine.refresh import RefreshResult
 from forktool.output import Output
-from forktool.report.tables import table as make_table
+from forktool.report.table import new_table
 
 _STYLE = {
     "canonical": "green",
@@ -43,7 +43,7 @@ def render_fmt(out: Output, result: FmtResult) -> None:
     if not result.entries:
         out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
         return
-    table = make_table("patch", "status", "detail")
+    table = new_table("patch", "status", "detail")
     for entry in result.entries:
         detail = entry.message + (" (rewritten)" if entry.written else "")
         table.add_row(entry.patch, _status(entry.status), detail)
@@ -115,7 +115,7 @@ def render_export(out: Output, result: ExportResult) -> None:
         f"export {result.base}..{result.rev} ({result.rev_commit[:10]}): "
         f"{len(result.patches)} patch(es)"
     )
-    table = make_table("patch", "status", "upstream", "commit")
+    table = new_table("patch", "status", "upstream", "commit")
     for patch in result.patches:
         table.add_row(patch.patch, _status(patch.status), _map_word(patch), patch.commit[:10])
     out.print(table)
@@ -148,7 +148,7 @@ def render_refresh(out: Output, result: RefreshResult) -> None:
         out.result(Text(f"OK: {result.message}", style="green"), markup=False)
         return
     out.print(f"refresh onto {result.onto} ({result.onto_commit[:10]}); the pin stays {result.pin}")
-    table = make_table("patch", "status", "detail")
+    table = new_table("patch", "status", "detail")
     for entry in result.entries:
         table.add_row(entry.patch, _status(entry.status), entry.message)
     out.print(table)

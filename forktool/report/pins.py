@@ -5,12 +5,9 @@ from __future__ import annotations
 from rich.text import Text
 
 from forktool.engine.pins import BumpResult, PinsResult
+from forktool.git import short
 from forktool.output import Output
-from forktool.report.tables import table as make_table
-
-
-def _short(oid: str | None) -> str:
-    return oid[:10] if oid else "-"
+from forktool.report.table import new_table
 
 
 def _pin_line(out: Output, result: PinsResult) -> None:
@@ -18,15 +15,15 @@ def _pin_line(out: Output, result: PinsResult) -> None:
     if not pin.present:
         note = Text("tag missing: fetch upstream tags", style="red")
     elif pin.moved:
-        note = Text(f"MOVED: tag now peels to {_short(pin.actual)}", style="bold red")
+        note = Text(f"MOVED: tag now peels to {short(pin.actual)}", style="bold red")
     else:
         note = Text("tag peels to the recorded commit", style="green")
-    out.print(Text.assemble("pin : ", (pin.tag, "bold"), f" ({_short(pin.recorded)})  ", note))
+    out.print(Text.assemble("pin : ", (pin.tag, "bold"), f" ({short(pin.recorded)})  ", note))
 
 
 def render_show(out: Output, result: PinsResult) -> None:
     _pin_line(out, result)
-    table = make_table("site", "line", "value", "note")
+    table = new_table("site", "line", "value", "note")
     for site in result.sites:
         if site.is_config:
             note = "pin.tag"
@@ -65,7 +62,7 @@ def render_check(out: Output, result: PinsResult) -> None:
         out.result(
             Text(
                 f"OK: {sites} pin site(s) name {result.pin.tag}, which peels to the recorded "
-                f"commit {_short(result.pin.recorded)}{head}.",
+                f"commit {short(result.pin.recorded)}{head}.",
                 style="green",
             )
         )
@@ -78,7 +75,7 @@ def render_bump(out: Output, result: BumpResult) -> None:
     if not result.changed:
         out.result(
             Text(
-                f"Already pinned: every pin site names {result.tag} ({_short(result.commit)}); "
+                f"Already pinned: every pin site names {result.tag} ({short(result.commit)}); "
                 "nothing to change.",
                 style="green",
             )
@@ -88,7 +85,7 @@ def render_bump(out: Output, result: BumpResult) -> None:
         out.print(result.diff, markup=False, end="")
         out.result(
             Text(
-                f"DRY RUN: would pin {result.tag} ({_short(result.commit)}) in "
+                f"DRY RUN: would pin {result.tag} ({short(result.commit)}) in "
                 f"{len({e.file for e in result.edits})} file(s); nothing was written.",
                 style="yellow",
             )
@@ -98,7 +95,7 @@ def render_bump(out: Output, result: BumpResult) -> None:
         out.print(f"  {edit.file}:{edit.line}: {edit.what} {edit.old} -> {edit.new}", markup=False)
     out.result(
         Text(
-            f"Pinned {result.tag} ({_short(result.commit)}), was {result.previous_tag}: "
+            f"Pinned {result.tag} ({short(result.commit)}), was {result.previous_tag}: "
             f"rewrote {len(result.written)} file(s).",
             style="green",
         )

@@ -6,8 +6,9 @@ from rich.text import Text
 
 from forktool.engine.absorb import HARMFUL_OUTCOMES, AbsorbedResult
 from forktool.engine.retire import RetireResult, UndoResult
+from forktool.git import short
 from forktool.output import Output
-from forktool.report.tables import table as make_table
+from forktool.report.table import new_table
 
 VERDICT_STYLE = {
     "retire": "green",
@@ -18,16 +19,12 @@ VERDICT_STYLE = {
 }
 
 
-def _short(oid: str | None) -> str:
-    return oid[:10] if oid else "-"
-
-
 def render_absorbed(out: Output, result: AbsorbedResult) -> None:
-    out.print(f"absorbed by {result.tag} ({_short(result.tag_commit)})")
+    out.print(f"absorbed by {result.tag} ({short(result.tag_commit)})")
     columns = ("patch", "verdict", "upstream", "in tag", "first release")
-    table = make_table(*columns, *(("probe",) if result.probe_full is not None else ()))
+    table = new_table(*columns, *(("probe",) if result.probe_full is not None else ()))
     for patch in result.patches:
-        upstream = ",".join(_short(c) for c in patch.upstream_commits) or (
+        upstream = ",".join(short(c) for c in patch.upstream_commits) or (
             "pending" if patch.verdict == "pending" else "none"
         )
         ancestor = "-" if patch.ancestor is None else ("yes" if patch.ancestor else "no")

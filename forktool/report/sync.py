@@ -7,13 +7,13 @@ from rich.text import Text
 from forktool.engine.poll import PollResult
 from forktool.engine.sync import SyncReport, pending_patches
 from forktool.output import Output
-from forktool.report.tables import table as make_table
+from forktool.report.table import new_table
 
 
 def render_plan_body(out: Output, report: SyncReport) -> None:
     if report.retired:
         out.print(Text(f"retire ({len(report.retired)}): absorbed by {report.tag}", style="bold"))
-        table = make_table("patch", "first release", "witnesses")
+        table = new_table("patch", "first release", "witnesses")
         for r in report.retired:
             table.add_row(r.patch, r.first_release or "-", r.witnesses)
         out.print(table)
@@ -21,7 +21,7 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
         out.print(f"retire: nothing ({report.tag} contains no patch's upstream commit)")
     if report.refreshed:
         out.print(Text(f"refresh ({len(report.refreshed)}) onto {report.tag}", style="bold"))
-        table = make_table("patch", "refresh", "note")
+        table = new_table("patch", "refresh", "note")
         for e in report.refreshed:
             style = {"conflict": "red", "rebased": "yellow"}.get(e.status, "green")
             table.add_row(e.patch, Text(e.status, style=style), e.message)
@@ -46,6 +46,11 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
         out.result(Text(f"conflict: {conflict}", style="red"), markup=False)
     for note in report.notes:
         out.print(Text(f"needs a human: {note}", style="yellow"), markup=False)
+
+
+def render_aborted(out: Output, report: SyncReport) -> None:
+    """After --abort: what was removed, one line."""
+    out.result(report.message)
 
 
 def render_sync(out: Output, report: SyncReport) -> None:

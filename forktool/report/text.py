@@ -8,17 +8,14 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from forktool.git import short
 from forktool.output import Output
-from forktool.report.tables import table as make_table
+from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # renderers need the result types only for annotations; keep start-up lean
     from forktool.engine.apply import DirResult, PatchVerdict, VerifyResult
     from forktool.engine.init import InitResult
     from forktool.engine.status import StatusResult
-
-
-def short(oid: str | None) -> str:
-    return oid[:10] if oid else "-"
 
 
 def render_init(out: Output, result: InitResult) -> None:
@@ -75,7 +72,7 @@ def render_status(out: Output, result: StatusResult) -> None:
         out.print(f"newest : {newest.get('tag')} {what}", markup=False)
     if not result.patches:
         return
-    table = make_table("#", "patch", "upstream", "PR", "at pin")
+    table = new_table("#", "patch", "upstream", "PR", "at pin")
     for index, patch in enumerate(result.patches, start=1):
         upstream = (
             "fork-only"
@@ -104,7 +101,7 @@ _STATUS_STYLE = {
 
 
 def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
-    table = make_table("patch", "status", "detail")
+    table = new_table("patch", "status", "detail")
     for verdict in verdicts:
         style = _STATUS_STYLE.get(verdict.status, "")
         table.add_row(verdict.patch, Text(verdict.status, style=style), verdict.message)

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from forktool.git import short
 from forktool.output import Output
 from forktool.report.retirement import VERDICT_STYLE
-from forktool.report.text import short
+from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # types for annotations only: resolve must not import forecast's engine
     from forktool.engine.forecast import Cell, FirstBreak, ForecastResult, TargetSummary
@@ -58,9 +59,7 @@ def render_resolve(out: Output, result: ResolveResult) -> None:
     if not result.patches:
         out.result("no pending patch: nothing to resolve")
         return
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("patch", "PR", "commit", "how", "subject"):
-        table.add_column(column, overflow="fold")
+    table = new_table("patch", "PR", "commit", "how", "subject")
     for p in result.patches:
         commit = Text(short(p.commit), style="green") if p.commit else Text("-", style="dim")
         how = Text(_HOW_WORDS[p.how], style="yellow" if p.how == "ambiguous" else "")

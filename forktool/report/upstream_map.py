@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.table import Table
 from rich.text import Text
 
 from forktool.engine.map_suggest import Suggestion, SuggestResult
 from forktool.output import Output
+from forktool.report.table import new_table
 
 _ACTION = {"write": "fill", "unchanged": "already mapped", "kept": "kept (map says otherwise)"}
 
@@ -18,9 +18,7 @@ def render_suggestions(out: Output, suggestions: Sequence[Suggestion]) -> None:
     if not suggestions:
         out.print("  no patch header names an upstream commit, PR or status", markup=False)
         return
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("patch", "suggests", "from header line", "here", "map"):
-        table.add_column(column, overflow="fold")
+    table = new_table("patch", "suggests", "from header line", "here", "map")
     for s in suggestions:
         here = "-" if not s.commits else "yes" if s.present else "NOT FETCHED"
         table.add_row(s.patch, s.entry, s.source, here, _ACTION[s.action])

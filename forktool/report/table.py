@@ -1,4 +1,4 @@
-"""The one shape of a text table: tokens stay whole, prose wraps.
+"""The one table every text renderer draws: tokens stay whole, prose wraps.
 
 Piped output (CI logs) is 80 columns wide. A patch name, a tag, a commit id or a URL
 must stay copyable: those columns never wrap, and the prose columns (a detail, a note,
@@ -13,7 +13,9 @@ from collections.abc import Iterable
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 
-PROSE_COLUMNS = frozenset({"detail", "note", "witnesses", "reason", "message"})
+PROSE_COLUMNS = frozenset(
+    {"detail", "note", "witnesses", "reason", "message", "subject", "from header line"}
+)
 PROSE_MIN_WIDTH = 24  # narrower, a sentence reads one word a line
 
 
@@ -34,7 +36,7 @@ class TokenTable(Table):
         return sum(widths) + self._extra_width
 
 
-def table(*columns: str) -> Table:
+def new_table(*columns: str) -> Table:
     """A table with a bold header row and no box, its columns named ``columns``."""
     made = TokenTable(show_header=True, header_style="bold", box=None, pad_edge=False)
     for column in columns:
