@@ -121,6 +121,11 @@ def is_revision_expression(name: str) -> bool:
     return bool(_REVISION_SYNTAX.search(name))
 
 
+# ``git apply`` onto an index, as every verification runs it: strict paths (-p1), and
+# whitespace neither fixed nor warned about (the patch is applied as it is).
+APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "-p1")
+
+
 def git_argv(args: Sequence[str]) -> list[str]:
     argv = ["git"]
     for setting in _CONFIG_OVERRIDES:
@@ -324,6 +329,34 @@ class TempIndex:
 
     def write_tree(self) -> str:
         return self.run(["write-tree"], purpose="write the temporary index as a tree").out.strip()
+
+    def add_all(self, *, purpose: str = "stage the changes") -> None:
+        """Stage every change of the work tree (``git add --all``) into this index."""
+        self.run(["add", "--all"], purpose=purpose)
+
+    def changed_names(self, base: str) -> list[str]:
+        """The paths this index changes from ``base`` (no rename detection)."""
+        out = self.run(
+            ["diff", "--cached", "--name-only", "-z", "--no-renames", base],
+            purpose="list the resolved files",
+        ).out
+        return [name for name in out.split("\0") if name]
+
+    def add_entry(self, mode: str, oid: str, path: str) -> None:
+        """Put the blob ``oid`` at ``path`` with ``mode`` (``update-index --cacheinfo``)."""
+        self.run(
+            ["update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}"],
+            purpose=f"add {path} to the merge",
+        )
+
+    def remove_entry(self, path: str) -> None:
+        """Drop ``path`` from this index."""
+        self.run(["update-index", "--force-remove", "--", path], purpose=f"drop {path}")
+
+    def apply_cached(self, paths: Sequence[str], *, purpose: str) -> GitResult:
+        """``git apply --cached -v -p1`` of the patch files ``paths`` onto this index, in
+        order, all or nothing; the caller reads the result (it is not checked)."""
+        return self.run([*APPLY_CACHED_ARGS, *paths], purpose=purpose, check=False)
 
 
 class Git:
@@ -928,11 +961,80 @@ class Git:
         )
 
     def worktree_remove(self, path: Path) -> None:
+        """Remove the worktree at ``path`` and forget it, whatever state it is in."""
         faultpoint("git.worktree_remove")
+        self.remove_worktree(path, check=False)
+        self.worktree_prune(check=False)
+
+    def remove_worktree(self, path: Path, *, check: bool = True) -> None:
+        """``git worktree remove --force``: the directory and its registration."""
         self.run(
-            ["worktree", "remove", "--force", str(path)], purpose="remove a worktree", check=False
+            ["worktree", "remove", "--force", str(path)],
+            purpose=f"remove the worktree {path}",
+            check=check,
         )
-        self.run(["worktree", "prune"], purpose="prune worktrees", check=False)
+
+    def reset_hard(self, rev: str, *, purpose: str) -> None:
+        """Move this worktree's branch (or HEAD), index and files to ``rev``."""
+        self.run(["reset", "--quiet", "--hard", rev], purpose=purpose)
+
+    def clean(self, *, purpose: str = "clean the worktree") -> None:
+        """Delete every untracked file and directory of this worktree."""
+        self.run(["clean", "-fdq"], purpose=purpose)
+
+    def tree_id(self, rev: str) -> str:
+        """The tree ``rev`` records."""
+        return self.out(["rev-parse", f"{rev}^{{tree}}"], purpose=f"read the tree of {rev}")
+
+    def commit_tree(
+        self,
+        tree: str,
+        parents: Sequence[str],
+        message: bytes,
+        *,
+        purpose: str,
+        env: Mapping[str, str] | None = None,
+    ) -> str:
+        """A new commit of ``tree`` on ``parents`` (``git commit-tree``); no ref moves."""
+        args = ["commit-tree", tree]
+        for parent in parents:
+            args += ["-p", parent]
+        return self.run(args, purpose=purpose, input=message, env=env).out.strip()
+
+    def apply_3way(self, patch: Path) -> GitResult:
+        """``git apply --3way`` of ``patch`` in this worktree, leaving conflict markers
+        where it cannot merge (the result is not checked)."""
+        return self.run(
+            ["apply", "--3way", "--whitespace=nowarn", str(patch)],
+            purpose=f"apply {patch.name} with 3-way merge",
+            check=False,
+        )
+
+    def apply_with_rejects(self, patch: Path) -> GitResult:
+        """``git apply --reject`` of ``patch`` in this worktree: the hunks that apply,
+        and a ``.rej`` file per file for the others (the result is not checked)."""
+        return self.run(
+            ["apply", "--reject", "--whitespace=nowarn", str(patch)],
+            purpose=f"apply {patch.name} leaving rejects",
+            check=False,
+        )
+
+    def status_entries(self, paths: Sequence[Path | str]) -> list[str]:
+        """The paths under ``paths`` that are uncommitted, staged or untracked, as
+        ``git status --porcelain`` names them."""
+        res = self.run(
+            ["status", "--porcelain", "--untracked-files=all", "--", *(str(p) for p in paths)],
+            purpose="look for uncommitted changes to the fork's files",
+        )
+        return [line[3:] for line in res.out.splitlines() if line]
+
+    def uncommitted_anywhere(self) -> list[str]:
+        """Every path in the index or the work tree that HEAD does not have as it is."""
+        out = self.run(
+            ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
+            purpose="list uncommitted files",
+        ).out
+        return [item[3:] for item in out.split("\0") if len(item) > 3]
 
     def delete_branch(self, name: str) -> None:
         faultpoint("git.delete_branch")
@@ -1067,9 +1169,123 @@ class Git:
             purpose=f"check out the files to resolve at {rev}",
         )
 
-    def worktree_prune(self) -> None:
+    def worktree_prune(self, *, check: bool = True) -> None:
         """Forget worktrees whose directory is gone."""
-        self.run(["worktree", "prune"], purpose="prune worktrees")
+        self.run(["worktree", "prune"], purpose="prune worktrees", check=check)
+
+    def worktree_branches(self) -> list[str]:
+        """The refs checked out in any worktree of this repository."""
+        listing = self.out(["worktree", "list", "--porcelain"], purpose="list worktrees")
+        return [
+            line[len("branch ") :] for line in listing.splitlines() if line.startswith("branch ")
+        ]
+
+    def is_valid_branch_name(self, branch: str) -> bool:
+        """Whether ``branch`` may name a branch (``check-ref-format --branch``)."""
+        if branch.startswith("-") or "\0" in branch:
+            return False
+        return self.run(
+            ["check-ref-format", "--branch", branch], purpose="check the branch name", check=False
+        ).ok
+
+    def commit_date_raw(self, rev: str) -> str:
+        """``rev``'s committer date as git stores it (``<seconds> <zone>``)."""
+        return self.out(
+            ["log", "-1", "--format=%cd", "--date=raw", rev], purpose=f"read the date of {rev}"
+        )
+
+    def create_ref(self, ref: str, new: str, old: str, *, reason: str) -> None:
+        """Point ``ref`` at ``new`` if it is still at ``old`` (the zero id: if it does
+        not exist), logging ``reason``."""
+        self.run(["update-ref", "-m", reason, ref, new, old], purpose=f"create {ref}")
+
+    def patch_id(self, data: bytes) -> str | None:
+        """``git patch-id --stable`` of one patch file; None when git reads no diff in it."""
+        res = self.run(
+            ["patch-id", "--stable"], purpose="compute a patch id", input=data, check=False
+        )
+        words = res.out.split()
+        return words[0] if res.ok and words else None
+
+    # -- a patch branch's history ----------------------------------------------------
+
+    def commits_with_parents(self, base: str, tip: str) -> list[list[str]]:
+        """Oldest first, ``[commit, parent...]`` for each commit of ``base..tip``."""
+        listing = self.out(
+            ["rev-list", "--reverse", "--topo-order", "--parents", f"{base}..{tip}"],
+            purpose=f"list the commits between {base[:12]} and {tip[:12]}",
+        )
+        return [line.split() for line in listing.splitlines() if line]
+
+    def subjects_and_trailers(
+        self, commits: Sequence[str]
+    ) -> list[tuple[str, str, list[tuple[str, str]]]]:
+        """``(commit, subject, [(trailer key, value)...])`` for exactly ``commits``, in order."""
+        res = self.run(
+            [
+                "log",
+                "--no-walk=unsorted",
+                "--stdin",
+                "-z",
+                "--format=%H%x1f%s%x1f%(trailers:unfold,separator=%x1e)",
+            ],
+            purpose="read the commit messages",
+            input=("\n".join(commits) + "\n").encode(),
+        )
+        found = []
+        for record in res.out.split("\0"):
+            if not record.strip():
+                continue
+            commit, subject, trailer_text = [*record.lstrip("\n").split("\x1f"), "", ""][:3]
+            trailers = []
+            for item in trailer_text.split("\x1e"):
+                key, sep, value = item.partition(":")
+                if sep:
+                    trailers.append((key.strip(), value.strip()))
+            found.append((commit, subject, trailers))
+        return found
+
+    def raw_changes(self, parent: str, commit: str) -> list[tuple[str, str, str, tuple[str, ...]]]:
+        """``(old mode, new mode, status, paths)`` per file ``commit`` changes from
+        ``parent``, renames detected (a rename or copy has two paths)."""
+        out = self.run(
+            ["diff-tree", "-r", "-z", "-M", "--raw", "--no-commit-id", parent, commit],
+            purpose=f"list the files {commit[:12]} changes",
+        ).out
+        fields = out.split("\0")
+        changes = []
+        index = 0
+        while index < len(fields) and fields[index].startswith(":"):
+            old_mode, new_mode, _old, _new, status = fields[index][1:].split(" ")
+            count = 2 if status[:1] in ("R", "C") else 1
+            changes.append(
+                (old_mode, new_mode, status, tuple(fields[index + 1 : index + 1 + count]))
+            )
+            index += 1 + count
+        return changes
+
+    def binary_paths(self, parent: str, commit: str) -> list[str]:
+        """The binary files ``commit`` changes from ``parent``."""
+        out = self.run(
+            [
+                "diff-tree",
+                "-r",
+                "-z",
+                "--no-renames",
+                "--numstat",
+                "--no-commit-id",
+                parent,
+                commit,
+            ],
+            purpose=f"find binary files in {commit[:12]}",
+        ).out
+        found = []
+        for record in out.split("\0"):
+            added, _, rest = record.partition("\t")
+            deleted, _, path = rest.partition("\t")
+            if added == "-" and deleted == "-" and path:
+                found.append(path)
+        return found
 
 
 def _literal_pattern(path: str) -> str:

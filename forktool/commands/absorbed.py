@@ -6,6 +6,7 @@ import click
 
 from forktool.app import App, format_option, notice, pass_app, user_path
 from forktool.engine.absorb import absorbed, fetch_missing, load_probe_results
+from forktool.engine.releases import index_history
 from forktool.report import retirement
 
 
@@ -71,7 +72,7 @@ def command(
             app.output.detail(f"fetched {what} from {reached.source}")
     if commit_graph:
         with app.lock(git):
-            git.write_commit_graph()
+            index_history(git)
     with app.output.progress(len(fork.patches), f"judging against {tag}") as tick:
         result = absorbed(fork, git, tag, probe=probe, progress=tick)
     app.emit(result, fmt, retirement.render_absorbed)

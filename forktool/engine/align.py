@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forktool.config import Config
-from forktool.engine.history import fork_files
+from forktool.engine.history_contract import fork_files
 from forktool.engine.pin import require_pin
 from forktool.engine.releases import release_tags
 from forktool.errors import FatalError, Finding, InputError
@@ -173,15 +173,6 @@ def _classify(
         entry = ledger.declaring(action, path) if action is not None else None
         changes.append(PathChange(path, kind, entry, action == "add" and _is_own(path, own)))
     return changes
-
-
-def _uncommitted(git: Git) -> list[str]:
-    """Paths in the index or the work tree that HEAD does not have as they are."""
-    out = git.run(
-        ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"],
-        purpose="list uncommitted files",
-    ).out
-    return [item[3:] for item in out.split("\0") if len(item) > 3]
 
 
 def _resurrected(ledger: Ledger, head_paths: Sequence[str]) -> list[Resurrected]:
@@ -336,7 +327,7 @@ def _change_finding(ledger: str, tag: str, change: PathChange) -> Finding | None
 
 def _waiting_for_commit(git: Git, stale: Sequence[LedgerEntry]) -> list[LedgerEntry]:
     """Add entries that match nothing committed but an uncommitted file: not stale yet."""
-    pending = _uncommitted(git)
+    pending = git.uncommitted_anywhere()
     return [e for e in stale if e.action == "add" and any(e.matches(p) for p in pending)]
 
 

@@ -312,13 +312,6 @@ def _mode_change(
     return (old, new) if old is not None and new is not None and old != new else (None, None)
 
 
-def patch_id(git: Git, data: bytes) -> str | None:
-    """``git patch-id --stable`` of a patch file, None when it has no diff git can read."""
-    res = git.run(["patch-id", "--stable"], purpose="compute a patch id", input=data, check=False)
-    words = res.out.split()
-    return words[0] if res.ok and words else None
-
-
 def cosmetic_only(git: Git, old: bytes, new: bytes) -> bool:
     """True when ``old`` and ``new`` differ only in lines that change nothing applied:
     the same files (after ``-p1``), modes and hunk ranges, and the same changes (the same
@@ -331,15 +324,16 @@ def cosmetic_only(git: Git, old: bytes, new: bytes) -> bool:
         diff.is_binary for diff in (*old_parsed.files, *new_parsed.files)
     ):
         return True
-    old_id = patch_id(git, old)
-    return old_id is not None and old_id == patch_id(git, new)
+    old_id = git.patch_id(old)
+    return old_id is not None and old_id == git.patch_id(new)
 
 
 def _hunk_lines(parsed: PatchFile) -> tuple[tuple[str, ...], ...]:
     return tuple(hunk.lines for diff in parsed.files for hunk in diff.hunks)
 
 
-def unified_diff(old: bytes, new: bytes, path: str) -> str:
+def rewrite_diff(old: bytes, new: bytes, path: str) -> str:
+    """A unified diff from a patch file's current bytes to its canonical rewrite."""
     before = old.decode(ENCODING, ERRORS).splitlines(keepends=True)
     after = new.decode(ENCODING, ERRORS).splitlines(keepends=True)
     lines = difflib.unified_diff(before, after, f"a/{path}", f"b/{path}")

@@ -1,11 +1,10 @@
-"""Commits <-> patch files: ``export --from REV`` and ``import --branch NAME``.
+"""Commits -> patch files: ``export --from REV``.
 
-``export`` turns the commits between the pin and REV into ``patches/``, ``series`` and
+The commits between the pin and REV become ``patches/``, ``series`` and
 ``upstream.map``, in canonical form (so the same commits, or a rebase that keeps
 their content, give the same bytes), after checking them against the history
-contract. ``import`` builds the reverse: a branch of one commit per patch on the
-pin, made in a temporary index with ``commit-tree`` and ``update-ref``, never
-touching the checkout. Import then export is byte-identical for a canonical series.
+contract. The reverse, ``import``, is :mod:`forktool.engine.import_`; import then
+export is byte-identical for a canonical series.
 """
 
 from __future__ import annotations
@@ -18,40 +17,33 @@ from pathlib import Path
 from forktool.config import Config
 from forktool.engine.canonical import (
     Chain,
-    CommitMeta,
     build_chain,
     chain_bytes,
-    commit_meta,
     format_range,
     loose_patch,
     range_diff,
 )
-from forktool.engine.history import HistoryResult, check_history
+from forktool.engine.history_contract import HistoryResult, check_history
 from forktool.engine.map_suggest import resolve_refs
 from forktool.errors import FatalError
-from forktool.faults import faultpoint
-from forktool.fork import NOTES_DIR, NOTES_README, Fork, Patch, load_fork, patch_files_on_disk
+from forktool.fork import NOTES_DIR, NOTES_README, Patch, load_fork, patch_files_on_disk
 from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
 from forktool.model.carrier import (
     MAP_KEY,
     PATCH_KEY,
     Carrier,
-    carrier_text,
     plain_header,
-    plain_message,
     split_carrier,
     strip_from_mail,
-    with_carrier,
 )
-from forktool.model.patchfile import ENCODING, ERRORS, UPSTREAM_MERGE, UPSTREAM_PR
+from forktool.model.patchfile import ENCODING, ERRORS
 from forktool.model.series import format_lines, parse_series
 from forktool.model.text import decode_lines
 from forktool.model.upstream_map import MapEntry, MapKind, parse_map
 from forktool.model.upstream_refs import UpstreamRef, read_refs
 
 MAP_HEADER = "# <patch-file> <upstream commit(s)> [url or note]"
-ZERO = "0" * 40
 
 
 @dataclass(frozen=True)
@@ -376,111 +368,5 @@ def orphaned_notes(config: Config, names: list[str]) -> list[str]:
     )
 
 
-# -- import ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ImportResult:
-    branch: str
-    base: str
-    base_commit: str
-    tip: str
-    replaced: str | None  # the branch's earlier tip under --force
-    commits: tuple[tuple[str, str], ...]  # (patch, commit)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "branch": self.branch,
-            "base": self.base,
-            "base_commit": self.base_commit,
-            "tip": self.tip,
-            "replaced": self.replaced,
-            "commits": [{"patch": p, "commit": c} for p, c in self.commits],
-        }
-
-
-def import_meta(fork: Fork, patch: Patch, pin_date: str) -> CommitMeta | str:
-    """The commit ``import`` makes of a patch: its own author, date and message, plus
-    the series and map lines (see :mod:`forktool.model.carrier`), so that ``export``
-    gives the same files back. A plain diff has no date: it gets the pin's commit date."""
-    meta = commit_meta(patch)
-    if isinstance(meta, str):
-        return meta
-    header = patch.parsed.header
-    plain = header.style == "plain"
-    mapping = patch.mapping
-    series_line = fork.series.lines[patch.entry.line - 1].strip()
-    map_line = (
-        fork.upstream_map.lines[mapping.line - 1].strip() if mapping else f"{patch.name} none"
-    )
-    extra = []
-    if (plain or header.trailer(UPSTREAM_MERGE) is None) and mapping and not mapping.pending:
-        extra.append((UPSTREAM_MERGE, ",".join(mapping.commits) or "none"))
-    if (plain or header.trailer(UPSTREAM_PR) is None) and patch.upstream_pr:
-        extra.append((UPSTREAM_PR, patch.upstream_pr))
-    carrier = carrier_text(Carrier(series_line, map_line, plain), extra)
-    if plain:
-        subject = header.subject or Path(patch.name).stem
-        message = plain_message(subject, header.lines, carrier)
-        return CommitMeta(meta.name, meta.email, pin_date, message)
-    return CommitMeta(meta.name, meta.email, meta.date, with_carrier(meta.message, carrier))
-
-
-def _checked_out(git: Git, ref: str) -> bool:
-    listing = git.out(["worktree", "list", "--porcelain"], purpose="list worktrees")
-    return any(line == f"branch {ref}" for line in listing.splitlines())
-
-
-def import_series(
-    fork: Fork, git: Git, branch: str, *, base_commit: str, force: bool = False
-) -> ImportResult:
-    """A branch ``branch``: the pin plus one commit per patch, in series order."""
-    if not fork.patches:
-        raise FatalError(
-            f"{fork.config.series} lists no patches: there is nothing to import",
-            "add patches to the series first",
-        )
-    valid = git.run(
-        ["check-ref-format", "--branch", branch], purpose="check the branch name", check=False
-    )
-    if not valid.ok or branch.startswith("-"):
-        raise FatalError(f"'{branch}' is not a valid branch name")
-    ref = f"refs/heads/{branch}"
-    existing = git.try_resolve(ref)
-    if existing is not None and not force:
-        raise FatalError(
-            f"branch '{branch}' already exists (at {existing[:12]})",
-            "pick another name, or pass --force to replace it",
-        )
-    if existing is not None and _checked_out(git, ref):
-        raise FatalError(
-            f"branch '{branch}' is checked out; import never moves a checked-out branch",
-            "check out another branch first, or import under another name",
-        )
-    tag = fork.config.pin_tag
-    pin_date = git.out(
-        ["log", "-1", "--format=%cd", "--date=raw", base_commit], purpose="read the pin's date"
-    ).strip()
-    with git.temp_index(keep_objects=True) as index:
-        chain = build_chain(
-            index,
-            base_commit,
-            fork.patches,
-            base_name=tag,
-            allow_offset=False,
-            meta_for=lambda patch: import_meta(fork, patch, pin_date),
-        )
-        failed = chain.failed
-        if failed is not None:
-            raise FatalError(
-                f"{failed.patch.rel}: {failed.verdict.message}",
-                "import needs every patch to apply exactly on the pin: run 'forktool verify' "
-                "and 'forktool fmt'",
-            )
-        faultpoint("import.update_ref")
-        git.run(
-            ["update-ref", "-m", "forktool import", ref, chain.tip, existing or ZERO],
-            purpose=f"create branch {branch}",
-        )
-    commits = tuple((link.patch.name, link.commit or "") for link in chain.links)
-    return ImportResult(branch, tag, base_commit, chain.tip, existing, commits)
+# commands/import_.py imports import_series from here; remove once it imports engine.import_.
+from forktool.engine.import_ import import_series as import_series  # noqa: E402

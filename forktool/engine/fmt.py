@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from forktool.engine import Progress
-from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, unified_diff
+from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, rewrite_diff
 from forktool.engine.canonical_fast import regenerate_if_canonical
 from forktool.errors import FatalError
 from forktool.fork import Fork
@@ -124,7 +124,7 @@ def plan_fmt(
 def _compare(git: Git, name: str, rel: str, old: bytes, new: bytes) -> FmtEntry:
     if old == new:
         return FmtEntry(name, rel, "canonical", canonical=new)
-    diff = unified_diff(old, new, rel)
+    diff = rewrite_diff(old, new, rel)
     if cosmetic_only(git, old, new):
         message = "differs from its canonical form only cosmetically (same patch-id and hunks)"
         return FmtEntry(name, rel, "cosmetic", message, diff, canonical=new)

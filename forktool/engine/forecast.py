@@ -41,7 +41,6 @@ from forktool.model.patchfile import touched_paths
 ApplyState = Literal["exact", "offset", "conflict", "absorbed", "not-tried"]
 Progress = Callable[[int], None]
 TARGET_WORKERS = 2  # targets judged side by side: git runs, not Python, do the work
-_GIT_APPLY = ["apply", "--cached", "-v", "--whitespace=nowarn", "-p1"]
 
 
 @dataclass(frozen=True)
@@ -206,9 +205,7 @@ def _apply_prefix(index: TempIndex, commit: str, patches: Sequence[Patch]) -> tu
     index.read_tree(f"{commit}^{{tree}}")
     if not patches:
         return True, ""
-    res = index.run(
-        [*_GIT_APPLY, *(str(p.path) for p in patches)], purpose="apply the series", check=False
-    )
+    res = index.apply_cached([str(p.path) for p in patches], purpose="apply the series")
     return res.ok, res.err
 
 

@@ -425,11 +425,7 @@ def _open_worktree(
 def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
     """Undo a worktree creation that failed half-way: the worktree git registered (and
     checked out), the directory if this run made it, and the state."""
-    git.run(
-        ["worktree", "remove", "--force", str(directory)],
-        purpose=f"remove the worktree {directory}",
-        check=False,
-    )
+    git.remove_worktree(directory, check=False)
     if made:
         shutil.rmtree(directory, ignore_errors=True)
     else:  # an empty directory the user named: leave it, empty
@@ -438,27 +434,18 @@ def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
                 shutil.rmtree(entry)
             else:
                 entry.unlink()
-    git.run(["worktree", "prune"], purpose="forget removed worktrees", check=False)
+    git.worktree_prune(check=False)
     _drop_state(git)
 
 
 def _apply_3way(wt: Git, patch: Patch) -> str:
     """Apply ``patch`` in the hand-resolution worktree, leaving conflict markers (or .rej)."""
-    res = wt.run(
-        ["apply", "--3way", "--whitespace=nowarn", str(patch.path)],
-        purpose=f"apply {patch.name} with 3-way merge",
-        check=False,
-    )
+    res = wt.apply_3way(patch.path)
     if res.ok:
         return "applied cleanly with a 3-way merge: check the result"
     if "conflicts" in res.err or "with conflicts" in res.err:
         return "applied with conflict markers"
-    rej = wt.run(
-        ["apply", "--reject", "--whitespace=nowarn", str(patch.path)],
-        purpose=f"apply {patch.name} leaving rejects",
-        check=False,
-    )
-    del rej
+    wt.apply_with_rejects(patch.path)
     return "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
 
 
@@ -508,12 +495,8 @@ def _resolution(wt: Git, state: RefreshState, command: str = "refresh") -> str:
     It is staged in a copy of the worktree's index, so a refusal stages nothing.
     """
     with wt.index_copy() as index:
-        index.run(["add", "--all"], purpose="stage the resolution")
-        names = index.run(
-            ["diff", "--cached", "--name-only", "-z", "--no-renames", state.base],
-            purpose="list the resolved files",
-        ).out.split("\0")
-        _refuse_unresolved(Path(state.worktree), filter(None, names), command)
+        index.add_all(purpose="stage the resolution")
+        _refuse_unresolved(Path(state.worktree), index.changed_names(state.base), command)
         return index.write_tree()
 
 
@@ -560,7 +543,7 @@ def refresh_continue(
     wt = Git(directory)
     patch = fork.patch(state.conflict)
     tree = _resolution(wt, state, command)
-    base_tree = git.out(["rev-parse", f"{state.base}^{{tree}}"], purpose="read the base tree")
+    base_tree = git.tree_id(state.base)
     if tree == base_tree:
         raise FatalError(
             f"the resolution of {patch.name} changes nothing: {state.onto} already has the change",
@@ -626,9 +609,9 @@ def _move_worktree(
     reason: str,
 ) -> RefreshResult:
     faultpoint("refresh.worktree_reset")
-    wt.run(["reset", "--quiet", "--hard", base], purpose="move the worktree on")
+    wt.reset_hard(base, purpose="move the worktree on")
     wt.sparse_reset(base, touched_paths(conflict.parsed))
-    wt.run(["clean", "-fdq"], purpose="clean the worktree")
+    wt.clean()
     detail = _apply_3way(wt, conflict)
     _save_state(
         git,
@@ -656,11 +639,8 @@ def _move_worktree(
 def _close(git: Git, directory: Path) -> None:
     faultpoint("refresh.worktree_remove")
     if directory.exists():
-        git.run(
-            ["worktree", "remove", "--force", str(directory)],
-            purpose=f"remove the worktree {directory}",
-        )
-    git.run(["worktree", "prune"], purpose="forget removed worktrees")
+        git.remove_worktree(directory)
+    git.worktree_prune()
     faultpoint("refresh.state_drop")
     _drop_state(git)
 

@@ -144,3 +144,10 @@ def _by_release(git: Git, releases: Sequence[Release], commits: list[str]) -> di
         for commit in set(commits) - git.not_in(commits, release.commit):
             sets[commit] |= 1 << index
     return sets
+
+
+def index_history(git: Git) -> None:
+    """Write a commit-graph with changed-path filters for every reachable commit: the
+    ancestry walks and path-limited history scans above run several times faster on it.
+    It changes ``.git`` (``objects/info/commit-graph``), so only on request."""
+    git.write_commit_graph()

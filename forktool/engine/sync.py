@@ -545,11 +545,7 @@ def _refuse_uncommitted(config: Config, git: Git) -> None:
         config.record_path,
         *(config.file(s.file) for s in config.pin_sites),
     ]
-    res = git.run(
-        ["status", "--porcelain", "--untracked-files=all", "--", *(str(p) for p in own)],
-        purpose="look for uncommitted changes to the fork's files",
-    )
-    dirty = [line[3:] for line in res.out.splitlines() if line]
+    dirty = git.status_entries(own)
     if dirty:
         raise FatalError(
             f"uncommitted changes to the fork's files: {', '.join(dirty[:5])}"
@@ -660,8 +656,8 @@ def _ensure_worktree(main: Git, state: SyncState, *, resume: bool) -> None:
     if resume and not state.report.conflicts:
         wt = Git(worktree)
         faultpoint("sync.worktree_reset")
-        wt.run(["reset", "--quiet", "--hard", _tip(state)], purpose="return to the recorded stage")
-        wt.run(["clean", "-fdq"], purpose="drop the cut-short stage's files")
+        wt.reset_hard(_tip(state), purpose="return to the recorded stage")
+        wt.clean(purpose="drop the cut-short stage's files")
 
 
 def _drive(
@@ -820,14 +816,11 @@ def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
     head_paths = {p for _, _, p in head_files}
     with run.wt.temp_index(run.state.tag_commit, keep_objects=True) as index:
         for path, (mode, oid) in ours.items():
-            index.run(
-                ["update-index", "--add", "--cacheinfo", f"{mode},{oid},{prefix}{path}"],
-                purpose=f"add {path} to the merge",
-            )
+            index.add_entry(mode, oid, f"{prefix}{path}")
         for path in tag_files:
             rel = path[len(prefix) :] if path.startswith(prefix) else None
             if rel is not None and ledger.declaring("del", rel):
-                index.run(["update-index", "--force-remove", "--", path], purpose=f"drop {path}")
+                index.remove_entry(path)
                 if path not in head_paths:
                     continue
                 notes.append(
@@ -864,14 +857,15 @@ def _stage_merge(run: _Run, resume: bool) -> bool:
         )
         return False
     message = f"Merge upstream release {run.state.tag} into the fork\n\nforktool sync: the tree is {run.state.tag} plus the fork's own files.\n"
-    commit = run.wt.run(
-        ["commit-tree", tree, "-p", "HEAD", "-p", run.state.tag_commit, "-F", "-"],
+    commit = run.wt.commit_tree(
+        tree,
+        ["HEAD", run.state.tag_commit],
+        message.encode(),
         purpose=f"merge {run.state.tag}",
-        input=message.encode(),
         env=run.identity,
-    ).out.strip()
+    )
     faultpoint("sync.merge")
-    run.wt.run(["reset", "--quiet", "--hard", commit], purpose="move the sync branch to the merge")
+    run.wt.reset_hard(commit, purpose="move the sync branch to the merge")
     run.commits.append(commit)
     run.advance("check", notes=run.state.report.notes + tuple(notes), conflicts=(), message="")
     return True
@@ -917,66 +911,8 @@ def pending_patches(report: SyncReport) -> list[tuple[str, str | None]]:
 
 
 def render_markdown(report: SyncReport) -> str:
-    """The sync report as a pull-request body."""
-    title = "Sync plan" if report.dry_run else "Sync"
-    lines = [f"# {title}: {report.previous_tag} → {report.tag}", ""]
-    if report.branch:
-        lines += [
-            f"Branch `{report.branch}`, upstream tag `{report.tag}` ({report.tag_commit[:12]}).",
-            "",
-        ]
-    lines += ["## Retired (absorbed by ancestry)", ""]
-    if report.retired:
-        lines += ["| patch | upstream commit(s) | first release | witnesses |", "|---|---|---|---|"]
-        lines += [
-            f"| `{r.patch}` | {', '.join(c[:12] for c in r.commits)} | {r.first_release or '-'} | {r.witnesses} |"
-            for r in report.retired
-        ]
-    else:
-        lines.append(f"None: {report.tag} contains no patch's upstream commit.")
-    lines += ["", "## Kept and refreshed", ""]
-    if report.refreshed:
-        lines += ["| patch | refresh | note |", "|---|---|---|"]
-        lines += [f"| `{e.patch}` | {e.status} | {e.message} |" for e in report.refreshed]
-    else:
-        lines.append("No patch left to refresh.")
-    if report.range_diff:
-        lines += [
-            "",
-            "<details><summary>range-diff of the refreshed series</summary>",
-            "",
-            "```",
-            report.range_diff.rstrip(),
-            "```",
-            "</details>",
-        ]
-    waiting = pending_patches(report)
-    if waiting:
-        lines += ["", "## Waiting for upstream (pending: kept, never retired)", ""]
-        lines += [f"- `{name}`: PR {pr or '(none named)'}" for name, pr in waiting]
-    lines += ["", "## Pins", ""]
-    if report.pins:
-        lines += ["| file | line | old | new |", "|---|---|---|---|"]
-        lines += [f"| `{p.file}` | {p.line} | `{p.old}` | `{p.new}` |" for p in report.pins]
-    else:
-        lines.append("No pin site changed.")
-    if report.conflicts or report.notes:
-        lines += ["", "## Needs a human", ""]
-        lines += [f"- **conflict** {c}" for c in report.conflicts]
-        lines += [f"- {n}" for n in report.notes]
-    if report.check is not None:
-        verdict = "passed" if report.check_ok else "**failed**"
-        lines += ["", f"## Check: {verdict}", ""]
-        checks = report.check.get("checks", [])
-        if isinstance(checks, list):
-            lines += ["| check | result |", "|---|---|"]
-            for check in checks:
-                result = (
-                    "skipped"
-                    if check.get("skipped")
-                    else ("ok" if check.get("ok") else "**failed**")
-                )
-                lines.append(f"| `{check.get('id')}` | {result} |")
-    if report.message:
-        lines += ["", report.message]
-    return "\n".join(lines) + "\n"
+    """The sync report as a pull-request body: kept under this name for callers that
+    import it from here; the renderer is :func:`forktool.report.sync.render_sync_markdown`."""
+    from forktool.report.sync import render_sync_markdown  # the renderer imports this module
+
+    return render_sync_markdown(report)

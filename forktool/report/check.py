@@ -108,7 +108,8 @@ def render_github(result: GateResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_markdown(result: GateResult) -> str:
+def render_check_markdown(result: GateResult) -> str:
+    """The gate's verdict as a pull-request comment (``check --format markdown``)."""
     head = "passed" if result.ok else "failed"
     mark = "✅" if result.ok else "❌"
     lines = [
@@ -127,3 +128,7 @@ def render_markdown(result: GateResult) -> str:
             where = f"`{finding.location()}` " if finding.path else ""
             lines.append(f"- **{finding.severity}** [{check_id}] {where}{finding.message}")
     return "\n".join(lines) + "\n"
+
+
+# commands/check.py asks for report.render_markdown; remove once it names the function above.
+render_markdown = render_check_markdown

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.export import ExportedPatch, ExportResult, ImportResult
+from forktool.engine.export import ExportedPatch, ExportResult
 from forktool.engine.fmt import FmtResult
-from forktool.engine.history import HistoryResult
+from forktool.engine.history_contract import HistoryResult
+from forktool.engine.import_ import ImportResult
 from forktool.engine.refresh import RefreshResult
 from forktool.output import Output
 from forktool.report.table import new_table

@@ -1,4 +1,4 @@
-"""Text renderers for sync and upstream poll."""
+"""Renderers for sync (text, and markdown for report.md and a pull request) and upstream poll."""
 
 from __future__ import annotations
 
@@ -117,3 +117,69 @@ def render_poll(out: Output, result: PollResult) -> None:
                 style="green",
             )
         )
+
+
+def render_sync_markdown(report: SyncReport) -> str:
+    """The sync report as a pull-request body."""
+    title = "Sync plan" if report.dry_run else "Sync"
+    lines = [f"# {title}: {report.previous_tag} → {report.tag}", ""]
+    if report.branch:
+        lines += [
+            f"Branch `{report.branch}`, upstream tag `{report.tag}` ({report.tag_commit[:12]}).",
+            "",
+        ]
+    lines += ["## Retired (absorbed by ancestry)", ""]
+    if report.retired:
+        lines += ["| patch | upstream commit(s) | first release | witnesses |", "|---|---|---|---|"]
+        lines += [
+            f"| `{r.patch}` | {', '.join(c[:12] for c in r.commits)} | {r.first_release or '-'} | {r.witnesses} |"
+            for r in report.retired
+        ]
+    else:
+        lines.append(f"None: {report.tag} contains no patch's upstream commit.")
+    lines += ["", "## Kept and refreshed", ""]
+    if report.refreshed:
+        lines += ["| patch | refresh | note |", "|---|---|---|"]
+        lines += [f"| `{e.patch}` | {e.status} | {e.message} |" for e in report.refreshed]
+    else:
+        lines.append("No patch left to refresh.")
+    if report.range_diff:
+        lines += [
+            "",
+            "<details><summary>range-diff of the refreshed series</summary>",
+            "",
+            "```",
+            report.range_diff.rstrip(),
+            "```",
+            "</details>",
+        ]
+    waiting = pending_patches(report)
+    if waiting:
+        lines += ["", "## Waiting for upstream (pending: kept, never retired)", ""]
+        lines += [f"- `{name}`: PR {pr or '(none named)'}" for name, pr in waiting]
+    lines += ["", "## Pins", ""]
+    if report.pins:
+        lines += ["| file | line | old | new |", "|---|---|---|---|"]
+        lines += [f"| `{p.file}` | {p.line} | `{p.old}` | `{p.new}` |" for p in report.pins]
+    else:
+        lines.append("No pin site changed.")
+    if report.conflicts or report.notes:
+        lines += ["", "## Needs a human", ""]
+        lines += [f"- **conflict** {c}" for c in report.conflicts]
+        lines += [f"- {n}" for n in report.notes]
+    if report.check is not None:
+        verdict = "passed" if report.check_ok else "**failed**"
+        lines += ["", f"## Check: {verdict}", ""]
+        checks = report.check.get("checks", [])
+        if isinstance(checks, list):
+            lines += ["| check | result |", "|---|---|"]
+            for check in checks:
+                result = (
+                    "skipped"
+                    if check.get("skipped")
+                    else ("ok" if check.get("ok") else "**failed**")
+                )
+                lines.append(f"| `{check.get('id')}` | {result} |")
+    if report.message:
+        lines += ["", report.message]
+    return "\n".join(lines) + "\n"
