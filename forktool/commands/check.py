@@ -45,7 +45,7 @@ def command(
             "json": report.render_json,
             "junit": report.render_junit,
             "github": report.render_github,
-            "markdown": report.render_markdown,
+            "markdown": report.render_check_markdown,
         },
     )
     return 0 if result.ok else 1

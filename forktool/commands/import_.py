@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.export import import_series
+from forktool.engine.import_ import import_series
 from forktool.engine.pin import require_pin
 from forktool.report import patches as report
 

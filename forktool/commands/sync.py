@@ -9,7 +9,6 @@ from forktool.engine.sync import (
     abort_sync,
     continue_sync,
     plan_sync,
-    render_markdown,
     resolve_tag,
     start_sync,
 )
@@ -77,7 +76,9 @@ def command(
                 result = abort_sync(git)
             elif resume:
                 try:
-                    result = continue_sync(git, env=os.environ, progress=tick)
+                    result = continue_sync(
+                        git, env=os.environ, progress=tick, markdown=report.render_sync_markdown
+                    )
                 except KeyboardInterrupt:
                     raise Interrupted(
                         "interrupted; the sync is still in progress",
@@ -96,9 +97,10 @@ def command(
                     env=os.environ,
                     progress=tick,
                     notice=notice,
+                    markdown=report.render_sync_markdown,
                 )
     render = report.render_aborted if abort else report.render_sync
-    app.emit(result, fmt, render, writers={"markdown": render_markdown})
+    app.emit(result, fmt, render, writers={"markdown": report.render_sync_markdown})
     if abort:
         return 0
     return 0 if result.ok else 1

@@ -252,7 +252,7 @@ def check_format(ctx: CheckContext) -> list[Finding]:
 
 def check_history_contract(ctx: CheckContext) -> list[Finding]:
     """The commits of ``history.branch`` keep the commit contract (one per patch, trailers)."""
-    from forktool.engine.history import check_history
+    from forktool.engine.history_contract import check_history
 
     branch = ctx.config.history.branch
     assert branch is not None

@@ -366,7 +366,3 @@ def orphaned_notes(config: Config, names: list[str]) -> list[str]:
         for p in notes_dir.glob("*.md")
         if p.is_file() and p.stem not in stems and p.name != NOTES_README
     )
-
-
-# commands/import_.py imports import_series from here; remove once it imports engine.import_.
-from forktool.engine.import_ import import_series as import_series  # noqa: E402

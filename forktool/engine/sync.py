@@ -60,6 +60,7 @@ Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
 STAGES: tuple[Stage, ...] = ("retire", "refresh", "bump", "merge", "check", "done")
 STATE_DIR = Path("forktool") / "sync"
 Progress = Callable[[str], None]  # told the name of each stage as it starts
+ReportWriter = Callable[["SyncReport"], str]
 Notice = Callable[[str], None]
 # Verdicts a human decides on at each new release: the witnesses disagree (revisit), or
 # the patch waits for an upstream change that this release may carry (pending).
@@ -423,6 +424,7 @@ class _Run:
     state: SyncState
     progress: Progress | None = None
     commits: list[str] = field(default_factory=list)
+    markdown: ReportWriter | None = None  # writes report.md (a renderer, passed in)
 
     def config(self) -> Config:
         return load_config(self.fork_root / "forktool.yaml")
@@ -479,8 +481,10 @@ def start_sync(
     env: Mapping[str, str],
     progress: Progress | None = None,
     notice: Notice | None = None,
+    markdown: ReportWriter | None = None,
 ) -> SyncReport:
-    """Begin a sync of ``tag`` on a new branch and run it as far as it goes."""
+    """Begin a sync of ``tag`` on a new branch and run it as far as it goes; ``markdown``
+    renders the report.md written beside report.json when it finishes."""
     existing = load_sync_state(git)
     if existing is not None:
         raise FatalError(
@@ -514,7 +518,7 @@ def start_sync(
     state = SyncState(tag, tag_commit, name, str(worktree), start, "retire", fork_dir, report)
     try:
         _save_state(git, state)
-        return _drive(git, state, identity, progress)
+        return _drive(git, state, identity, progress, markdown=markdown)
     except FatalError as exc:
         # Exit 2 changes nothing: undo what this run made (worktree, branch, state).
         with _signals_held():
@@ -555,12 +559,16 @@ def _refuse_uncommitted(config: Config, git: Git) -> None:
 
 
 def continue_sync(
-    git: Git, *, env: Mapping[str, str], progress: Progress | None = None
+    git: Git,
+    *,
+    env: Mapping[str, str],
+    progress: Progress | None = None,
+    markdown: ReportWriter | None = None,
 ) -> SyncReport:
     state = load_sync_state(git)
     if state is None:
         raise FatalError("no sync is in progress", "start one with 'forktool sync TAG'")
-    return _drive(git, state, commit_identity(git, env), progress, resume=True)
+    return _drive(git, state, commit_identity(git, env), progress, resume=True, markdown=markdown)
 
 
 def abort_sync(git: Git) -> SyncReport:
@@ -667,6 +675,7 @@ def _drive(
     progress: Progress | None,
     *,
     resume: bool = False,
+    markdown: ReportWriter | None = None,
 ) -> SyncReport:
     worktree = Path(state.worktree)
     _ensure_worktree(main, state, resume=resume)
@@ -678,6 +687,7 @@ def _drive(
         state,
         progress,
         list(state.report.commits),
+        markdown,
     )
     steps: dict[Stage, Callable[[_Run, bool], bool]] = {
         "retire": _stage_retire,
@@ -881,19 +891,17 @@ def _stage_check(run: _Run, resume: bool) -> bool:
 def _finish(run: _Run) -> SyncReport:
     report = replace(run.state.report, stage="done", worktree=None, commits=tuple(run.commits))
     out = report_dir(run.main, run.state.tag, run.state.branch)
-    write_files(
-        {
-            out / "report.json": (json.dumps(report.to_json(), indent=2) + "\n").encode(),
-            out / "report.md": render_markdown(report).encode(),
-        }
-    )
+    files = {out / "report.json": (json.dumps(report.to_json(), indent=2) + "\n").encode()}
+    if run.markdown is not None:
+        files[out / "report.md"] = run.markdown(report).encode()
+    write_files(files)
     _remove_worktrees(run.main, run.state)
     _drop_state(run.main)
     verdict = "check passed" if report.check_ok else "check FAILED: see the report"
     return replace(
         report,
         message=f"synced to {report.tag} on branch {report.branch} ({verdict}); "
-        f"report: {out / 'report.md'}",
+        f"report: {out / ('report.md' if run.markdown else 'report.json')}",
     )
 
 
@@ -908,11 +916,3 @@ def pending_patches(report: SyncReport) -> list[tuple[str, str | None]]:
             pr = entry.get("upstream_pr")
             found.append((str(entry.get("patch")), pr if isinstance(pr, str) else None))
     return found
-
-
-def render_markdown(report: SyncReport) -> str:
-    """The sync report as a pull-request body: kept under this name for callers that
-    import it from here; the renderer is :func:`forktool.report.sync.render_sync_markdown`."""
-    from forktool.report.sync import render_sync_markdown  # the renderer imports this module
-
-    return render_sync_markdown(report)

@@ -128,7 +128,3 @@ def render_check_markdown(result: GateResult) -> str:
             where = f"`{finding.location()}` " if finding.path else ""
             lines.append(f"- **{finding.severity}** [{check_id}] {where}{finding.message}")
     return "\n".join(lines) + "\n"
-
-
-# commands/check.py asks for report.render_markdown; remove once it names the function above.
-render_markdown = render_check_markdown
