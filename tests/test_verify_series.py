@@ -16,7 +16,7 @@ from helpers import MiniFork, mini_fork
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
-from forktool.engine import apply as apply_engine
+from forktool.engine import attempt as apply_engine
 from forktool.engine.apply import PatchVerdict, VerifyResult, precheck, verify_series
 from forktool.errors import InputError
 from forktool.fork import Fork, load_fork
