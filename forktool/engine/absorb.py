@@ -33,7 +33,7 @@ from typing import Literal
 
 from forktool.config import Config
 from forktool.engine import Progress
-from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
+from forktool.engine.attempt import Attempt, classify, precheck, read_git_apply, try_patch
 from forktool.engine.releases import Release, first_releases, release_tags, require_releases
 from forktool.engine.reverts import REVERT_GREP, Revert, find_reverts, pathspec_dirs
 from forktool.engine.upstream import Fetched, fetch_upstream

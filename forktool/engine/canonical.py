@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from pathlib import Path
 
-from forktool.engine.apply import Attempt, PatchVerdict, classify, precheck, try_patch
+from forktool.engine.attempt import Attempt, PatchVerdict, classify, precheck, try_patch
 from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex

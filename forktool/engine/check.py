@@ -124,7 +124,7 @@ def check_pin(ctx: CheckContext) -> list[Finding]:
 
 def check_apply(ctx: CheckContext) -> list[Finding]:
     """Exact apply and exact round trip of the whole series on the pin."""
-    from forktool.engine.apply import verify_series
+    from forktool.engine.verify import verify_series
 
     fork = ctx.fork
     result = verify_series(fork, ctx.git, base=ctx.config.pin_tag, base_commit=ctx.pin_commit)

@@ -26,7 +26,7 @@ from typing import Literal
 
 from forktool.config import Config
 from forktool.engine.absorb import Shared, Verdict, absorbed, shared_knowledge
-from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
+from forktool.engine.attempt import Attempt, classify, precheck, read_git_apply, try_patch
 from forktool.engine.poll import newer_releases
 from forktool.engine.resolve import (
     branch_ref,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from forktool.engine.absorb import newest_release_preview
-from forktool.engine.apply import verify_series
 from forktool.engine.pin import PinState, pin_state, require_pin
+from forktool.engine.verify import verify_series
 from forktool.errors import InputError
 from forktool.fork import Fork
 from forktool.git import Git

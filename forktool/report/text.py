@@ -13,9 +13,11 @@ from forktool.output import Output
 from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # renderers need the result types only for annotations; keep start-up lean
-    from forktool.engine.apply import DirResult, PatchVerdict, VerifyResult
+    from forktool.engine.apply_target import DirResult
+    from forktool.engine.attempt import PatchVerdict
     from forktool.engine.init import InitResult
     from forktool.engine.status import StatusResult
+    from forktool.engine.verify import VerifyResult
 
 
 def render_init(out: Output, result: InitResult) -> None:
