@@ -5,7 +5,8 @@ and GNU patch print, the checks made on a patch's text alone (:func:`precheck`),
 and the two rules every caller shares:
 
 * :func:`is_exact`, the exactness rule: the patch applies with every hunk at
-  offset 0 and no fuzz (:func:`applies_unfuzzed`: no fuzz, any offset);
+  offset 0 and no fuzz (:func:`applies_unfuzzed`: no fuzz, any offset;
+  :func:`applies_shifted`: no fuzz, some hunk at an offset);
 * :func:`classify`, the one place a tried patch gets its status.
 
 A series onto a commit is verified in :mod:`forktool.engine.verify`; onto a plain
@@ -96,6 +97,11 @@ def applies_unfuzzed(attempt: Attempt) -> bool:
 def is_exact(attempt: Attempt) -> bool:
     """The exactness rule: the patch applies with every hunk at offset 0 and no fuzz."""
     return applies_unfuzzed(attempt) and not any(p.offset for p in attempt.placements)
+
+
+def applies_shifted(attempt: Attempt) -> bool:
+    """The patch applies without fuzz, but only with some hunk at a non-zero offset."""
+    return applies_unfuzzed(attempt) and not is_exact(attempt)
 
 
 def acceptable(status: Status, allow_offset: bool) -> bool:
@@ -395,7 +401,7 @@ def classify(
     patch reverse-applies exactly (then it is already applied: never "fuzz"), and
     ``fuzzy`` is the try with reduced context, made only when it is not.
     """
-    if attempt.ok and attempt.fuzz == 0:
+    if applies_unfuzzed(attempt):
         moved = [p for p in attempt.placements if p.offset]
         if not moved:
             return PatchVerdict(patch.name, "exact", "", tuple(attempt.placements))
