@@ -788,7 +788,26 @@ def load_probe_results(path: Path) -> ProbeResults:
 # -- for status ------------------------------------------------------------------------
 
 
-def newest_release_preview(fork: Fork, git: Git) -> dict[str, object] | None:
+@dataclass(frozen=True)
+class ReleasePreview:
+    """What the newest release tag would retire: the patches, or None and ``note``
+    saying why that cannot be told yet."""
+
+    tag: str
+    tag_commit: str
+    would_retire: tuple[str, ...] | None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tag": self.tag,
+            "tag_commit": self.tag_commit,
+            "would_retire": None if self.would_retire is None else list(self.would_retire),
+            "note": self.note,
+        }
+
+
+def newest_release_preview(fork: Fork, git: Git) -> ReleasePreview | None:
     """What the newest release tag would retire (for ``status``); None without releases.
 
     Never raises for missing knowledge: the reason goes into ``note`` instead, because
@@ -799,9 +818,8 @@ def newest_release_preview(fork: Fork, git: Git) -> dict[str, object] | None:
     if not releases:
         return None
     newest = releases[-1]
-    preview: dict[str, object] = {"tag": newest.tag, "tag_commit": newest.commit}
     try:
         report = absorbed(fork, git, newest.tag)
     except FatalError as exc:
-        return {**preview, "would_retire": None, "note": exc.message}
-    return {**preview, "would_retire": [p.patch for p in report.retirable()], "note": None}
+        return ReleasePreview(newest.tag, newest.commit, None, exc.message)
+    return ReleasePreview(newest.tag, newest.commit, tuple(p.patch for p in report.retirable()))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from forktool.config import Config
@@ -79,14 +79,13 @@ class CheckResult:
 @dataclass(frozen=True)
 class GateResult:
     checks: tuple[CheckResult, ...]
-    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
 
     def to_json(self) -> dict[str, object]:
-        return {"ok": self.ok, "checks": [c.to_json() for c in self.checks], **self.extra}
+        return {"ok": self.ok, "checks": [c.to_json() for c in self.checks]}
 
 
 # -- the checks ------------------------------------------------------------------------

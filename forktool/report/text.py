@@ -61,17 +61,17 @@ def render_status(out: Output, result: StatusResult) -> None:
     )
     out.print(f"layout : {result.layout}")
     out.print(f"series : {len(result.patches)} patch(es)")
-    newest = result.extra.get("newest_release")
-    if isinstance(newest, dict):
-        retires = newest.get("would_retire")
+    newest = result.newest_release
+    if newest is not None:
+        retires = newest.would_retire
         what = (
-            f"cannot tell: {newest.get('note')}"
+            f"cannot tell: {newest.note}"
             if retires is None
-            else "would retire " + ", ".join(map(str, retires))
+            else "would retire " + ", ".join(retires)
             if retires
             else "would retire nothing"
         )
-        out.print(f"newest : {newest.get('tag')} {what}", markup=False)
+        out.print(f"newest : {newest.tag} {what}", markup=False)
     if not result.patches:
         return
     table = new_table("#", "patch", "upstream", "PR", "at pin")
