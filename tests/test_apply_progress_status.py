@@ -16,7 +16,8 @@ from helpers import MiniFork, mini_fork, run_cli
 import forktool.output
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
-from forktool.engine.apply import apply_to_directory, progress_steps, verify_series
+from forktool.engine.apply_target import apply_to_directory, progress_steps
+from forktool.engine.verify import verify_series
 from forktool.fork import Fork, load_fork
 from forktool.git import Git
 from forktool.output import Output, _console

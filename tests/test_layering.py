@@ -11,7 +11,14 @@ ENGINE = Path(forktool.__file__).parent / "engine"
 
 # Engines that still write git command lines of their own; each is moving its
 # lines into git.py. Take a module off this list once it has none.
-STILL_MOVING = {"absorb.py", "apply.py", "canonical.py", "canonical_fast.py"}
+STILL_MOVING = {
+    "absorb.py",
+    "appliers.py",
+    "attempt.py",
+    "canonical.py",
+    "canonical_fast.py",
+    "verify.py",
+}
 
 
 def _git_command_lines(path: Path) -> list[str]:

@@ -16,8 +16,9 @@ from helpers import MiniFork, mini_fork
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
-from forktool.engine import apply as apply_engine
-from forktool.engine.apply import PatchVerdict, VerifyResult, precheck, verify_series
+from forktool.engine import verify as verify_engine
+from forktool.engine.attempt import PatchVerdict, precheck
+from forktool.engine.verify import VerifyResult, verify_series
 from forktool.errors import InputError
 from forktool.fork import Fork, load_fork
 
@@ -35,8 +36,8 @@ def fork(
     """Every test runs twice: the series in one git call, and (as a long series is)
     in several calls, here one per patch."""
     if request.param == "one call per patch":
-        monkeypatch.setattr(apply_engine, "ONE_CALL_BYTES", 1)
-        monkeypatch.setattr(apply_engine, "CHUNK_BYTES", 1)
+        monkeypatch.setattr(verify_engine, "ONE_CALL_BYTES", 1)
+        monkeypatch.setattr(verify_engine, "CHUNK_BYTES", 1)
     return mini_fork(builder, {APP: APP_TEXT, LIB: LIB_TEXT})
 
 
@@ -82,7 +83,7 @@ def patch_by_patch(fork: MiniFork) -> list[dict[str, object]]:
                 verdicts.append(early or PatchVerdict(patch.name, "not-tried", message))
                 continue
             # A patch on its own: strict, then reversed and with less context if it fails.
-            verdict = early or apply_engine._culprit(index, patch, fork.pin)
+            verdict = early or verify_engine._culprit(index, patch, fork.pin)
             verdicts.append(verdict)
             if verdict.status not in ("exact", "offset"):
                 culprit = patch.name

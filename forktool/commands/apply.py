@@ -6,7 +6,7 @@ from typing import Literal
 import click
 
 from forktool.app import App, format_option, pass_app, user_path
-from forktool.engine.apply import apply_to_directory, progress_steps
+from forktool.engine.apply_target import apply_to_directory, progress_steps
 from forktool.errors import require_no_errors
 from forktool.report import text
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.apply import resolve_base, verify_series
+from forktool.engine.verify import resolve_base, verify_series
 from forktool.errors import require_no_errors
 from forktool.report import text
 

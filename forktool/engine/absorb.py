@@ -33,7 +33,15 @@ from typing import Literal
 
 from forktool.config import Config
 from forktool.engine import Progress
-from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
+from forktool.engine.attempt import (
+    Attempt,
+    applies_shifted,
+    classify,
+    is_exact,
+    precheck,
+    read_git_apply,
+    try_patch,
+)
 from forktool.engine.releases import Release, first_releases, release_tags, require_releases
 from forktool.engine.reverts import REVERT_GREP, Revert, find_reverts, pathspec_dirs
 from forktool.engine.upstream import Fetched, fetch_upstream
@@ -413,10 +421,6 @@ class ApplyState:
     forward_shifted: bool = False
 
 
-def _exact(attempt: Attempt) -> bool:
-    return attempt.ok and not any(p.offset for p in attempt.placements)
-
-
 def _attempts_in_bulk(
     index: TempIndex, patches: Sequence[Patch], reverse: bool
 ) -> dict[str, Attempt] | None:
@@ -490,15 +494,17 @@ def apply_states(
                 if backward
                 else try_patch(index, patch, reverse=True, check=True)
             )
-            message = "" if _exact(fwd) else classify(patch, fwd, None, _exact(back), base).message
-            shifted = back.ok and not _exact(back)
+            message = (
+                "" if is_exact(fwd) else classify(patch, fwd, None, is_exact(back), base).message
+            )
+            shifted = applies_shifted(back)
             # git never fuzzes without -C: an apply that succeeds is exact or shifted.
             states[patch.name] = ApplyState(
-                _exact(fwd),
-                _exact(back),
+                is_exact(fwd),
+                is_exact(back),
                 message,
                 shifted,
-                fwd.ok and fwd.fuzz == 0 and not _exact(fwd),
+                applies_shifted(fwd),
             )
     return states
 
@@ -782,7 +788,26 @@ def load_probe_results(path: Path) -> ProbeResults:
 # -- for status ------------------------------------------------------------------------
 
 
-def newest_release_preview(fork: Fork, git: Git) -> dict[str, object] | None:
+@dataclass(frozen=True)
+class ReleasePreview:
+    """What the newest release tag would retire: the patches, or None and ``note``
+    saying why that cannot be told yet."""
+
+    tag: str
+    tag_commit: str
+    would_retire: tuple[str, ...] | None
+    note: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "tag": self.tag,
+            "tag_commit": self.tag_commit,
+            "would_retire": None if self.would_retire is None else list(self.would_retire),
+            "note": self.note,
+        }
+
+
+def newest_release_preview(fork: Fork, git: Git) -> ReleasePreview | None:
     """What the newest release tag would retire (for ``status``); None without releases.
 
     Never raises for missing knowledge: the reason goes into ``note`` instead, because
@@ -793,9 +818,8 @@ def newest_release_preview(fork: Fork, git: Git) -> dict[str, object] | None:
     if not releases:
         return None
     newest = releases[-1]
-    preview: dict[str, object] = {"tag": newest.tag, "tag_commit": newest.commit}
     try:
         report = absorbed(fork, git, newest.tag)
     except FatalError as exc:
-        return {**preview, "would_retire": None, "note": exc.message}
-    return {**preview, "would_retire": [p.patch for p in report.retirable()], "note": None}
+        return ReleasePreview(newest.tag, newest.commit, None, exc.message)
+    return ReleasePreview(newest.tag, newest.commit, tuple(p.patch for p in report.retirable()))

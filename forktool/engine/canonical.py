@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from pathlib import Path
 
-from forktool.engine.apply import Attempt, PatchVerdict, classify, precheck, try_patch
+from forktool.engine.attempt import PatchVerdict, classify, is_exact, precheck, try_patch
 from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
@@ -163,10 +163,6 @@ class Chain:
         return next((link for link in self.links if link.commit is None), None)
 
 
-def _exact(attempt: Attempt) -> bool:
-    return attempt.ok and attempt.fuzz == 0 and not any(p.offset for p in attempt.placements)
-
-
 def commit_tree(
     git: Git, tree: str, parent: str, meta: CommitMeta, env: dict[str, str] | None = None
 ) -> str:
@@ -204,7 +200,7 @@ def apply_and_commit(
         return Link(patch, early, None)
     attempt = try_patch(index, patch)
     if not attempt.ok:
-        reverse_ok = _exact(try_patch(index, patch, reverse=True, check=True))
+        reverse_ok = is_exact(try_patch(index, patch, reverse=True, check=True))
         return Link(patch, classify(patch, attempt, None, reverse_ok, base_name), None)
     verdict = classify(patch, attempt, None, False, base_name)
     if verdict.status != "exact" and not allow_offset:

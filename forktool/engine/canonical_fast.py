@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from email.utils import mktime_tz, parsedate_tz
 from pathlib import Path
 
-from forktool.engine.apply import precheck
+from forktool.engine.attempt import precheck
 from forktool.engine.canonical import (
     FORMAT_PATCH_ARGS,
     PLACEHOLDER_DATE,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 
 from forktool.config import Config
@@ -79,14 +79,13 @@ class CheckResult:
 @dataclass(frozen=True)
 class GateResult:
     checks: tuple[CheckResult, ...]
-    extra: dict[str, object] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return all(c.ok for c in self.checks)
 
     def to_json(self) -> dict[str, object]:
-        return {"ok": self.ok, "checks": [c.to_json() for c in self.checks], **self.extra}
+        return {"ok": self.ok, "checks": [c.to_json() for c in self.checks]}
 
 
 # -- the checks ------------------------------------------------------------------------
@@ -124,7 +123,7 @@ def check_pin(ctx: CheckContext) -> list[Finding]:
 
 def check_apply(ctx: CheckContext) -> list[Finding]:
     """Exact apply and exact round trip of the whole series on the pin."""
-    from forktool.engine.apply import verify_series
+    from forktool.engine.verify import verify_series
 
     fork = ctx.fork
     result = verify_series(fork, ctx.git, base=ctx.config.pin_tag, base_commit=ctx.pin_commit)

@@ -26,7 +26,14 @@ from typing import Literal
 
 from forktool.config import Config
 from forktool.engine.absorb import Shared, Verdict, absorbed, shared_knowledge
-from forktool.engine.apply import Attempt, classify, precheck, read_git_apply, try_patch
+from forktool.engine.attempt import (
+    Attempt,
+    classify,
+    is_exact,
+    precheck,
+    read_git_apply,
+    try_patch,
+)
 from forktool.engine.poll import newer_releases
 from forktool.engine.resolve import (
     branch_ref,
@@ -345,7 +352,7 @@ class Prober:
             return self.known[key], 0
         ok, _ = _apply_prefix(index, commit, before)
         attempt = try_patch(index, patch, check=True) if ok else Attempt(ok=False)
-        exact = ok and classify(patch, attempt, None, False, commit).status == "exact"
+        exact = ok and is_exact(attempt)
         self.known[key] = exact
         return exact, 1
 

@@ -32,7 +32,7 @@ from forktool import __version__
 from forktool.config import Config, ImageSettings, load_config
 from forktool.docker_client import DockerEngine, ImageInfo, pid_alive, tail
 from forktool.engine import Progress
-from forktool.engine.apply import apply_to_directory
+from forktool.engine.apply_target import apply_to_directory
 from forktool.engine.arms import FULL, PATCHLESS, Arm, arm_named, arm_patches, patchset_hash
 from forktool.errors import FatalError
 from forktool.fork import Fork, load_fork

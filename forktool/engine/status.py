@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from forktool.engine.absorb import newest_release_preview
-from forktool.engine.apply import verify_series
+from forktool.engine.absorb import ReleasePreview, newest_release_preview
 from forktool.engine.pin import PinState, pin_state, require_pin
+from forktool.engine.verify import verify_series
 from forktool.errors import InputError
 from forktool.fork import Fork
 from forktool.git import Git
@@ -43,7 +43,7 @@ class StatusResult:
     pin: PinState
     layout: str
     patches: tuple[PatchStatus, ...]
-    extra: dict[str, object] = field(default_factory=dict)
+    newest_release: ReleasePreview | None = None  # None: the fork names no release tags
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -51,7 +51,7 @@ class StatusResult:
             "layout": self.layout,
             "series_length": len(self.patches),
             "patches": [p.to_json() for p in self.patches],
-            **self.extra,
+            "newest_release": self.newest_release.to_json() if self.newest_release else None,
         }
 
 
@@ -95,5 +95,9 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
                 apply_message=verdict.message if verdict else "",
             )
         )
-    extra: dict[str, object] = {"newest_release": newest_release_preview(fork, git)}
-    return StatusResult(pin_state(fork.config, git), fork.config.layout, tuple(patches), extra)
+    return StatusResult(
+        pin_state(fork.config, git),
+        fork.config.layout,
+        tuple(patches),
+        newest_release_preview(fork, git),
+    )

@@ -13,9 +13,11 @@ from forktool.output import Output
 from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # renderers need the result types only for annotations; keep start-up lean
-    from forktool.engine.apply import DirResult, PatchVerdict, VerifyResult
+    from forktool.engine.apply_target import DirResult
+    from forktool.engine.attempt import PatchVerdict
     from forktool.engine.init import InitResult
     from forktool.engine.status import StatusResult
+    from forktool.engine.verify import VerifyResult
 
 
 def render_init(out: Output, result: InitResult) -> None:
@@ -59,17 +61,17 @@ def render_status(out: Output, result: StatusResult) -> None:
     )
     out.print(f"layout : {result.layout}")
     out.print(f"series : {len(result.patches)} patch(es)")
-    newest = result.extra.get("newest_release")
-    if isinstance(newest, dict):
-        retires = newest.get("would_retire")
+    newest = result.newest_release
+    if newest is not None:
+        retires = newest.would_retire
         what = (
-            f"cannot tell: {newest.get('note')}"
+            f"cannot tell: {newest.note}"
             if retires is None
-            else "would retire " + ", ".join(map(str, retires))
+            else "would retire " + ", ".join(retires)
             if retires
             else "would retire nothing"
         )
-        out.print(f"newest : {newest.get('tag')} {what}", markup=False)
+        out.print(f"newest : {newest.tag} {what}", markup=False)
     if not result.patches:
         return
     table = new_table("#", "patch", "upstream", "PR", "at pin")
