@@ -592,7 +592,7 @@ def _restart(command: str, onto: str) -> str:
 
 
 def _links(fork: Fork, done: Sequence[RefreshEntry]) -> list[Link]:
-    from forktool.engine.apply import PatchVerdict
+    from forktool.engine.attempt import PatchVerdict
 
     by_name = {p.name: p for p in fork.patches}
     return [Link(by_name[e.patch], PatchVerdict(e.patch, "exact"), e.commit) for e in done]
