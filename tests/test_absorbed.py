@@ -352,7 +352,7 @@ def test_apply_checks_in_one_call_agree_with_one_check_per_patch(
     example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bulk ``git apply --check --reject`` reading gives what per-patch checks give."""
-    from forktool.engine import absorb
+    from forktool.engine import absorbed as absorb
 
     bulk = {}
     for tag in ("v1.1.0", "v1.2.0", "v1.3.0"):

@@ -203,7 +203,7 @@ def test_image_json(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     fake = FakeEngine()
-    monkeypatch.setattr(import_module("forktool.commands.image"), "engine", lambda: fake)
+    monkeypatch.setattr(import_module("forktool.commands.image"), "docker_engine", lambda: fake)
     identity(monkeypatch)
     fake.site = site_with(demo_upstream, tmp_path, example_fork)
     root = example_fork.path

@@ -175,7 +175,7 @@ def fake(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeEngine:
     engine = FakeEngine()
     importlib.import_module("forktool.cli")  # loads the command modules (they import the CLI)
     image_command = importlib.import_module("forktool.commands.image")
-    monkeypatch.setattr(image_command, "engine", lambda: engine)
+    monkeypatch.setattr(image_command, "docker_engine", lambda: engine)
     return engine
 
 

@@ -12,11 +12,11 @@ ENGINE = Path(forktool.__file__).parent / "engine"
 # Engines that still write git command lines of their own; each is moving its
 # lines into git.py. Take a module off this list once it has none.
 STILL_MOVING = {
-    "absorb.py",
+    "absorbed.py",
     "appliers.py",
     "attempt.py",
     "canonical.py",
-    "canonical_fast.py",
+    "canonical_confirm.py",
     "verify.py",
 }
 

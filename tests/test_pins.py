@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from forktool import fsutil
 from forktool.builder import RepoBuilder
 from forktool.config import parse_config
-from forktool.engine import pins
+from forktool.engine import pin_sites as pins
 
 WORKFLOW = """\
 # Build the fork's image on every push. The base tag below is a pin site:

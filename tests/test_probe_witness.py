@@ -9,7 +9,7 @@ import pytest
 from helpers import run_cli
 
 from forktool.builder import RepoBuilder
-from forktool.engine.absorb import combine
+from forktool.engine.absorbed import combine
 
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"

@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from forktool.app import App, format_option, notice, pass_app, user_path
-from forktool.engine.absorb import absorbed, fetch_missing, load_probe_results
+from forktool.engine.absorbed import absorbed, fetch_missing, load_probe_results
 from forktool.engine.releases import index_history
 from forktool.report import retirement
 

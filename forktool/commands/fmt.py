@@ -6,7 +6,7 @@ import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.fmt import fmt_fork
-from forktool.engine.pin import require_pin
+from forktool.engine.pin_state import require_pin
 from forktool.errors import require_no_errors
 from forktool.report import patches as report
 

@@ -21,7 +21,7 @@ from forktool.engine.promote import promote_candidate
 from forktool.report.image import render_build, render_freeze, render_gate, render_promote
 
 
-def engine() -> DockerEngine:
+def docker_engine() -> DockerEngine:
     """The Docker engine to use (tests replace this with a fake)."""
     return connect()
 
@@ -43,7 +43,7 @@ def terminated_like_interrupted() -> Iterator[None]:
 
 def cleaned_engine(scope: str) -> DockerEngine:
     """The engine, after removing what a killed forktool run left (one notice each)."""
-    docker = engine()
+    docker = docker_engine()
     for message in clean_leftovers(docker, scope):
         notice(message)
     return docker
@@ -158,7 +158,7 @@ def promote(app: App, candidate: str, tag: str, latest: bool, fmt: str) -> int:
     require_image_settings(config)
     git = app.git()
     with terminated_like_interrupted(), app.lock(git):
-        result = promote_candidate(config, git, engine(), candidate, tag, latest=latest)
+        result = promote_candidate(config, git, docker_engine(), candidate, tag, latest=latest)
     app.emit(result, fmt, render_promote)
     return 0 if result.ok else 1
 

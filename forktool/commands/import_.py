@@ -4,7 +4,7 @@ import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.import_ import import_series
-from forktool.engine.pin import require_pin
+from forktool.engine.pin_state import require_pin
 from forktool.report import patches as report
 
 

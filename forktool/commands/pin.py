@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, notice, pass_app
-from forktool.engine.pins import check_pins, plan_bump, read_pins
+from forktool.engine.pin_sites import plan_bump, read_pins, verify_pin_sites
 from forktool.report import pins as report
 
 
@@ -58,7 +58,7 @@ def check(app: App, fmt: str) -> int:
     Example:
       forktool pin check
     """
-    result = check_pins(app.config(), app.git())
+    result = verify_pin_sites(app.config(), app.git())
     app.emit(result, fmt, report.render_check)
     return 0 if result.ok else 1
 

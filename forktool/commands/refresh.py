@@ -5,7 +5,7 @@ from pathlib import Path
 import click
 
 from forktool.app import App, format_option, pass_app, user_path
-from forktool.engine.pin import require_pin
+from forktool.engine.pin_state import require_pin
 from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
 from forktool.report import patches as report
 

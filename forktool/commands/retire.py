@@ -5,7 +5,7 @@ import contextlib
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.absorb import absorbed
+from forktool.engine.absorbed import absorbed
 from forktool.engine.retire import record_date, retire, undo
 from forktool.report import retirement
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from forktool.config import Config
 from forktool.engine.history_contract import fork_files
-from forktool.engine.pin import require_pin
+from forktool.engine.pin_state import require_pin
 from forktool.engine.releases import release_tags
 from forktool.errors import FatalError, Finding, InputError
 from forktool.git import Git

@@ -34,7 +34,7 @@ class CheckContext:
 
     @cached_property
     def pin_commit(self) -> str:
-        from forktool.engine.pin import require_pin
+        from forktool.engine.pin_state import require_pin
 
         return require_pin(self.config, self.git)
 
@@ -213,11 +213,11 @@ def _lost_fix_findings(ctx: CheckContext) -> list[Finding]:
     ]
 
 
-def check_pins(ctx: CheckContext) -> list[Finding]:
+def check_pin_sites(ctx: CheckContext) -> list[Finding]:
     """Every pin site names the pinned tag exactly once; the tag is locked to its commit."""
-    from forktool.engine.pins import check_pins as pin_check
+    from forktool.engine.pin_sites import verify_pin_sites
 
-    return list(pin_check(ctx.config, ctx.git).findings)
+    return list(verify_pin_sites(ctx.config, ctx.git).findings)
 
 
 def check_align(ctx: CheckContext) -> list[Finding]:
@@ -276,7 +276,7 @@ CHECKS: list[CheckSpec] = [
     CheckSpec("pin", "pinned tag", check_pin),
     CheckSpec("apply", "exact apply and round trip", check_apply),
     CheckSpec("format", "canonical patch files", check_format),
-    CheckSpec("pins", "pin sites", check_pins),
+    CheckSpec("pins", "pin sites", check_pin_sites),
     CheckSpec("align", "alignment with the pinned tag", check_align),
     CheckSpec("history", "history contract", check_history_contract, _no_history_branch),
     CheckSpec("record", "retirement record", check_record),

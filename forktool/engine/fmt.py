@@ -16,7 +16,7 @@ from typing import Literal
 
 from forktool.engine import Progress
 from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, rewrite_diff
-from forktool.engine.canonical_fast import regenerate_if_canonical
+from forktool.engine.canonical_confirm import regenerate_if_canonical
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.fsutil import write_files

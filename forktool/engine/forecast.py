@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forktool.config import Config
-from forktool.engine.absorb import Shared, Verdict, absorbed, shared_knowledge
+from forktool.engine.absorbed import Shared, Verdict, absorbed, shared_knowledge
 from forktool.engine.attempt import (
     Attempt,
     classify,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.config import Config
-from forktool.engine.pin import require_pin
+from forktool.engine.pin_state import require_pin
 from forktool.errors import FatalError
 from forktool.git import Git
 from forktool.model.patchfile import TRAILER_KEYS, UPSTREAM_MERGE, parse_upstream_merge

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.config import Config
-from forktool.engine.absorb import AbsorbedResult, PatchAbsorption, Verdict
+from forktool.engine.absorbed import AbsorbedResult, PatchAbsorption, Verdict
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files

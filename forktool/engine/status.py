@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forktool.engine.absorb import ReleasePreview, newest_release_preview
-from forktool.engine.pin import PinState, pin_state, require_pin
+from forktool.engine.absorbed import ReleasePreview, newest_release_preview
+from forktool.engine.pin_state import PinState, pin_state, require_pin
 from forktool.engine.verify import verify_series
 from forktool.errors import InputError
 from forktool.fork import Fork

@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Literal
 
 from forktool.config import Config, load_config, parse_config
-from forktool.engine.absorb import AbsorbedResult, absorbed
+from forktool.engine.absorbed import AbsorbedResult, absorbed
 from forktool.engine.check import GateResult, run_checks, select_checks
-from forktool.engine.pins import plan_bump, validate_tag_name
+from forktool.engine.pin_sites import plan_bump, validate_tag_name
 from forktool.engine.refresh import (
     RefreshEntry,
     plan_refresh,

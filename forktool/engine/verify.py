@@ -383,7 +383,7 @@ def _round_trip(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> b
 
 def resolve_base(fork: Fork, git: Git, base: str | None) -> tuple[str, str]:
     """(name, commit) of what to verify against: ``base`` or the pin."""
-    from forktool.engine.pin import require_pin
+    from forktool.engine.pin_state import require_pin
 
     if base is None:
         return fork.config.pin_tag, require_pin(fork.config, git)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.pins import BumpResult, PinsResult
+from forktool.engine.pin_sites import BumpResult, PinsResult
 from forktool.git import short
 from forktool.output import Output
 from forktool.report.table import new_table

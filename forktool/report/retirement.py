@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.absorb import HARMFUL_OUTCOMES, AbsorbedResult
+from forktool.engine.absorbed import HARMFUL_OUTCOMES, AbsorbedResult
 from forktool.engine.retire import RetireResult, UndoResult
 from forktool.git import short
 from forktool.output import Output

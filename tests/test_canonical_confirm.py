@@ -9,7 +9,7 @@ from helpers import make_patch, mini_fork, run_cli, snapshot_tree
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
 from forktool.engine.canonical import Chain, build_chain, chain_bytes
-from forktool.engine.canonical_fast import regenerate_if_canonical
+from forktool.engine.canonical_confirm import regenerate_if_canonical
 from forktool.fork import Patch, load_fork
 from forktool.git import Git
 

@@ -2,7 +2,7 @@
 
 A pin site is a file plus a regular expression whose ``(?P<tag>...)`` group marks
 the tag (``pin_sites`` in forktool.yaml); ``pin.tag`` in forktool.yaml is a site
-too. :func:`read_pins` reads them all, :func:`check_pins` says what is wrong, and
+too. :func:`read_pins` reads them all, :func:`verify_pin_sites` says what is wrong, and
 :func:`plan_bump` computes a bump as edits of the matched spans of the raw text:
 never a YAML round trip, so every other byte (comments, quoting, indentation)
 stays as it was.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from forktool.config import Config, PinSite, parse_config
-from forktool.engine.pin import PinState, pin_state
+from forktool.engine.pin_state import PinState, pin_state
 from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Finding, InputError
 from forktool.fsutil import write_files, write_refusal
@@ -374,7 +374,7 @@ def _ancestry_finding(config: Config, git: Git, head: str | None) -> tuple[Findi
     )
 
 
-def check_pins(config: Config, git: Git) -> PinsResult:
+def verify_pin_sites(config: Config, git: Git) -> PinsResult:
     """``pin check``: every site names pin.tag once, the tag is locked, HEAD carries it."""
     state = pin_state(config, git)
     sites = read_sites(config)
@@ -534,7 +534,7 @@ def _apply_edits(text: str, edits: Sequence[Edit], file: str) -> str:
     return "".join(out)
 
 
-def unified_diff(rel: str, old: str, new: str) -> str:
+def pin_edit_diff(rel: str, old: str, new: str) -> str:
     lines = difflib.unified_diff(
         old.splitlines(keepends=True),
         new.splitlines(keepends=True),
@@ -681,7 +681,7 @@ def plan_bump(
     }
     _verify_rewrite(config, new_texts, tag, commit, name)
     changed = {file: text for file, text in new_texts.items() if text != texts[file]}
-    diff = "".join(unified_diff(file, texts[file], changed[file]) for file in changed)
+    diff = "".join(pin_edit_diff(file, texts[file], changed[file]) for file in changed)
     contents = {config.file(file): text.encode("utf-8") for file, text in changed.items()}
     real_edits = tuple(e for file_edits in edits.values() for e in file_edits if e.old != e.new)
     head = git.head()
