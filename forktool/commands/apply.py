@@ -8,7 +8,7 @@ import click
 from forktool.app import App, format_option, pass_app, user_path
 from forktool.engine.apply_target import apply_to_directory, progress_steps
 from forktool.errors import require_no_errors
-from forktool.report import text
+from forktool.report import verify as report_verify
 
 
 @click.command("apply")
@@ -84,5 +84,5 @@ def command(
             dry_run=dry_run,
             progress=tick,
         )
-    app.emit(result, fmt, text.render_apply)
+    app.emit(result, fmt, report_verify.render_apply)
     return 0 if result.ok else 1

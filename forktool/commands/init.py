@@ -7,7 +7,7 @@ import click
 from forktool.app import App, format_option, pass_app
 from forktool.engine.init import scaffold
 from forktool.git import Git
-from forktool.report import text
+from forktool.report import init as report_init
 
 
 @click.command("init")
@@ -80,5 +80,5 @@ def command(
             layout=layout,
             quilt_dir=quilt_dir,
         )
-    app.emit(result, fmt, text.render_init)
+    app.emit(result, fmt, report_init.render_init)
     return 0

@@ -4,7 +4,7 @@ import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.status import fork_status
-from forktool.report import text
+from forktool.report import status as report_status
 
 
 @click.command("status")
@@ -20,5 +20,5 @@ def command(app: App, fmt: str) -> int:
     """
     fork = app.fork(strict=False)  # fork_status refuses what a strict load would
     result = fork_status(fork, app.git())
-    app.emit(result, fmt, text.render_status)
+    app.emit(result, fmt, report_status.render_status)
     return 0

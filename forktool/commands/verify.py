@@ -5,7 +5,7 @@ import click
 from forktool.app import App, format_option, pass_app
 from forktool.engine.verify import resolve_base, verify_series
 from forktool.errors import require_no_errors
-from forktool.report import text
+from forktool.report import verify as report_verify
 
 
 @click.command("verify")
@@ -35,5 +35,5 @@ def command(app: App, base: str | None, allow_offset: bool, fmt: str) -> int:
         result = verify_series(
             fork, git, base=name, base_commit=commit, allow_offset=allow_offset, progress=tick
         )
-    app.emit(result, fmt, text.render_verify)
+    app.emit(result, fmt, report_verify.render_verify)
     return 0 if result.ok else 1

@@ -1,0 +1,91 @@
+"""``forktool verify`` and ``forktool apply`` as text: one verdict table for both."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+from rich.text import Text
+
+from forktool.git import short
+from forktool.output import Output
+from forktool.report.table import new_table
+
+if TYPE_CHECKING:  # the result types only for annotations; keep start-up lean
+    from forktool.engine.apply_target import DirResult
+    from forktool.engine.attempt import PatchVerdict
+    from forktool.engine.verify import VerifyResult
+
+
+STATUS_STYLE = {
+    "exact": "green",
+    "offset": "yellow",
+    "fuzz": "red",
+    "fails": "red",
+    "malformed": "red",
+    "unsafe": "bold red",
+    "unsupported": "red",
+    "not-tried": "dim",
+}
+
+
+def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
+    table = new_table("patch", "status", "detail")
+    for verdict in verdicts:
+        style = STATUS_STYLE.get(verdict.status, "")
+        table.add_row(verdict.patch, Text(verdict.status, style=style), verdict.message)
+    return table
+
+
+def render_verify(out: Output, result: VerifyResult) -> None:
+    out.print(f"verify on {result.base} ({short(result.base_commit)})")
+    if result.patches:
+        out.print(_verdict_table(result.patches))
+    if result.ok:
+        out.result(
+            Text(
+                f"OK: {len(result.patches)} patch(es) apply exactly and the round trip restores "
+                f"{result.base} exactly.",
+                style="green",
+            )
+        )
+        return
+    if result.message:
+        out.result(Text(f"FAILED: {result.message}", style="red"))
+        return
+    bad = [v for v in result.patches if v.status not in ("exact", "not-tried")]
+    if bad and not out.quiet:  # the table above says why, once
+        names = ", ".join(f"{v.patch}" + (f":{v.line}" if v.line else "") for v in bad)
+        out.result(
+            Text(f"FAILED: {len(bad)} patch(es) do not apply exactly: {names}", style="red"),
+            markup=False,
+        )
+    for verdict in bad if out.quiet else ():
+        where = f"{verdict.patch}" + (f":{verdict.line}" if verdict.line else "")
+        out.result(Text(f"error: {where}: {verdict.message}", style="red"), markup=False)
+    untried = sum(v.status == "not-tried" for v in result.patches)
+    if untried:
+        out.result(
+            Text(f"{untried} later patch(es) not tried: fix the first failure, then verify again")
+        )
+    if not result.round_trip and not bad:
+        out.result(
+            Text("FAILED: reverting the series did not restore the base tree exactly", style="red")
+        )
+
+
+def render_apply(out: Output, result: DirResult) -> None:
+    what = {"apply": "apply", "verify": "verify", "except": "declare state"}[result.mode]
+    out.print(f"{what} on {result.target} (engine: {result.engine})")
+    if result.state:
+        for patch, state in result.state.items():
+            out.print(f"  found {patch}: {state}")
+    if result.patches:
+        out.print(_verdict_table(result.patches))
+    if result.changed:
+        out.print(f"changed {len(result.changed)} file(s)")
+    if result.ok:
+        out.result(Text("OK" + (f": {result.message}" if result.message else ""), style="green"))
+    else:
+        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
