@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(autouse=True)
+def private_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Each test's temporary files (sync worktrees, scratch copies, temporary indexes)
+    live under its own ``tmp_path``: a test that leaves a sync stopped leaves nothing in
+    the machine's temp directory, and tests under xdist never share one."""
+    scratch = tmp_path / "TMPDIR"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    yield scratch
+    tempfile.tempdir = None
 
 
 @pytest.fixture
