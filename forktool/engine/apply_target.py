@@ -430,29 +430,18 @@ def _finish(
     verdicts: tuple[PatchVerdict, ...],
     state: dict[str, str],
 ) -> DirResult:
+    def result(ok: bool, changed: tuple[str, ...] = (), message: str = "") -> DirResult:
+        return DirResult(
+            str(target), engine, mode, ok, dry_run, verdicts, state, changed, message=message
+        )
+
     strays = stray_files(scratch, paths)
     if strays:
-        return DirResult(
-            str(target),
-            engine,
-            mode,
-            False,
-            dry_run,
-            verdicts,
-            state,
-            message=f"the applier left {', '.join(strays)}; the target was not changed",
+        return result(
+            False, message=f"the applier left {', '.join(strays)}; the target was not changed"
         )
     if dry_run:
-        return DirResult(
-            str(target),
-            engine,
-            mode,
-            True,
-            True,
-            verdicts,
-            state,
-            message="dry run: nothing written",
-        )
+        return result(True, message="dry run: nothing written")
     with _scratch_copy(target, paths) as backup:
         try:
             changed = _sync_back(scratch, target, paths)
@@ -461,15 +450,7 @@ def _finish(
             raise
     strays = stray_files(target, paths)
     if strays:
-        return DirResult(
-            str(target),
-            engine,
-            mode,
-            False,
-            dry_run,
-            verdicts,
-            state,
-            tuple(changed),
-            message=f"leftover files in the target: {', '.join(strays[:5])}",
+        return result(
+            False, tuple(changed), f"leftover files in the target: {', '.join(strays[:5])}"
         )
-    return DirResult(str(target), engine, mode, True, dry_run, verdicts, state, tuple(changed))
+    return result(True, tuple(changed))

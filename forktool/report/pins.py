@@ -5,20 +5,25 @@ from __future__ import annotations
 from rich.text import Text
 
 from forktool.engine.pin_sites import BumpResult, PinsResult
+from forktool.engine.pin_state import PinState
 from forktool.git import short
 from forktool.output import Output
 from forktool.report.table import new_table
 
 
-def _pin_line(out: Output, result: PinsResult) -> None:
-    pin = result.pin
+def pin_line(pin: PinState, label: str = "pin") -> Text:
+    """``pin : v1.2.0 (<commit>)  <whether the tag still peels to it>``."""
     if not pin.present:
         note = Text("tag missing: fetch upstream tags", style="red")
     elif pin.moved:
         note = Text(f"MOVED: tag now peels to {short(pin.actual)}", style="bold red")
     else:
         note = Text("tag peels to the recorded commit", style="green")
-    out.print(Text.assemble("pin : ", (pin.tag, "bold"), f" ({short(pin.recorded)})  ", note))
+    return Text.assemble(f"{label} : ", (pin.tag, "bold"), f" ({short(pin.recorded)})  ", note)
+
+
+def _pin_line(out: Output, result: PinsResult) -> None:
+    out.print(pin_line(result.pin))
 
 
 def render_show(out: Output, result: PinsResult) -> None:

@@ -8,6 +8,7 @@ from rich.text import Text
 
 from forktool.git import short
 from forktool.output import Output
+from forktool.report.pins import pin_line
 from forktool.report.table import new_table
 from forktool.report.verify import STATUS_STYLE
 
@@ -16,16 +17,7 @@ if TYPE_CHECKING:  # the result type only for annotations; keep start-up lean
 
 
 def render_status(out: Output, result: StatusResult) -> None:
-    pin = result.pin
-    if not pin.present:
-        pin_note = Text("tag missing: fetch upstream tags", style="red")
-    elif pin.moved:
-        pin_note = Text(f"MOVED: tag now peels to {short(pin.actual)}", style="bold red")
-    else:
-        pin_note = Text("tag peels to the recorded commit", style="green")
-    out.print(
-        Text.assemble("pin    : ", (pin.tag, "bold"), f" ({short(pin.recorded)})  ", pin_note)
-    )
+    out.print(pin_line(result.pin, "pin   "))
     out.print(f"layout : {result.layout}")
     out.print(f"series : {len(result.patches)} patch(es)")
     newest = result.newest_release
