@@ -25,7 +25,7 @@ def private_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     """Each test's temporary files (sync worktrees, scratch copies, temporary indexes)
     live under its own ``tmp_path``: a test that leaves a sync stopped leaves nothing in
     the machine's temp directory, and tests under xdist never share one."""
-    scratch = tmp_path / "TMPDIR"
+    scratch = tmp_path.parent / f"{tmp_path.name}-TMPDIR"  # beside it: tests list tmp_path
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again

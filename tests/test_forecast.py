@@ -24,6 +24,7 @@ import math
 import os
 import shutil
 import subprocess
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -297,25 +298,31 @@ def test_forecast_html_renders_in_a_headless_browser(forecast_fork, tmp_path: Pa
     page.write_text(fork.cli("forecast", "--no-fetch", "--format", "html").out)
     shot = tmp_path / "forecast.png"
     common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,700"]
-    env = {**os.environ, "HOME": str(tmp_path)}
-    subprocess.run(
-        [*common, f"--screenshot={shot}", page.as_uri()],
-        check=True,
-        capture_output=True,
-        timeout=120,
-        env=env,
-    )
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    dom = subprocess.run(
-        [*common, "--dump-dom", page.as_uri()],
-        check=True,
-        capture_output=True,
-        timeout=120,
-        env=env,
-        text=True,
-    ).stdout
-    assert dom.count('class="cell apply-') == 8
-    assert "Hover or click a cell for its details." in dom
+    # Chromium puts its singleton socket under TMPDIR: a test's deep temp path is
+    # longer than a unix socket path may be, so give it a short private one.
+    short_tmp = tempfile.mkdtemp(prefix="ft-", dir="/tmp")
+    try:
+        env = {**os.environ, "HOME": str(tmp_path), "TMPDIR": short_tmp}
+        subprocess.run(
+            [*common, f"--screenshot={shot}", page.as_uri()],
+            check=True,
+            capture_output=True,
+            timeout=120,
+            env=env,
+        )
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        dom = subprocess.run(
+            [*common, "--dump-dom", page.as_uri()],
+            check=True,
+            capture_output=True,
+            timeout=120,
+            env=env,
+            text=True,
+        ).stdout
+        assert dom.count('class="cell apply-') == 8
+        assert "Hover or click a cell for its details." in dom
+    finally:
+        shutil.rmtree(short_tmp, ignore_errors=True)
     del c
 
 
