@@ -151,10 +151,12 @@ def step_verify(demo: Demo) -> None:
 
 def step_stale(demo: Demo) -> None:
     demo.step(
-        "A stale series is refused, with the offset it needed",
-        """On v1.2.0 upstream added a logger near the top of engine.py, so the retry patch
-        only lands 3 lines lower: an offset. Fixes 1 and 3 are already in v1.2.0, so their
-        patches no longer apply at all. forktool names each patch, file, hunk and line.""",
+        "A stale series is refused at its first failure",
+        """Fix 1 is already in v1.2.0, so its patch no longer applies: verify names the
+        patch, the file and the line, and stops there. The patches after it were never
+        tried on a tree the series could not build, so they are 'not-tried', never
+        guessed at (the retry patch would land 3 lines lower on v1.2.0, an offset:
+        'forktool forecast' and 'absorbed' judge each patch on its own).""",
     )
     demo.run(["verify", "--base", "v1.2.0"], expect=1)
 
