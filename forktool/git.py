@@ -126,6 +126,73 @@ def is_revision_expression(name: str) -> bool:
 APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "-p1")
 
 
+def git_apply_args(
+    files: Sequence[Path], *, reverse: bool = False, check: bool = False, context: int | None = None
+) -> list[str]:
+    """``git apply --cached -v -p1`` of ``files`` onto an index (``-R``, ``--check``,
+    ``-C<context>`` as asked): the one strict apply command line."""
+    args = list(APPLY_CACHED_ARGS)
+    if reverse:
+        args.append("-R")
+    if check:
+        args.append("--check")
+    if context is not None:
+        args.append(f"-C{context}")
+    return [*args, *(str(f) for f in files)]
+
+
+def apply_in_directory(
+    directory: Path, patch: Path, *, reverse: bool, check_with_context: int | None, purpose: str
+) -> GitResult:
+    """``git apply -v -p1`` of ``patch`` in a plain ``directory`` (never a repository: no
+    git directory is looked for above it); ``check_with_context`` only checks, with that
+    much context. Not checked: the caller reads git's output."""
+    args = ["apply", "-v", "--whitespace=nowarn", "-p1", *(["-R"] if reverse else [])]
+    if check_with_context is not None:
+        args += [f"-C{check_with_context}", "--check"]
+    return run(
+        [*args, str(patch)],
+        cwd=directory,
+        purpose=purpose,
+        env={
+            "GIT_CEILING_DIRECTORIES": str(directory.parent),
+            "GIT_DIR": str(directory / ".no-git"),
+        },
+        check=False,
+    )
+
+
+# Variables that change what GNU patch does (POSIX mode picks other file names and
+# makes backups; the others name backup files): never inherited.
+_GNU_PATCH_VARIABLES = (
+    "POSIXLY_CORRECT",
+    "PATCH_GET",
+    "PATCH_VERSION_CONTROL",
+    "VERSION_CONTROL",
+    "SIMPLE_BACKUP_SUFFIX",
+    "QUOTING_STYLE",
+)
+
+
+def run_gnu_patch(flags: Sequence[str], directory: Path, patch: Path) -> tuple[int, str]:
+    """GNU patch with ``flags`` on ``directory`` (the patch read from ``patch``): its exit
+    status and its output (stdout, then stderr). Exit 2 when GNU patch is not installed."""
+    env = hardened_env()
+    for name in _GNU_PATCH_VARIABLES:
+        env.pop(name, None)
+    argv = ["patch", *flags, "-d", str(directory), "-i", str(patch)]
+    try:
+        proc = subprocess.run(argv, capture_output=True, env=env, check=False)  # noqa: S603
+    except FileNotFoundError as exc:
+        raise FatalError(
+            "GNU patch is not installed", "install it (apt-get install patch) or use --engine git"
+        ) from exc
+    out = proc.stdout.decode("utf-8", "surrogateescape") + proc.stderr.decode(
+        "utf-8", "surrogateescape"
+    )
+    return proc.returncode, out
+
+
 def git_argv(args: Sequence[str]) -> list[str]:
     argv = ["git"]
     for setting in _CONFIG_OVERRIDES:
@@ -357,6 +424,55 @@ class TempIndex:
         """``git apply --cached -v -p1`` of the patch files ``paths`` onto this index, in
         order, all or nothing; the caller reads the result (it is not checked)."""
         return self.run([*APPLY_CACHED_ARGS, *paths], purpose=purpose, check=False)
+
+    def check_each(self, paths: Sequence[str], *, reverse: bool, purpose: str) -> GitResult:
+        """``git apply --cached --check --reject -v`` of ``paths``: each file checked
+        against this index as it is (not a series), going on past a failure; not checked."""
+        args = [*APPLY_CACHED_ARGS[:2], "--check", "--reject", *APPLY_CACHED_ARGS[2:]]
+        return self.run([*args, *(["-R"] if reverse else []), *paths], purpose=purpose, check=False)
+
+    def format_patches(
+        self,
+        options: Sequence[str],
+        out_dir: Path,
+        revisions: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+    ) -> GitResult:
+        """``git format-patch`` of ``revisions`` (``base..tip``) into ``out_dir`` with
+        ``options`` (the canonical form); stdout lists the files written."""
+        return self.git.run(
+            ["format-patch", *options, "-o", str(out_dir), revisions],
+            purpose="format the patches",
+            env={**self.env, **(env or {})},
+            check=check,
+        )
+
+    def fast_import(self, stream: bytes, git_dir: Path) -> GitResult:
+        """``git fast-import`` of ``stream`` into the scratch repository ``git_dir``, its
+        objects going to this index's object directory; not checked."""
+        return self.git.run(
+            ["fast-import", "--quiet", "--done", "--date-format=raw"],
+            purpose="build the chain of patch commits",
+            input=stream,
+            env={**self.env, "GIT_DIR": str(git_dir)},
+            check=False,
+        )
+
+    def range_diff(self, old: tuple[str, str], new: tuple[str, str]) -> str:
+        """``git range-diff`` of two ranges (base, tip), for a reviewer."""
+        return self.git.run(
+            [
+                "range-diff",
+                "--no-color",
+                "--no-notes",
+                f"{old[0]}..{old[1]}",
+                f"{new[0]}..{new[1]}",
+            ],
+            purpose="compare the old series with the new one",
+            env=self.env,
+        ).out
 
 
 class Git:

@@ -430,11 +430,8 @@ def _attempts_in_bulk(
     going past a failure; the ``Checking patch`` lines are matched to the patches'
     file diffs in order. None when the output cannot be matched up exactly.
     """
-    args = ["apply", "--cached", "--check", "--reject", "-v", "--whitespace=nowarn", "-p1"]
-    if reverse:
-        args.append("-R")
-    res = index.run(
-        [*args, *(str(p.path) for p in patches)], purpose="check the patches", check=False
+    res = index.check_each(
+        [str(p.path) for p in patches], reverse=reverse, purpose="check the patches"
     )
     segments: list[list[str]] = []
     for line in res.err.splitlines():

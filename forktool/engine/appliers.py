@@ -6,7 +6,6 @@ repository or by GNU patch with strict flags, and the file modes a patch declare
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -19,10 +18,8 @@ from forktool.engine.attempt import (
     read_gnu_patch,
     whole_file_hunk,
 )
-from forktool.errors import FatalError
 from forktool.fork import Patch
-from forktool.git import hardened_env
-from forktool.git import run as run_git
+from forktool.git import apply_in_directory, run_gnu_patch
 from forktool.model.patchfile import FileDiff
 
 
@@ -135,22 +132,13 @@ class GitDirApplier:
         failed = mode_failure(directory, patch, reverse)
         if failed is not None:
             return failed
-        args = ["apply", "-v", "--whitespace=nowarn", "-p1"]
-        if reverse:
-            args.append("-R")
-        if fuzz:
-            args += ["-C1", "--check"]
-        args.append(str(patch.path))
         before = _permissions(directory, patch)
-        res = run_git(
-            args,
-            cwd=directory,
+        res = apply_in_directory(
+            directory,
+            patch.path,
+            reverse=reverse,
+            check_with_context=1 if fuzz else None,
             purpose=f"apply {patch.name}",
-            env={
-                "GIT_CEILING_DIRECTORIES": str(directory.parent),
-                "GIT_DIR": str(directory / ".no-git"),
-            },
-            check=False,
         )
         attempt = read_git_apply(patch.parsed, res.err, res.ok, reverse, modes=False)
         if attempt.ok and not fuzz:
@@ -184,43 +172,12 @@ class GnuPatchApplier:
             flags.append("-R")
         if fuzz:
             flags = [f for f in flags if not f.startswith("--fuzz")] + ["--fuzz=2", "--dry-run"]
-        argv = ["patch", *flags, "-d", str(directory), "-i", str(patch.path)]
         before = _permissions(directory, patch)
-        try:
-            proc = subprocess.run(  # noqa: S603 - fixed argv, no shell
-                argv, capture_output=True, env=_gnu_patch_env(), check=False
-            )
-        except FileNotFoundError as exc:
-            raise FatalError(
-                "GNU patch is not installed",
-                "install it (apt-get install patch) or use --engine git",
-            ) from exc
-        out = proc.stdout.decode("utf-8", "surrogateescape") + proc.stderr.decode(
-            "utf-8", "surrogateescape"
-        )
-        attempt = read_gnu_patch(patch.parsed, out, proc.returncode == 0, reverse)
+        returncode, out = run_gnu_patch(flags, directory, patch.path)
+        attempt = read_gnu_patch(patch.parsed, out, returncode == 0, reverse)
         if attempt.ok and not fuzz:
             settle_modes(directory, patch, reverse, before)
         return attempt
-
-
-# Variables that change what GNU patch does (POSIX mode picks other file names and
-# makes backups; the others name backup files): never inherited.
-_GNU_PATCH_VARIABLES = (
-    "POSIXLY_CORRECT",
-    "PATCH_GET",
-    "PATCH_VERSION_CONTROL",
-    "VERSION_CONTROL",
-    "SIMPLE_BACKUP_SUFFIX",
-    "QUOTING_STYLE",
-)
-
-
-def _gnu_patch_env() -> dict[str, str]:
-    env = hardened_env()
-    for name in _GNU_PATCH_VARIABLES:
-        env.pop(name, None)
-    return env
 
 
 def _line_count(data: bytes) -> int:

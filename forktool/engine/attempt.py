@@ -16,13 +16,11 @@ directory in :mod:`forktool.engine.apply_target`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
 from forktool.fork import Patch
-from forktool.git import TempIndex
+from forktool.git import TempIndex, git_apply_args
 from forktool.model.patchfile import FileDiff, Hunk, PatchFile
 
 Status = Literal[
@@ -448,19 +446,6 @@ def _hunk_line(parsed: PatchFile, path: str | None, number: int | None) -> int |
     """The patch-file line of hunk ``number`` of ``path``'s diff."""
     hunk = _hunk_by_number(_diff_for(parsed, path or ""), number or 0)
     return hunk.line if hunk else None
-
-
-def git_apply_args(
-    files: Sequence[Path], *, reverse: bool = False, check: bool = False, context: int | None = None
-) -> list[str]:
-    args = ["apply", "--cached", "-v", "--whitespace=nowarn", "-p1"]
-    if reverse:
-        args.append("-R")
-    if check:
-        args.append("--check")
-    if context is not None:
-        args.append(f"-C{context}")
-    return [*args, *(str(f) for f in files)]
 
 
 def try_patch(

@@ -167,13 +167,13 @@ def commit_tree(
     git: Git, tree: str, parent: str, meta: CommitMeta, env: dict[str, str] | None = None
 ) -> str:
     """A commit of ``tree`` on ``parent`` carrying ``meta`` (``env``: e.g. a temporary index's)."""
-    res = git.run(
-        ["commit-tree", tree, "-p", parent],
+    return git.commit_tree(
+        tree,
+        [parent],
+        meta.message.encode(ENCODING, ERRORS),
         purpose="record a patch as a commit",
-        input=meta.message.encode(ENCODING, ERRORS),
         env={**(env or {}), **meta.env()},
     )
-    return res.out.strip()
 
 
 MetaFn = Callable[[Patch], CommitMeta | str]
@@ -242,11 +242,7 @@ def format_range(index: TempIndex, base: str, tip: str) -> list[tuple[str, bytes
         return []
     out_dir = Path(tempfile.mkdtemp(prefix="forktool-format-"))
     try:
-        res = index.git.run(
-            [*FORMAT_PATCH_ARGS, "-o", str(out_dir), f"{base}..{tip}"],
-            purpose="format the patches",
-            env=index.env,
-        )
+        res = index.format_patches(FORMAT_PATCH_ARGS[1:], out_dir, f"{base}..{tip}")
         written = [Path(line) for line in res.out.splitlines() if line]
         return [(path.name, path.read_bytes()) for path in written]
     finally:
@@ -340,15 +336,4 @@ def range_diff(index: TempIndex, old: tuple[str, str], new: tuple[str, str]) -> 
     """``git range-diff`` of two commit ranges (base, tip), for a reviewer."""
     if old[0] == old[1] and new[0] == new[1]:
         return ""
-    res = index.git.run(
-        [
-            "range-diff",
-            "--no-color",
-            "--no-notes",
-            f"{old[0]}..{old[1]}",
-            f"{new[0]}..{new[1]}",
-        ],
-        purpose="compare the old series with the new one",
-        env=index.env,
-    )
-    return res.out
+    return index.range_diff(old, new)

@@ -156,21 +156,14 @@ def _import_and_format(
         for sub in ("objects", "refs/heads", "refs/tags"):
             (git_dir / sub).mkdir(parents=True)
         (git_dir / "HEAD").write_text("ref: refs/heads/chain\n")
-        env = {**index.env, "GIT_DIR": str(git_dir)}
-        imported = index.git.run(
-            ["fast-import", "--quiet", "--done", "--date-format=raw"],
-            purpose="build the chain of patch commits",
-            input=stream,
-            env=env,
-            check=False,
-        )
-        if not imported.ok:
+        if not index.fast_import(stream, git_dir).ok:
             return None
         out_dir = scratch / "out"
-        formatted = index.git.run(
-            [*FORMAT_PATCH_ARGS, "-o", str(out_dir), f"{base_commit}..chain"],
-            purpose="format the patches",
-            env=env,
+        formatted = index.format_patches(
+            FORMAT_PATCH_ARGS[1:],
+            out_dir,
+            f"{base_commit}..chain",
+            env={"GIT_DIR": str(git_dir)},
             check=False,
         )
         if not formatted.ok:

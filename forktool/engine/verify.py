@@ -20,7 +20,6 @@ from forktool.engine.attempt import (
     PatchVerdict,
     acceptable,
     classify,
-    git_apply_args,
     hunk_placements,
     is_exact,
     precheck,
@@ -28,7 +27,7 @@ from forktool.engine.attempt import (
     try_patch,
 )
 from forktool.fork import Fork, Patch
-from forktool.git import Git, Started, TempIndex
+from forktool.git import Git, Started, TempIndex, git_apply_args
 
 # git only warns when a file's mode is not the one the patch was made against, then
 # applies anyway: the patch is then tried on its own, where the warning fails it.
@@ -176,9 +175,7 @@ def verify_series(
             allow_offset,
             "the series lists no patches: there is nothing to verify",
         )
-    base_tree = git.out(
-        ["rev-parse", f"{base_commit}^{{tree}}"], purpose=f"read the tree of {base}"
-    )
+    base_tree = git.tree_id(base_commit)
     with git.temp_index(base_tree) as index:
         with _SeriesRun(index, patches, reverse=False) as forward:
             surveys = []
