@@ -240,3 +240,22 @@ def test_resolve_json_keeps_the_documented_shape(resolve_fork) -> None:
     res = run_cli("-C", fork.path, "upstream", "resolve", "--format", "json")
     assert res.code == 0, res.err
     assert_contract("upstream resolve", res.json())
+
+
+def test_resolve_without_the_branch_hints_the_url_when_there_is_no_remote(resolve_fork) -> None:
+    """No remote 'origin', only upstream.url: 'git fetch origin main' would fail."""
+    fork, _ = resolve_fork
+    url = str(fork.path.parent / "upstream")
+    fork.git.run(["remote", "remove", "origin"], purpose="no remote, only a URL")
+    config = (fork.path / "forktool.yaml").read_text()
+    (fork.path / "forktool.yaml").write_text(
+        config.replace("upstream:\n", f"upstream:\n  url: {url}\n")
+    )
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch")
+    assert res.code == 2
+    assert res.error_lines == [
+        "error: refs/remotes/origin/main is not in this repository (upstream.branch: main)",
+        f"hint: drop --no-fetch to fetch it from upstream.url ({url}); "
+        "set upstream.branch in forktool.yaml if upstream develops on another branch",
+    ]
+    assert run_cli("-C", fork.path, "upstream", "resolve").code == 0

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forktool.config import Config
-from forktool.engine.upstream import Fetched, fetch_upstream
+from forktool.engine.upstream import Fetched, fetch_upstream, no_source_hint, upstream_source
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
@@ -199,10 +199,22 @@ def upstream_branch_commit(config: Config, git: Git) -> str:
     if commit is None:
         raise FatalError(
             f"{ref} is not in this repository (upstream.branch: {config.upstream_branch})",
-            f"git fetch {config.upstream_remote} {config.upstream_branch}, or drop --no-fetch; "
+            f"{_branch_fetch_hint(config, git)}; "
             "set upstream.branch in forktool.yaml if upstream develops on another branch",
         )
     return commit
+
+
+def _branch_fetch_hint(config: Config, git: Git) -> str:
+    """How to bring the branch: by the remote when there is one, else from upstream.url
+    (``git fetch <remote>`` would name a remote this repository does not have)."""
+    source = upstream_source(config, git)
+    branch = config.upstream_branch
+    if source == config.upstream_remote:
+        return f"git fetch {source} {branch}, or drop --no-fetch"
+    if source is None:
+        return no_source_hint(config)
+    return f"drop --no-fetch to fetch it from upstream.url ({source})"
 
 
 # -- resolving -----------------------------------------------------------------------
