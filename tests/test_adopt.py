@@ -773,3 +773,18 @@ def test_a_release_tags_pattern_matching_nothing_hints_the_pinned_tags_shape(
         "hint: set release_tags in forktool.yaml to the pattern of upstream's release tags "
         "(the pinned tag suggests 'jq-*')",
     ]
+
+
+def test_map_suggest_keeps_a_long_origin_url_whole_in_piped_output(builder: RepoBuilder) -> None:
+    fork = mini_fork(builder, {"a.py": lines("a")})
+    url = "https://salsa.debian.org/python-team/packages/python-click/-/commit/" + "ab" * 20
+    patch = make_patch(
+        builder,
+        "v1",
+        {"a.py": lines("a").replace("a7\n", "A7\n")},
+        f"a: seven\n\nOrigin: upstream, {url}",
+    )
+    fork.write({"0001-a.patch": patch})
+    result = fork.cli("map", "suggest")
+    assert result.code == 0, result.err
+    assert url in result.out.split()
