@@ -528,6 +528,16 @@ class Git:
 
     # -- objects and refs --------------------------------------------------------
 
+    def symbolic_target(self, ref: str) -> str | None:
+        """The ref that the symbolic ref ``ref`` points to (``refs/remotes/upstream/HEAD``
+        -> ``refs/remotes/upstream/master``); None when ``ref`` is not a symbolic ref."""
+        res = self.run(
+            ["symbolic-ref", "--quiet", "--end-of-options", ref],
+            purpose=f"read where {ref} points",
+            check=False,
+        )
+        return (res.out.strip() or None) if res.ok else None
+
     def try_resolve(self, rev: str, kind: str = "commit") -> str | None:
         """The object ``rev`` names, peeled to ``kind``, or None if there is none."""
         if rev.startswith("-") or "\0" in rev:

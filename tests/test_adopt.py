@@ -735,3 +735,56 @@ def test_map_suggest_json_keeps_the_documented_shape(headers: HeaderFork) -> Non
     assert result.code == 0, result.err
     assert result.json()["suggestions"]
     assert_contract("map suggest", result.json())
+
+
+def test_init_on_a_bare_version_tag_writes_release_tags_that_match_it(
+    builder: RepoBuilder,
+) -> None:
+    """Projects like click tag '8.3.1', not 'v8.3.1': the scaffold must find their releases."""
+    builder.commit("upstream: import\n", {"a.py": lines("a")})
+    builder.tag("8.3.1")
+    builder.branch("fork")
+    fixed = {"a.py": lines("a").replace("a3\n", "A3\n")}
+    fix = builder.commit("upstream: fix\n", fixed)
+    builder.tag("8.3.2")
+    builder.checkout("fork")
+    patch = make_patch(builder, "8.3.1", fixed, "fix")
+    root = builder.path
+    assert run_cli("-C", root, "init", "--pin", "8.3.1").code == 0
+    assert "release_tags: '[0-9]*'\n" in (root / "forktool.yaml").read_text()
+    (root / "patches" / "0001-fix.patch").write_bytes(patch)
+    (root / "series").write_text("0001-fix.patch\n")
+    (root / "upstream.map").write_text(f"0001-fix.patch {fix}\n")
+    result = run_cli("-C", root, "absorbed", "--tag", "8.3.2", "--format", "json")
+    assert result.code == 0, result.err
+    assert result.json()["patches"][0]["first_release"] == "8.3.2"  # type: ignore[index]
+
+
+def test_a_release_tags_pattern_matching_nothing_hints_the_pinned_tags_shape(
+    builder: RepoBuilder,
+) -> None:
+    fork = mini_fork(builder, {"a.py": lines("a")}, tag="jq-1.6")
+    patch = make_patch(builder, "jq-1.6", {"a.py": lines("b")}, "b")
+    fork.write({"0001-b.patch": patch})
+    result = fork.cli("upstream", "poll", "--no-fetch")
+    assert result.code == 2
+    assert result.error_lines == [
+        "error: release_tags 'v*' matches no tag, not even the pinned tag 'jq-1.6'",
+        "hint: set release_tags in forktool.yaml to the pattern of upstream's release tags "
+        "(the pinned tag suggests 'jq-*')",
+    ]
+
+
+def test_map_suggest_keeps_a_long_origin_url_whole_in_piped_output(builder: RepoBuilder) -> None:
+    fork = mini_fork(builder, {"a.py": lines("a")})
+    url = "https://salsa.debian.org/python-team/packages/python-click/-/commit/" + "ab" * 20
+    patch = make_patch(
+        builder,
+        "v1",
+        {"a.py": lines("a").replace("a7\n", "A7\n")},
+        f"a: seven\n\nOrigin: upstream, {url}",
+    )
+    fork.write({"0001-a.patch": patch})
+    result = fork.cli("map", "suggest")
+    assert result.code == 0, result.err
+    assert url in result.out.split()

@@ -500,6 +500,22 @@ def test_refresh_writes_every_patch_when_all_apply(moving: MiniFork) -> None:
     assert again.json()["written"] == []
 
 
+def test_refresh_on_the_pin_says_verify_next_not_pin_bump(builder: RepoBuilder) -> None:
+    fork = mini_fork(builder, {"a.py": lines("a")})
+    shifted = "n1\nn2\nn3\n" + lines("a")
+    builder.commit("upstream: three lines on top\n", {"a.py": shifted})
+    builder.tag("v2")
+    a = make_patch(builder, "v2", {"a.py": shifted.replace("a20\n", "A20\n")}, "a: twenty")
+    for onto, step in (("v1", "verify"), ("v2", "pin bump v2")):
+        fork.write({"0001-a.patch": a})
+        result = fork.cli("refresh", "--onto", onto)
+        assert result.code == 0, result.err
+        assert result.out.splitlines()[-1] == f"next: forktool {step}"
+    fork.write({"0001-a.patch": a})
+    assert fork.cli("refresh", "--onto", "v1").code == 0
+    assert fork.cli("verify").code == 0
+
+
 def test_a_patch_that_needs_fuzz_is_a_conflict(builder: RepoBuilder) -> None:
     fork = mini_fork(builder, {"b.py": lines("b")})
     b = make_patch(builder, "v1", {"b.py": lines("b").replace("b10\n", "fork10\n")}, "b: ten")

@@ -369,3 +369,22 @@ def test_forecast_json_keeps_the_documented_shape(forecast_fork) -> None:
     data = res.json()
     assert any(c["first_break"] for row in data["patches"] for c in row["cells"])
     assert_contract("forecast", data)
+
+
+def test_forecast_text_keeps_a_long_patch_name_whole_in_piped_output(
+    builder: RepoBuilder,
+) -> None:
+    """Six releases and a real format-patch name: the name stays copyable on one line."""
+    builder.commit("import\n", FILES)
+    builder.tag("v1.0.0")
+    name = "0001-Fix-handling-of-options-which-set-both-is_flag-False.patch"
+    patch = make_patch(builder, "v1.0.0", {"d": edit(FILES["d"], "d5", "D5 fork")}, "Fork d")
+    for minor in range(1, 7):
+        builder.commit(f"release {minor}\n", {"c": lines("c", 20 + minor)})
+        builder.tag(f"v1.0.{minor}")
+    fork = MiniFork(builder, "v1.0.0")
+    fork.write({name: patch})
+    res = fork.cli("forecast", "--no-fetch")
+    assert res.code == 0, res.err
+    row = next(line for line in res.out.splitlines() if line.startswith("0001-"))
+    assert row.split() == [name, *["fork-only", "/", "exact"] * 6]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from forktool.builder import RepoBuilder
 from forktool.engine.resolve import _MENTION_WORDS, merged_prs, parse_pr, squashed_pr
-from forktool.git import LogEntry
+from forktool.git import Git, LogEntry
 
 GH = "https://github.com/acme/app/pull"
 GL = "https://gitlab.com/grp/proj/-/merge_requests/21"
@@ -240,3 +240,47 @@ def test_resolve_json_keeps_the_documented_shape(resolve_fork) -> None:
     res = run_cli("-C", fork.path, "upstream", "resolve", "--format", "json")
     assert res.code == 0, res.err
     assert_contract("upstream resolve", res.json())
+
+
+def test_resolve_without_the_branch_hints_the_url_when_there_is_no_remote(resolve_fork) -> None:
+    """No remote 'origin', only upstream.url: 'git fetch origin main' would fail."""
+    fork, _ = resolve_fork
+    url = str(fork.path.parent / "upstream")
+    fork.git.run(["remote", "remove", "origin"], purpose="no remote, only a URL")
+    config = (fork.path / "forktool.yaml").read_text()
+    (fork.path / "forktool.yaml").write_text(
+        config.replace("upstream:\n", f"upstream:\n  url: {url}\n")
+    )
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch")
+    assert res.code == 2
+    assert res.error_lines == [
+        "error: refs/remotes/origin/main is not in this repository (upstream.branch: main)",
+        f"hint: drop --no-fetch to fetch it from upstream.url ({url}); "
+        "set upstream.branch in forktool.yaml if upstream develops on another branch",
+    ]
+    assert run_cli("-C", fork.path, "upstream", "resolve").code == 0
+
+
+def test_resolve_on_an_upstream_whose_branch_is_not_main_names_the_setting(
+    resolve_fork,
+) -> None:
+    """Upstream develops on 'trunk' (jq: 'master'); forktool.yaml says nothing, so 'main'."""
+    fork, _ = resolve_fork
+    upstream = Git(fork.path.parent / "upstream")
+    upstream.run(["branch", "-m", "main", "trunk"], purpose="upstream renames its branch")
+    fetched = run_cli("-C", fork.path, "upstream", "resolve")
+    assert fetched.code == 2
+    assert fetched.error_lines[1] == (
+        "hint: origin has no branch 'main': set upstream.branch in forktool.yaml to upstream's "
+        "development branch (git ls-remote --symref origin HEAD names it)"
+    )
+    fork.git.run(["fetch", "-q", "origin"], purpose="fetch trunk")
+    fork.git.run(["remote", "set-head", "origin", "trunk"], purpose="origin/HEAD -> trunk")
+    fork.git.run(["update-ref", "-d", "refs/remotes/origin/main"], purpose="main is gone")
+    offline = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch")
+    assert offline.code == 2
+    assert offline.error_lines == [
+        "error: refs/remotes/origin/main is not in this repository (upstream.branch: main)",
+        "hint: upstream's default branch is 'trunk' (refs/remotes/origin/HEAD): "
+        "set upstream.branch: trunk in forktool.yaml",
+    ]

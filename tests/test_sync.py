@@ -431,6 +431,27 @@ def test_a_patch_already_on_the_tag_is_flagged_before_the_refresh(
     assert _state_left(sync_fork) == before
 
 
+def test_a_pending_patch_already_on_the_tag_is_told_to_record_its_commit_not_forced(
+    sync_fork: RepoBuilder,
+) -> None:
+    """The PR merged (the change is on v3): resolve --write lets ancestry retire it."""
+    _v3_with_0002_cherry_picked(sync_fork)
+    umap = sync_fork.read("upstream.map")
+    sync_fork.commit(
+        "fork: 0002 waits for a PR\n",
+        {"upstream.map": umap.replace("0002-b.patch none", "0002-b.patch pending #7")},
+    )
+    plan = run_cli(
+        "-C", sync_fork.path, "sync", "v3", "--no-fetch", "--dry-run", "--format", "json"
+    )
+    assert plan.json()["notes"][-1] == (  # type: ignore[index]
+        "0002-b.patch is already on v3 (it reverse-applies exactly) and is pending: record the "
+        "commit that merged its PR first (forktool upstream resolve --write), so ancestry "
+        "retires it, or retire it by hand (forktool retire 0002-b.patch --tag v3 --force "
+        "--reason '...'), before the sync"
+    )
+
+
 def test_refresh_says_retire_it_first_and_opens_no_worktree(
     sync_fork: RepoBuilder, tmp_path: Path
 ) -> None:

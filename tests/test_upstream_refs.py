@@ -96,3 +96,13 @@ def test_android_prefixes_take_the_cherry_picked_line() -> None:
         "FROMGIT: mm: fix",
     )
     assert ref is not None and ref.commits == (sha,)
+
+
+@given(st.text(alphabet="0123456789abcdef", min_size=7, max_size=40))
+def test_dep3_commit_prefix_takes_an_abbreviation_to_resolve(sha: str) -> None:
+    """DEP-3 writes 'Origin: upstream, commit:<id>', the id often abbreviated."""
+    for line in (f"Origin: upstream, commit:{sha}", f"Applied-Upstream: 8.4.0, commit:{sha}"):
+        ref = read_refs(["Description: x", line])
+        assert ref is not None
+        assert (ref.kind, ref.commits, ref.source) == ("commits", (sha,), line)
+    assert read_refs([f"Origin: upstream, commit:{sha[:6]}"]) is None  # too short to be one

@@ -9,6 +9,7 @@ from pathlib import Path
 from forktool.config import CONFIG_NAME, load_config
 from forktool.engine.canonical import loose_patch
 from forktool.engine.map_suggest import Suggestion, build_suggestions
+from forktool.engine.releases import pattern_for_tag
 from forktool.errors import FatalError, InputError
 from forktool.fork import NOTES_DIR, NOTES_README, Patch
 from forktool.fsutil import write_files
@@ -74,11 +75,12 @@ def config_text(
     patches: str = "patches",
 ) -> str:
     upstream = f"upstream:\n  remote: {remote}\n" + (f"  url: {url}\n" if url else "")
+    releases = pattern_for_tag(tag).replace("'", "''")  # YAML single-quoted
     return (
         f"{upstream}"
         f"pin:\n  tag: {tag}\n  commit: {commit}\n"
         f"layout: {layout}\n"
-        "release_tags: 'v*'\n"
+        f"release_tags: '{releases}'\n"
         f"series: {series}\n"
         f"patches: {patches}\n"
         "upstream_map: upstream.map\n"

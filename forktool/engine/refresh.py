@@ -220,11 +220,20 @@ def already_on(link: Link) -> bool:
     return link.commit is None and link.verdict.message.startswith("already applied")
 
 
-def retire_first(name: str, onto: str) -> str:
-    """What to do about a patch whose change ``onto`` already has."""
+def retire_first(patch: Patch, onto: str) -> str:
+    """What to do about a patch whose change ``onto`` already has. A pending patch's PR
+    has most likely merged: recording its commit lets ancestry retire it, unforced."""
+    name = patch.name
+    force = f"forktool retire {name} --tag {onto} --force --reason '...'"
+    if patch.mapping is not None and patch.mapping.pending:
+        return (
+            f"{name} is already on {onto} (it reverse-applies exactly) and is pending: "
+            "record the commit that merged its PR first (forktool upstream resolve --write), "
+            f"so ancestry retires it, or retire it by hand ({force})"
+        )
     return (
         f"{name} is already on {onto} (it reverse-applies exactly): retire it first "
-        f"(forktool retire {name} --tag {onto} --force --reason '...') or drop it"
+        f"({force}) or drop it"
     )
 
 
@@ -345,7 +354,7 @@ def refresh_onto(
                     onto_commit,
                     pin,
                     tuple(_unwritten(entries)),
-                    message=f"{retire_first(failed.patch.name, onto)}; nothing was written",
+                    message=f"{retire_first(failed.patch, onto)}; nothing was written",
                 )
             if worktree is None:
                 return RefreshResult(
@@ -570,7 +579,7 @@ def refresh_continue(
         assert failed is not None
         if already_on(failed):
             raise FatalError(
-                retire_first(failed.patch.name, state.onto),
+                retire_first(failed.patch, state.onto),
                 f"run 'forktool {command} --abort', retire or drop it, and run "
                 f"'{_restart(command, state.onto)}' again",
             )

@@ -20,6 +20,7 @@ from forktool.errors import FatalError
 from forktool.git import Git
 
 _GLOB = re.compile(r"[*?\[]")
+_FIRST_DIGIT = re.compile(r"[0-9]")
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,17 @@ def release_tags(git: Git, pattern: str, *, prereleases: bool = True) -> list[Re
     return order_releases(git.tag_commits(pattern), pattern, prereleases=prereleases)
 
 
+def pattern_for_tag(tag: str) -> str:
+    """The ``release_tags`` pattern a release tag suggests: its literal prefix up to the
+    first digit, then ``*`` (``v1.2.0`` -> ``v*``, ``jq-1.7`` -> ``jq-*``); ``[0-9]*``
+    for a bare version like ``8.3.1``; ``v*`` for a tag with no digit at all."""
+    match = _FIRST_DIGIT.search(tag)
+    if match is None:
+        return "v*"
+    prefix = tag[: match.start()]
+    return f"{prefix}*" if prefix else "[0-9]*"
+
+
 def require_releases(releases: list[Release], pattern: str, pin_tag: str) -> list[Release]:
     """``releases``, unless ``release_tags`` matches no tag, not even the pin: then no
     newer release could ever be found, and "nothing new" would be said for ever."""
@@ -70,7 +82,7 @@ def require_releases(releases: list[Release], pattern: str, pin_tag: str) -> lis
         raise FatalError(
             f"release_tags '{pattern}' matches no tag, not even the pinned tag '{pin_tag}'",
             "set release_tags in forktool.yaml to the pattern of upstream's release tags "
-            "(e.g. 'v*')",
+            f"(the pinned tag suggests '{pattern_for_tag(pin_tag)}')",
         )
     return releases
 

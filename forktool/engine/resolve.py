@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forktool.config import Config
-from forktool.engine.upstream import Fetched, fetch_upstream
+from forktool.engine.upstream import Fetched, fetch_upstream, no_source_hint, upstream_source
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
@@ -199,10 +199,36 @@ def upstream_branch_commit(config: Config, git: Git) -> str:
     if commit is None:
         raise FatalError(
             f"{ref} is not in this repository (upstream.branch: {config.upstream_branch})",
-            f"git fetch {config.upstream_remote} {config.upstream_branch}, or drop --no-fetch; "
-            "set upstream.branch in forktool.yaml if upstream develops on another branch",
+            _branch_fetch_hint(config, git),
         )
     return commit
+
+
+def _branch_fetch_hint(config: Config, git: Git) -> str:
+    """How to bring the branch: by the remote when there is one, else from upstream.url
+    (``git fetch <remote>`` would name a remote this repository does not have). When the
+    remote's HEAD names another branch (``master``), that is the likely setting."""
+    source = upstream_source(config, git)
+    remote, branch = config.upstream_remote, config.upstream_branch
+    other = _remote_default_branch(git, remote) if source == remote else None
+    if other is not None and other != branch:
+        return (
+            f"upstream's default branch is '{other}' (refs/remotes/{remote}/HEAD): "
+            f"set upstream.branch: {other} in forktool.yaml"
+        )
+    if source == remote:
+        how = f"git fetch {source} {branch}, or drop --no-fetch"
+    elif source is None:
+        how = no_source_hint(config)
+    else:
+        how = f"drop --no-fetch to fetch it from upstream.url ({source})"
+    return f"{how}; set upstream.branch in forktool.yaml if upstream develops on another branch"
+
+
+def _remote_default_branch(git: Git, remote: str) -> str | None:
+    target = git.symbolic_target(f"refs/remotes/{remote}/HEAD")
+    prefix = f"refs/remotes/{remote}/"
+    return target.removeprefix(prefix) if target and target.startswith(prefix) else None
 
 
 # -- resolving -----------------------------------------------------------------------

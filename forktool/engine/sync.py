@@ -346,7 +346,7 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
         f"{p['patch']}: {p['verdict']}: {p.get('reason', '')}"
         for p in _kept(report, retiring)
         if p["verdict"] in HUMAN_VERDICTS
-    ) + tuple(f"{retire_first(name, tag)}, before the sync" for name in sorted(present))
+    ) + tuple(f"{retire_first(p, tag)}, before the sync" for p in kept if p.name in present)
     return SyncReport(
         tag=tag,
         tag_commit=tag_commit,

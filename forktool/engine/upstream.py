@@ -102,7 +102,7 @@ def fetch_upstream(
         try:
             git.fetch_branch(source, branch, config.upstream_remote)
         except GitError as exc:
-            raise _fetch_error(source, exc, offline) from exc
+            raise _branch_fetch_error(source, branch, exc, offline) from exc
         fetched.append(branch)
     missing = sorted(c for c, kind in git.object_types(set(commits)).items() if kind is None)
     if missing:
@@ -154,6 +154,17 @@ def _fetch_all_tags(git: Git, source: str, offline: str) -> None:
         git.fetch_all_tags(source)
     except GitError as exc:
         raise _fetch_error(source, exc, offline) from exc
+
+
+def _branch_fetch_error(source: str, branch: str, exc: GitError, offline: str) -> FatalError:
+    """A branch upstream does not have is a setting to fix, not a tag name to check."""
+    if "couldn't find remote ref" not in cause_line(exc):
+        return _fetch_error(source, exc, offline)
+    return FatalError(
+        exc.message,
+        f"{source} has no branch '{branch}': set upstream.branch in forktool.yaml to "
+        f"upstream's development branch (git ls-remote --symref {source} HEAD names it)",
+    )
 
 
 def _fetch_error(source: str, exc: GitError, offline: str) -> FatalError:

@@ -3,6 +3,7 @@
 Forks that exist before forktool keep what a patch is in upstream in its header:
 
 - Debian DEP-3: ``Origin: upstream, <url>/commit/<sha>``, ``Origin: <url>/commit/<sha>``,
+  ``Origin: upstream, commit:<sha>`` (abbreviated or not),
   ``Applied-Upstream: <version>, <url>/commit/<sha>``, ``Bug: <url>``,
   ``Forwarded: <url> | not-needed``;
 - Yocto/OpenEmbedded: ``Upstream-Status: Backport [<url>/commit/<sha> | <sha>]``,
@@ -36,6 +37,9 @@ _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
 _URL = re.compile(r"https?://[^\s\]\)>,]+")
 _URL_SHA = re.compile(r"(?:/commits?/|[?&;](?:id|h)=)(" + _SHA + r")(?![0-9a-fA-F])")
 _BARE_SHA = re.compile(r"(?:^|[\s\[,])(?:commit[: ]?\s*)?([0-9a-fA-F]{40})(?![0-9a-fA-F])")
+# DEP-3's own form, ``commit:<id>``, where the id is often abbreviated: the prefix says it
+# is a commit, so an abbreviation is taken (to be resolved by the caller, never guessed).
+_DEP3_COMMIT = re.compile(r"(?:^|[\s\[,])commit:\s*(" + _SHA + r")(?![0-9a-zA-Z])")
 _PICKED = re.compile(r"^\(cherry picked from commit (" + _SHA + r")(?:[ \t][^)]*)?\)$")
 _STABLE = re.compile(
     r"^(?:commit (" + _SHA + r") upstream\.?|\[ ?Upstream commit (" + _SHA + r") ?\])$",
@@ -84,10 +88,13 @@ def _first_url(value: str) -> str | None:
 
 
 def _commits_in(value: str) -> list[str]:
-    """Commits named in a field value: in a commit URL, or as a bare 40-hex id."""
+    """Commits named in a field value: in a commit URL, as a bare 40-hex id, or as
+    DEP-3's ``commit:<id>`` (7 to 40 hex digits)."""
     found = [m.group(1) for m in _URL_SHA.finditer(value)]
     if not found:
         found = [m.group(1) for m in _BARE_SHA.finditer(value)]
+    if not found:
+        found = [m.group(1) for m in _DEP3_COMMIT.finditer(value)]
     return [c.lower() for c in found]
 
 

@@ -156,6 +156,8 @@ def render_refresh(out: Output, result: RefreshResult) -> None:
         _range_diff(out, result.range_diff, "")
         written = ", ".join(result.written) or "nothing (the files were already current)"
         out.result(Text(f"OK: wrote {written}", style="green"), markup=False)
-        out.print(f"next: forktool pin bump {result.onto}", markup=False)
+        # refreshed in place on the pin: there is nothing to bump
+        step = "verify" if result.onto == result.pin else f"pin bump {result.onto}"
+        out.print(f"next: forktool {step}", markup=False)
     else:
         out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)

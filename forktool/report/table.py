@@ -2,8 +2,9 @@
 
 Piped output (CI logs) is 80 columns wide. A patch name, a tag, a commit id or a URL
 must stay copyable: those columns never wrap, and the prose columns (a detail, a note,
-the witnesses) wrap at spaces. When even that does not fit the width, the table is
-printed wider than the terminal rather than cut a name in two.
+the witnesses) wrap at spaces, never inside a word (a URL in a header line stays whole).
+When even that does not fit the width, the table is printed wider than the terminal
+rather than cut a name in two.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ PROSE_COLUMNS = frozenset(
     {"detail", "note", "witnesses", "reason", "message", "subject", "from header line"}
 )
 PROSE_MIN_WIDTH = 24  # narrower, a sentence reads one word a line
+_UNCLAMPED = 1 << 20
 
 
 class TokenTable(Table):
@@ -29,8 +31,11 @@ class TokenTable(Table):
         yield from super().__rich_console__(console, options)
 
     def _needed_width(self, console: Console, options: ConsoleOptions) -> int:
+        # Measured unclamped: rich caps a measurement at the console's width, and a URL
+        # longer than that in a prose column would then be folded mid-token.
+        unclamped = options.update_width(_UNCLAMPED)
         widths: Iterable[int] = (
-            self._measure_column(console, options, column)[1 if column.no_wrap else 0]
+            self._measure_column(console, unclamped, column)[1 if column.no_wrap else 0]
             for column in self.columns
         )
         return sum(widths) + self._extra_width

@@ -7,7 +7,6 @@ import html
 import json
 from typing import TYPE_CHECKING
 
-from rich.table import Table
 from rich.text import Text
 
 from forktool.git import short
@@ -119,10 +118,7 @@ def render_forecast(out: Output, result: ForecastResult) -> None:
     if not result.targets:
         out.result(f"nothing to forecast: no release newer than {result.pin}", markup=False)
         return
-    table = Table(show_header=True, header_style="bold", pad_edge=False)
-    table.add_column("patch", overflow="fold")
-    for target in result.targets:
-        table.add_column(target.ref, overflow="fold")
+    table = new_table("patch", *(target.ref for target in result.targets))
     for row in result.patches:
         table.add_row(row.patch, *(_cell_text(c) for c in row.cells))
     out.print(table)
