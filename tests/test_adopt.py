@@ -788,3 +788,22 @@ def test_map_suggest_keeps_a_long_origin_url_whole_in_piped_output(builder: Repo
     result = fork.cli("map", "suggest")
     assert result.code == 0, result.err
     assert url in result.out.split()
+
+
+def test_init_records_the_remotes_default_branch_when_it_is_not_main(tmp_path: Path) -> None:
+    """jq develops on 'master': upstream resolve must not look for upstream/main."""
+    upstream = RepoBuilder.init(tmp_path / "upstream")
+    upstream.commit("upstream: import\n", {"a.py": lines("a")})
+    upstream.tag("v1")
+    upstream.git.run(["branch", "-m", "main", "master"], purpose="jq's branch name")
+    fork = RepoBuilder.clone(upstream.path, tmp_path / "fork")
+    result = run_cli("-C", fork.path, "init", "--pin", "v1", "--upstream-remote", "origin")
+    assert result.code == 0, result.err
+    assert (
+        (fork.path / "forktool.yaml")
+        .read_text()
+        .startswith("upstream:\n  remote: origin\n  branch: master\npin:\n")
+    )
+    resolved = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--format", "json")
+    assert resolved.code == 0, resolved.err
+    assert resolved.json()["branch"] == "master"

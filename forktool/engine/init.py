@@ -6,10 +6,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.config import CONFIG_NAME, load_config
+from forktool.config import CONFIG_NAME, Config, load_config
 from forktool.engine.canonical import loose_patch
 from forktool.engine.map_suggest import Suggestion, build_suggestions
 from forktool.engine.releases import pattern_for_tag
+from forktool.engine.upstream import remote_default_branch
 from forktool.errors import FatalError, InputError
 from forktool.fork import NOTES_DIR, NOTES_README, Patch
 from forktool.fsutil import write_files
@@ -73,8 +74,11 @@ def config_text(
     *,
     series: str = "series",
     patches: str = "patches",
+    branch: str | None = None,
 ) -> str:
     upstream = f"upstream:\n  remote: {remote}\n" + (f"  url: {url}\n" if url else "")
+    if branch is not None and branch != Config.upstream_branch:
+        upstream += f"  branch: {branch}\n"  # the remote's HEAD, e.g. jq's master
     releases = pattern_for_tag(tag).replace("'", "''")  # YAML single-quoted
     return (
         f"{upstream}"
@@ -247,13 +251,14 @@ def scaffold(
     fresh = FORK_MD.format(tag=tag, remote_hint=url or f"the '{remote}' remote") + empty_section()
     record = _record_text(root / "FORK.md", "FORK.md", fresh)
     suggestions: tuple[Suggestion, ...] = ()
+    branch = remote_default_branch(git, remote)
     if quilt is not None:
         files[CONFIG_NAME] = config_text(
-            tag, commit, remote, url, layout, series=quilt.series, patches=quilt.rel
+            tag, commit, remote, url, layout, series=quilt.series, patches=quilt.rel, branch=branch
         )
         files["upstream.map"], suggestions = quilt_map(git, quilt)
     else:
-        files[CONFIG_NAME] = config_text(tag, commit, remote, url, layout)
+        files[CONFIG_NAME] = config_text(tag, commit, remote, url, layout, branch=branch)
     appended: tuple[str, ...] = ()
     if record is not None and (root / "FORK.md").exists():
         appended = ("FORK.md",)

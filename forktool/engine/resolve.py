@@ -23,7 +23,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forktool.config import Config
-from forktool.engine.upstream import Fetched, fetch_upstream, no_source_hint, upstream_source
+from forktool.engine.upstream import (
+    Fetched,
+    fetch_upstream,
+    no_source_hint,
+    remote_default_branch,
+    upstream_source,
+)
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
@@ -210,7 +216,7 @@ def _branch_fetch_hint(config: Config, git: Git) -> str:
     remote's HEAD names another branch (``master``), that is the likely setting."""
     source = upstream_source(config, git)
     remote, branch = config.upstream_remote, config.upstream_branch
-    other = _remote_default_branch(git, remote) if source == remote else None
+    other = remote_default_branch(git, remote) if source == remote else None
     if other is not None and other != branch:
         return (
             f"upstream's default branch is '{other}' (refs/remotes/{remote}/HEAD): "
@@ -223,12 +229,6 @@ def _branch_fetch_hint(config: Config, git: Git) -> str:
     else:
         how = f"drop --no-fetch to fetch it from upstream.url ({source})"
     return f"{how}; set upstream.branch in forktool.yaml if upstream develops on another branch"
-
-
-def _remote_default_branch(git: Git, remote: str) -> str | None:
-    target = git.symbolic_target(f"refs/remotes/{remote}/HEAD")
-    prefix = f"refs/remotes/{remote}/"
-    return target.removeprefix(prefix) if target and target.startswith(prefix) else None
 
 
 # -- resolving -----------------------------------------------------------------------

@@ -38,6 +38,14 @@ def upstream_source(config: Config, git: Git) -> str | None:
     return config.upstream_url
 
 
+def remote_default_branch(git: Git, remote: str) -> str | None:
+    """The branch ``refs/remotes/<remote>/HEAD`` points to (set by clone and by
+    ``git remote set-head``), or None when it is not here."""
+    target = git.symbolic_target(f"refs/remotes/{remote}/HEAD")
+    prefix = f"refs/remotes/{remote}/"
+    return target.removeprefix(prefix) if target and target.startswith(prefix) else None
+
+
 def no_source_hint(config: Config) -> str:
     return (
         f"add the remote (git remote add {config.upstream_remote} <url>) "
