@@ -634,3 +634,17 @@ def test_demo_refresh_step_rebases_0002_in_a_scratch_clone(
     assert (scratch / "series").read_text().splitlines()[1:] == [P2, P4]
     assert (scratch / "patches" / P2).read_bytes() != original[f"patches/{P2}"]
     assert b"@@ -99,10 +99,15 @@ class Engine:" in (scratch / "patches" / P2).read_bytes()
+
+
+def test_refresh_after_a_conflict_says_not_tried_not_pending(moving: MiniFork) -> None:
+    """A patch after a conflict is ``not-tried``: ``pending`` is the map's word for a
+    patch waiting for upstream."""
+    moving.write(moving.patches, series="0001-c.patch\n0003-b.patch\n0002-a.patch\n")
+    result = moving.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 1
+    statuses = [(p["patch"], p["status"]) for p in result.json()["patches"]]  # type: ignore[index]
+    assert statuses == [
+        ("0001-c.patch", "unchanged"),
+        ("0003-b.patch", "conflict"),
+        ("0002-a.patch", "not-tried"),
+    ]

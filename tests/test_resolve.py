@@ -172,6 +172,7 @@ def _entry(subject: str, parents: int = 1, body: str = "") -> LogEntry:
         ("Merge pull request #15 from alice/retries", 2, {"15": "merge"}),
         ("Merge pull request #15 from alice/retries", 1, {}),
         ("Fix X (#12) (#20)", 1, {"20": "squash"}),
+        ("Fix parser crash (#12)", 2, {"12": "merge"}),  # a titled merge commit
     ],
 )
 def test_which_pr_a_subject_merged(subject: str, parents: int, expected: dict[str, str]) -> None:

@@ -46,7 +46,7 @@ from forktool.git import Git, TempIndex
 from forktool.model.patchfile import touched_paths
 from forktool.state import read_state, state_bytes, state_path
 
-RefreshStatus = Literal["unchanged", "rebased", "conflict", "resolved", "pending"]
+RefreshStatus = Literal["unchanged", "rebased", "conflict", "resolved", "not-tried"]
 _MARKERS = ("<<<<<<< ", ">>>>>>> ")
 
 
@@ -207,7 +207,7 @@ def _entries(chain: Chain, patches: Sequence[Patch]) -> list[RefreshEntry]:
     for position, patch in enumerate(patches):
         if position >= len(chain.links):
             message = "not tried: an earlier patch conflicts"
-            entries.append(RefreshEntry(patch.name, patch.rel, "pending", message))
+            entries.append(RefreshEntry(patch.name, patch.rel, "not-tried", message))
             continue
         link = chain.links[position]
         entries.append(_entry(link))
@@ -477,7 +477,7 @@ def _pending_result(
         )
     )
     for patch in fork.patches[len(entries) :]:
-        entries.append(RefreshEntry(patch.name, patch.rel, "pending", "not tried yet"))
+        entries.append(RefreshEntry(patch.name, patch.rel, "not-tried", "not tried yet"))
     return RefreshResult(
         onto,
         onto_commit,

@@ -109,7 +109,9 @@ def merged_prs(entry: LogEntry, patterns: Sequence[re.Pattern[str]] = ()) -> dic
     if len(entry.parents) > 1 and (match := _MERGE.match(subject)):
         found[match.group("pr")] = Merged(entry.commit, subject, "merge")
     elif (number := squashed_pr(subject)) is not None:
-        found[number] = Merged(entry.commit, subject, "squash")
+        # "Title (#N)" as a two-parent merge (a merge queue, or a titled merge commit).
+        how: How = "merge" if len(entry.parents) > 1 else "squash"
+        found[number] = Merged(entry.commit, subject, how)
     if "See merge request " in entry.message:
         for match in _GITLAB.finditer(entry.message):
             found.setdefault(

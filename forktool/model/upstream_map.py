@@ -143,7 +143,17 @@ def parse_map(data: bytes, path: str = "upstream.map") -> UpstreamMap:
         note = parts[2] if len(parts) > 2 else ""
         commits, problem = parse_commit_list(commit_text)
         if commits is None:
-            findings.append(Finding("error", f"{patch}: {problem}", path, number))
+            findings.append(
+                Finding(
+                    "error",
+                    f"{patch}: {problem}",
+                    path,
+                    number,
+                    "write full 40-hex commits (git rev-parse <id>), 'pending [PR-url]' while "
+                    "upstream has not merged it, or 'none' for a fork-only patch "
+                    "('forktool map suggest' reads them from the patch headers)",
+                )
+            )
             continue
         if patch in seen:
             findings.append(

@@ -23,7 +23,7 @@ _STYLE = {
     "changed": "yellow",
     "conflict": "red",
     "error": "red",
-    "pending": "dim",
+    "not-tried": "dim",
 }
 
 
