@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -219,6 +220,41 @@ class GitResult:
     @property
     def err(self) -> str:
         return self.stderr.decode("utf-8", "surrogateescape")
+
+
+# Settling ancestry candidates (Git.ancestors): up to this many are asked one
+# ``merge-base --is-ancestor`` each, more take one walk of the tip's history. Without
+# a commit-graph one merge-base can walk as much as that whole walk.
+_DIRECT_MAX = 2
+_DIRECT_WITH_GRAPH = 48
+# A history walk without a commit-graph that takes longer than this earns the notice.
+SLOW_WALK_SECONDS = 1.0
+GRAPH_FIX = "git commit-graph write --reachable --changed-paths"
+
+# Who hears, once per process, that a repository without a commit-graph made a run
+# slow (set by the CLI only: a notice on stderr).
+_graph_notice: Callable[[str], None] | None = None
+_graph_noted: set[Path] = set()
+
+
+def set_graph_notice(callback: Callable[[str], None] | None) -> None:
+    """Say (through ``callback``) when a walk was slow for want of a commit-graph."""
+    global _graph_notice
+    _graph_notice = callback
+    _graph_noted.clear()
+
+
+def note_missing_commit_graph(git: Git) -> None:
+    """Once per repository and process: the walk was slow, a commit-graph would fix it.
+    forktool never writes one unasked (it changes the user's ``.git``)."""
+    key = git.cwd.resolve()
+    if _graph_notice is None or key in _graph_noted:
+        return
+    _graph_noted.add(key)
+    _graph_notice(
+        "this repository has no commit-graph, so walking its history is slow; "
+        f"`{GRAPH_FIX}` in it (once) makes ancestry and history scans fast"
+    )
 
 
 # Who wants to hear about each git command (``forktool -v``); set by the CLI only.
@@ -480,6 +516,7 @@ class Git:
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = Path(cwd)
+        self._graph: bool | None = None
 
     # -- running -----------------------------------------------------------------
 
@@ -681,32 +718,121 @@ class Git:
             found[commit] = message.decode("utf-8", "surrogateescape")
         return found
 
+    # -- ancestry: the one rule ----------------------------------------------------
+
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """``git merge-base --is-ancestor ancestor descendant`` (see :meth:`ancestors`)."""
+        return bool(self.ancestors([ancestor], descendant))
+
+    def not_ancestors(self, commits: Iterable[str], tip: str) -> set[str]:
+        """Those of ``commits`` that are NOT ancestors of ``tip``: the complement of
+        :meth:`ancestors`, in the names the caller gave."""
+        items = list(dict.fromkeys(commits))
+        return set(items) - self.ancestors(items, tip)
+
+    def ancestors(self, commits: Iterable[str], tip: str) -> set[str]:
+        """Those of ``commits`` that are ancestors of ``tip`` (a commit is its own
+        ancestor): for each, exactly what ``git merge-base --is-ancestor <commit> <tip>``
+        answers, in the names the caller gave.
+
+        Every commit must exist: one that is missing or is not a commit is an error
+        (GitError), never an answer. Then, by construction:
+
+        1. one walking ``rev-list --stdin`` of the commits and ``^tip``. git hides a
+           commit from that output only when it marked it reachable from ``tip``, and
+           marks travel only from ``tip`` along parent links: a commit it does not
+           print IS an ancestor. The converse does not hold: with commit dates out of
+           order git may stop walking ``tip``'s side before it reaches an ancestor, so
+           a printed commit is only a candidate.
+        2. each candidate is settled exactly: ``merge-base --is-ancestor`` for a few
+           (cheap with a commit-graph's generation numbers), else one full walk of
+           ``tip``'s history (``rev-list tip``, no negative: nothing stops it early),
+           a membership test.
+
+        Never ``--no-walk`` with ``^tip``: that hides only what git happened to mark
+        while reading its input, which is no ancestry test.
+        """
+        items = list(dict.fromkeys(commits))
+        if not items:
+            return set()
+        ids = self._commit_ids([*items, f"{tip}^{{commit}}"], tip)
+        tip_id = ids[f"{tip}^{{commit}}"]
+        full = {ids[c] for c in items}
+        stdin = "\n".join([*sorted(full), f"^{tip_id}"]) + "\n"
+        printed = self.run(
+            ["rev-list", "--stdin"],
+            purpose=f"check ancestry against {tip}",
+            input=stdin.encode(),
+        ).out.split()
+        candidates = full.intersection(printed)
+        yes = full - candidates
+        if candidates:
+            yes |= self._settle(sorted(candidates), tip_id, tip)
+        return {c for c in items if ids[c] in yes}
+
+    def _commit_ids(self, names: Sequence[str], tip: str) -> dict[str, str]:
+        """name -> full commit id; a missing name or a non-commit is a GitError."""
+        res = self.run(
+            ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+            purpose=f"check ancestry against {tip}",
+            input=("\n".join(names) + "\n").encode(),
+        )
+        found: dict[str, str] = {}
+        for name, line in zip(names, res.out.splitlines(), strict=True):
+            parts = line.split()
+            if len(parts) != 2 or parts[1] != "commit":
+                what = "missing" if len(parts) != 2 or parts[1] == "missing" else parts[1]
+                raise GitError(
+                    f"check ancestry against {tip}",
+                    res.argv,
+                    1,
+                    f"{name} is not a commit in this repository ({what})",
+                )
+            found[name] = parts[0]
+        return found
+
+    def _settle(self, candidates: Sequence[str], tip_id: str, tip: str) -> set[str]:
+        """Those of ``candidates`` (full ids) that are ancestors of ``tip_id``, exactly."""
+        graph = self.has_commit_graph()
+        if len(candidates) <= (_DIRECT_WITH_GRAPH if graph else _DIRECT_MAX):
+            return {c for c in candidates if self._merge_base_is_ancestor(c, tip_id)}
+        started = time.monotonic()
+        reachable = self.run(["rev-list", tip_id], purpose=f"read the history of {tip}").out.split()
+        if not graph and time.monotonic() - started > SLOW_WALK_SECONDS:
+            note_missing_commit_graph(self)
+        return set(candidates).intersection(reachable)
+
+    def _merge_base_is_ancestor(self, ancestor: str, descendant: str) -> bool:
         res = self.run(
             ["merge-base", "--is-ancestor", ancestor, descendant],
-            purpose=f"check whether {ancestor[:12]} is in {descendant}",
+            purpose=f"check whether {ancestor[:12]} is in {descendant[:12]}",
             check=False,
         )
         if res.returncode not in (0, 1):
             raise GitError(f"check ancestry of {ancestor[:12]}", res.argv, res.returncode, res.err)
         return res.returncode == 0
 
-    def not_in(self, commits: Iterable[str], tip: str) -> set[str]:
-        """Those of ``commits`` that are NOT ancestors of ``tip`` (one rev-list call).
-
-        Every commit must exist: check with :meth:`object_types` first, because a
-        missing commit would otherwise look like an ancestor.
-        """
-        items = list(dict.fromkeys(commits))
-        if not items:
-            return set()
-        stdin = "\n".join([*items, f"^{tip}"]) + "\n"
-        res = self.run(
-            ["rev-list", "--no-walk=unsorted", "--stdin"],
-            purpose=f"check ancestry against {tip}",
-            input=stdin.encode(),
-        )
-        return set(res.out.split()) & set(items)
+    def has_commit_graph(self) -> bool:
+        """Whether git can use a commit-graph here (generation numbers, changed paths)."""
+        if self._graph is None:
+            paths = self.out(
+                [
+                    "rev-parse",
+                    "--git-path",
+                    "objects/info/commit-graph",
+                    "--git-path",
+                    "objects/info/commit-graphs/commit-graph-chain",
+                ],
+                purpose="look for a commit-graph",
+            ).splitlines()
+            setting = self.run(
+                ["config", "--type=bool", "core.commitGraph"],
+                purpose="read core.commitGraph",
+                check=False,
+            ).out.strip()
+            here = [p if Path(p).is_absolute() else self.cwd / p for p in paths]
+            self._graph = setting != "false" and any(Path(p).is_file() for p in here)
+        return self._graph
 
     def blob(self, rev: str, path: str) -> bytes | None:
         res = self.run(
@@ -941,13 +1067,21 @@ class Git:
             purpose=f"read the changes in {tip}",
         ).stdout
 
-    def commit_patches(self, commits: Sequence[str], *, reverse: bool = False) -> bytes:
+    def commit_patches(
+        self,
+        commits: Sequence[str],
+        *,
+        reverse: bool = False,
+        paths: Sequence[str] | None = None,
+    ) -> bytes:
         """``git log -p`` of exactly ``commits`` (a merge against its first parent),
         each introduced by a ``commit <id>`` line; ``reverse``: each change inverted,
-        as a revert of it would read."""
+        as a revert of it would read. With ``paths`` (relative to the top of the work
+        tree), only their changes to them: the text :meth:`log_patches` gives them."""
         if not commits:
             return b""
-        return self.run(
+        pathspecs = [f":(literal){p}" for p in paths] if paths is not None else []
+        return run(
             [
                 "log",
                 "--no-walk=unsorted",
@@ -958,10 +1092,64 @@ class Git:
                 *(["-R", "--src-prefix=b/", "--dst-prefix=a/"] if reverse else []),
                 "-p",
                 "--format=commit %H",
+                "--",
+                *pathspecs,
             ],
+            cwd=self.toplevel() if paths is not None else self.cwd,
             purpose="read the changes of the mapped commits",
             input=("\n".join(commits) + "\n").encode(),
         ).stdout
+
+    def log_names(self, tip: str, exclude: Sequence[str] = ()) -> list[tuple[str, frozenset[str]]]:
+        """(commit, the files it changes, relative to the top) for the non-merge commits
+        of ``tip`` and not in ``exclude``. Tree comparisons only, no file is read: the
+        cheap first pass before any diff (cheaper without pathspecs than with them)."""
+        out = self.run(
+            [
+                "log",
+                "-z",
+                "--no-merges",
+                "--no-renames",
+                "--name-only",
+                "--format=%x01%H",
+                tip,
+                *(f"^{e}" for e in exclude),
+                "--",
+            ],
+            purpose=f"list the files changed in {tip}",
+        ).stdout
+        return _named_commits(out)
+
+    def hunk_files(self, commits: Sequence[str]) -> dict[str, frozenset[str]]:
+        """For each commit: the files its diff (first parent) changes line by line
+        (text with hunks; neither binary nor mode-only changes). One ``git log``."""
+        if not commits:
+            return {}
+        out = self.run(
+            [
+                "log",
+                "-z",
+                "--no-walk=unsorted",
+                "--stdin",
+                "--diff-merges=first-parent",
+                "--no-renames",
+                "--numstat",
+                "--format=%x01%H",
+            ],
+            purpose="list the files of the mapped commits",
+            input=("\n".join(commits) + "\n").encode(),
+        ).stdout
+        found: dict[str, set[str]] = {}
+        current: set[str] | None = None
+        for token in out.split(b"\0"):
+            token = token.lstrip(b"\n")
+            if token.startswith(b"\x01"):
+                current = found.setdefault(token[1:].decode(), set())
+            elif current is not None and token:
+                added, deleted, name = [*token.split(b"\t", 2), b"", b""][:3]
+                if added.isdigit() and deleted.isdigit() and int(added) + int(deleted) > 0:
+                    current.add(name.decode("utf-8", "surrogateescape"))
+        return {c: frozenset(files) for c, files in found.items()}
 
     def patch_ids(self, patches: bytes) -> list[tuple[str, str]]:
         """(patch id, commit) for each patch in ``patches`` (``git patch-id --stable``)."""
@@ -1055,18 +1243,6 @@ class Git:
             input=stdin.encode(),
         )
         return [line.split() for line in res.out.splitlines() if line]
-
-    def common_ancestors(self, commits: Sequence[str]) -> list[str]:
-        """The best common ancestors of all ``commits`` (``merge-base --all --octopus``);
-        empty when they share no history."""
-        res = self.run(
-            ["merge-base", "--all", "--octopus", *commits],
-            purpose="find the common ancestors",
-            check=False,
-        )
-        if res.returncode not in (0, 1):
-            raise GitError("find the common ancestors", res.argv, res.returncode, res.err)
-        return res.out.split()
 
     # -- the release sync ----------------------------------------------------------
 
@@ -1412,6 +1588,18 @@ class Git:
             if added == "-" and deleted == "-" and path:
                 found.append(path)
         return found
+
+
+def _named_commits(out: bytes) -> list[tuple[str, frozenset[str]]]:
+    """``log -z --name-only --format=%x01%H`` output -> [(commit, files)]."""
+    found: list[tuple[str, set[str]]] = []
+    for token in out.split(b"\0"):
+        token = token.lstrip(b"\n")
+        if token.startswith(b"\x01"):
+            found.append((token[1:].decode(), set()))
+        elif token and found:
+            found[-1][1].add(token.decode("utf-8", "surrogateescape"))
+    return [(c, frozenset(files)) for c, files in found]
 
 
 def _literal_pattern(path: str) -> str:

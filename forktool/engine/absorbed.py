@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +43,13 @@ from forktool.engine.attempt import (
     try_patch,
 )
 from forktool.engine.releases import Release, first_releases, release_tags, require_releases
-from forktool.engine.reverts import REVERT_GREP, Revert, find_reverts, pathspec_dirs
+from forktool.engine.reverts import (
+    REVERT_GREP,
+    Revert,
+    find_reverts,
+    pathspec_dirs,
+    range_patch_ids,
+)
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
@@ -330,17 +336,14 @@ def cherry_picks(
     """Picked-from commit -> [(commit in ``tip``, its subject)] for the ``picked``
     commits, from one ``git log --grep`` (or ``messages`` already read from it).
 
-    A cherry-pick of C is made after C, so it is never an ancestor of C: the scan
-    skips every commit that all of ``picked`` already contain (their common
-    ancestors), which on a release branch leaves little more than the branch itself.
-    Messages read from a wider range are fine: no commit older than C names C.
+    The scan reads messages only (no diffs) since ``since``; messages read from a
+    wider range are fine: no commit older than C names C.
     """
     if not picked:
         return {}
     wanted = set(picked)
     if messages is None:
-        exclude = [since, *git.common_ancestors(picked)]
-        messages = git.log_messages(tip, exclude, grep=CHERRY_GREP)
+        messages = git.log_messages(tip, [since], grep=CHERRY_GREP)
     found: dict[str, list[tuple[str, str]]] = {}
     for commit, message in messages:
         subject = message.split("\n", 1)[0]
@@ -356,20 +359,22 @@ def history_messages(git: Git, tip: str, since: str) -> list[tuple[str, str]]:
     return git.log_messages(tip, [since], grep=(CHERRY_GREP, REVERT_GREP), ignore_case=True)
 
 
-def copies(
-    git: Git, patches: Sequence[Patch], tip: str, since: str, missing: Iterable[str]
-) -> dict[str, list[str]]:
-    """:func:`same_changes` for patches whose verdict it can change, read only above
-    what every ``missing`` commit already contains (a copy of a change comes after
-    it); a fork-only patch has no such bound."""
+def copies(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str, list[str]]:
+    """:func:`same_changes` for patches whose verdict it can change."""
     if not patches:
         return {}
-    bound = git.common_ancestors(sorted(missing)) if missing else []
-    if any(not p.commits for p in patches):
-        bound = []
-    if any(tip not in git.not_in([tip], b) for b in bound):
-        return {}  # every missing commit descends from the tag: nothing to read
-    return same_changes(git, patches, tip, since, bound)
+    return same_changes(git, patches, tip, since)
+
+
+def _hunk_files(parsed: PatchFile) -> frozenset[str]:
+    """The files a patch changes line by line (those its patch-id hashes by name)."""
+    return frozenset(
+        path
+        for diff in parsed.files
+        if diff.hunks
+        for path in [diff.new_path or diff.old_path]
+        if path is not None
+    )
 
 
 def _diff_bytes(parsed: PatchFile) -> bytes:
@@ -382,16 +387,14 @@ def _diff_bytes(parsed: PatchFile) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
 
 
-def same_changes(
-    git: Git, patches: Sequence[Patch], tip: str, since: str, bound: Sequence[str] = ()
-) -> dict[str, list[str]]:
-    """Patch name -> commits in ``tip`` (since ``since``, and not in ``bound``) with the
-    same stable patch-id.
+def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str, list[str]]:
+    """Patch name -> commits in ``tip`` (since ``since``) with the same stable patch-id.
 
     Two ``git patch-id --stable`` runs: one over every patch file (each introduced
-    by a placeholder id), one over ``git log -p`` of the range limited to the
+    by a placeholder id), one over the diffs of the range's commits limited to the
     directories the patches touch (so a commit matches when its change there is the
-    patch's change, even if it also changed files elsewhere).
+    patch's change, even if it also changed files elsewhere); only commits touching
+    every file of some patch are read (:func:`range_patch_ids`).
     """
     if not patches:
         return {}
@@ -402,8 +405,9 @@ def same_changes(
     ids: dict[str, list[str]] = {}
     for patch_id, placeholder in git.patch_ids(stream):
         ids.setdefault(patch_id, []).append(patches[int(placeholder, 16)].name)
+    needs = [_hunk_files(p.parsed) for p in patches]
     found: dict[str, list[str]] = {}
-    for patch_id, commit in git.patch_ids(git.log_patches(tip, [since, *bound], paths)):
+    for patch_id, commit in range_patch_ids(git, tip, [since], paths, needs):
         for name in ids.get(patch_id, ()):
             found.setdefault(name, []).append(commit)
     return found
@@ -646,13 +650,13 @@ def absorbed(
         messages_f = pool.submit(history_messages, git, tag_commit, since)
         first_f = None if releases is None else pool.submit(first_release_map, fork, git, releases)
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
-        missing = git.not_in(commits, tag_commit)
+        missing = git.not_ancestors(commits, tag_commit)
         in_tag = [c for c in dict.fromkeys(commits) if c not in missing]
         # Ancestry decides where it says no, unless other evidence says the change may
         # be there: only those patches (and fork-only ones) are sought by patch-id. Where
         # ancestry says yes, only a revert or a forward apply can object.
         undecided = [p for p in patches if not p.commits or missing.intersection(p.commits)]
-        same_f = pool.submit(copies, git, undecided, tag_commit, since, missing)
+        same_f = pool.submit(copies, git, undecided, tag_commit, since)
         messages = messages_f.result()
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
         picks = cherry_picks(git, tag_commit, since, sorted(missing), messages)

@@ -62,6 +62,44 @@ def pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
     return dirs if len(dirs) <= MAX_PATHSPECS else None
 
 
+def range_patch_ids(
+    git: Git,
+    tip: str,
+    exclude: Sequence[str],
+    dirs: Sequence[str] | None,
+    needs: Iterable[frozenset[str]],
+) -> list[tuple[str, str]]:
+    """(stable patch-id, commit) for the non-merge commits of ``tip`` and not in
+    ``exclude`` that could share a patch-id with a change whose files with hunks are
+    one of ``needs`` (each commit's diff limited to ``dirs``, as
+    :meth:`Git.log_patches` reads it).
+
+    A patch-id hashes every hunk with its file's name, so a commit can share one only
+    if its change (within ``dirs``) touches every file of the need: one pass over the
+    range's file names (tree comparisons, changed-path filters) picks those, and only
+    their diffs are read. Exactly the matches a diff of the whole range would give.
+    """
+    wanted = list(dict.fromkeys(needs))
+    if not wanted:
+        return []
+    if any(not need for need in wanted):  # nothing to require: every commit may match
+        return git.patch_ids(git.log_patches(tip, exclude, dirs))
+    inside = tuple(dirs) if dirs is not None else None
+    candidates = [
+        commit
+        for commit, files in git.log_names(tip, exclude)
+        if any(need <= _within(files, inside) for need in wanted)
+    ]
+    return git.patch_ids(git.commit_patches(candidates, paths=dirs or []))
+
+
+def _within(files: frozenset[str], dirs: tuple[str, ...] | None) -> frozenset[str]:
+    """Those of ``files`` that the literal pathspecs ``dirs`` match (all for None)."""
+    if dirs is None:
+        return files
+    return frozenset(f for f in files if any(f == d or f.startswith(f"{d}/") for d in dirs))
+
+
 def title_key(title: str) -> str:
     """A subject as a revert's title quotes it: without a ``(#123)`` PR suffix."""
     return _PR_SUFFIX.sub("", title.strip()).strip()
@@ -152,9 +190,9 @@ def _content_claims(
         for name in pair
     ]
     dirs = pathspec_dirs([*touched, *paths])
-    exclude = [since, *git.common_ancestors(commits)]
+    needs = git.hunk_files(commits).values()
     relanded: dict[str, list[str]] = {}
-    for patch_id, commit in git.patch_ids(git.log_patches(tip, exclude, dirs)):
+    for patch_id, commit in range_patch_ids(git, tip, [since], dirs, needs):
         for target in inverse.get(patch_id, ()):
             edges.add(commit, target, BY_CONTENT)
         for original in redo.get(patch_id, ()):
@@ -177,7 +215,7 @@ def _descending(git: Git, claims: Mapping[str, Mapping[str, list[str]]]) -> set[
             targets_of.setdefault(reverter, []).append(target)
     valid = set()
     for reverter, targets in targets_of.items():
-        outside = git.not_in(targets, reverter)
+        outside = git.not_ancestors(targets, reverter)
         valid |= {(reverter, t) for t in targets if t not in outside}
     return valid
 
