@@ -1120,37 +1120,6 @@ class Git:
         ).stdout
         return _named_commits(out)
 
-    def hunk_files(self, commits: Sequence[str]) -> dict[str, frozenset[str]]:
-        """For each commit: the files its diff (first parent) changes line by line
-        (text with hunks; neither binary nor mode-only changes). One ``git log``."""
-        if not commits:
-            return {}
-        out = self.run(
-            [
-                "log",
-                "-z",
-                "--no-walk=unsorted",
-                "--stdin",
-                "--diff-merges=first-parent",
-                "--no-renames",
-                "--numstat",
-                "--format=%x01%H",
-            ],
-            purpose="list the files of the mapped commits",
-            input=("\n".join(commits) + "\n").encode(),
-        ).stdout
-        found: dict[str, set[str]] = {}
-        current: set[str] | None = None
-        for token in out.split(b"\0"):
-            token = token.lstrip(b"\n")
-            if token.startswith(b"\x01"):
-                current = found.setdefault(token[1:].decode(), set())
-            elif current is not None and token:
-                added, deleted, name = [*token.split(b"\t", 2), b"", b""][:3]
-                if added.isdigit() and deleted.isdigit() and int(added) + int(deleted) > 0:
-                    current.add(name.decode("utf-8", "surrogateescape"))
-        return {c: frozenset(files) for c, files in found.items()}
-
     def patch_ids(self, patches: bytes) -> list[tuple[str, str]]:
         """(patch id, commit) for each patch in ``patches`` (``git patch-id --stable``)."""
         if not patches:

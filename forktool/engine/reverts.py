@@ -93,6 +93,39 @@ def range_patch_ids(
     return git.patch_ids(git.commit_patches(candidates, paths=dirs or []))
 
 
+def _hunk_files(patches: bytes) -> list[frozenset[str]]:
+    """For each ``commit <id>`` of ``git log -p`` output: the files it changes line by
+    line (those with ``---``/``+++`` lines). Empty (no requirement) for a commit whose
+    names git quoted: a need must never hold a file the commit's patch-id lacks."""
+    found: list[frozenset[str]] = []
+    current: set[str] | None = None
+    quoted = header = False  # header: between "diff --git" and the first "@@"
+    old = b""
+    for line in patches.split(b"\n"):
+        if line.startswith(b"commit ") and len(line) == 47:
+            if current is not None:
+                found.append(frozenset() if quoted else frozenset(current))
+            current, quoted, header = set(), False, False
+        elif line.startswith(b"diff --git "):
+            header = True
+        elif line.startswith(b"@@"):
+            header = False
+        elif current is None or not header:
+            continue
+        elif line.startswith(b"--- "):
+            old = line[4:]
+        elif line.startswith(b"+++ "):
+            new = line[4:]
+            name = old if new == b"/dev/null" else new
+            if name.startswith(b'"'):
+                quoted = True
+            elif name[:2] in (b"a/", b"b/"):
+                current.add(name[2:].decode("utf-8", "surrogateescape"))
+    if current is not None:
+        found.append(frozenset() if quoted else frozenset(current))
+    return found
+
+
 def _within(files: frozenset[str], dirs: tuple[str, ...] | None) -> frozenset[str]:
     """Those of ``files`` that the literal pathspecs ``dirs`` match (all for None)."""
     if dirs is None:
@@ -190,7 +223,7 @@ def _content_claims(
         for name in pair
     ]
     dirs = pathspec_dirs([*touched, *paths])
-    needs = git.hunk_files(commits).values()
+    needs = _hunk_files(forward)
     relanded: dict[str, list[str]] = {}
     for patch_id, commit in range_patch_ids(git, tip, [since], dirs, needs):
         for target in inverse.get(patch_id, ()):
