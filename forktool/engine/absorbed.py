@@ -789,6 +789,11 @@ def load_probe_results(path: Path) -> ProbeResults:
 # -- for status ------------------------------------------------------------------------
 
 
+# status previews the newest release with the whole absorbed engine only up to this
+# many commits between the pin and it; beyond, ancestry alone and a note.
+PREVIEW_MAX_COMMITS = 2000
+
+
 @dataclass(frozen=True)
 class ReleasePreview:
     """What the newest release tag would retire: the patches, or None and ``note``
@@ -820,6 +825,23 @@ def newest_release_preview(fork: Fork, git: Git) -> ReleasePreview | None:
         return None
     newest = releases[-1]
     try:
+        ahead = git.count_commits(newest.commit, config.pin_commit)
+        if ahead > PREVIEW_MAX_COMMITS:
+            # The verdicts read the range's history and diffs: too slow for one screen.
+            require_commits(fork, git)
+            commits = [c for p in fork.patches for c in p.commits]
+            missing = git.not_ancestors(commits, newest.commit)
+            mapped = [p for p in fork.patches if p.commits]
+            inside = sum(1 for p in mapped if not missing.intersection(p.commits))
+            return ReleasePreview(
+                newest.tag,
+                newest.commit,
+                None,
+                f"{ahead} commits since the pin, more than status reads "
+                f"({PREVIEW_MAX_COMMITS}); {inside} of {len(mapped)} mapped patches have "
+                f"their commits in {newest.tag}; `forktool absorbed --tag {newest.tag}` "
+                "gives the verdicts",
+            )
         report = absorbed(fork, git, newest.tag)
     except FatalError as exc:
         return ReleasePreview(newest.tag, newest.commit, None, exc.message)
