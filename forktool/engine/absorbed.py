@@ -45,6 +45,7 @@ from forktool.engine.attempt import (
 from forktool.engine.releases import Release, first_releases, release_tags, require_releases
 from forktool.engine.reverts import (
     REVERT_GREP,
+    Need,
     Revert,
     find_reverts,
     pathspec_dirs,
@@ -366,15 +367,16 @@ def copies(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str
     return same_changes(git, patches, tip, since)
 
 
-def _hunk_files(parsed: PatchFile) -> frozenset[str]:
-    """The files a patch changes line by line (those its patch-id hashes by name)."""
-    return frozenset(
+def _need(parsed: PatchFile) -> Need:
+    """The files a patch's patch-id hashes by name (exactly, unless one is binary)."""
+    files = frozenset(
         path
         for diff in parsed.files
         if diff.hunks
         for path in [diff.new_path or diff.old_path]
         if path is not None
     )
+    return Need(files, not any(diff.is_binary for diff in parsed.files))
 
 
 def _diff_bytes(parsed: PatchFile) -> bytes:
@@ -405,7 +407,7 @@ def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> di
     ids: dict[str, list[str]] = {}
     for patch_id, placeholder in git.patch_ids(stream):
         ids.setdefault(patch_id, []).append(patches[int(placeholder, 16)].name)
-    needs = [_hunk_files(p.parsed) for p in patches]
+    needs = [_need(p.parsed) for p in patches]
     found: dict[str, list[str]] = {}
     for patch_id, commit in range_patch_ids(git, tip, [since], paths, needs):
         for name in ids.get(patch_id, ()):

@@ -62,67 +62,80 @@ def pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
     return dirs if len(dirs) <= MAX_PATHSPECS else None
 
 
+@dataclass(frozen=True)
+class Need:
+    """The files whose hunks a change's stable patch-id hashes, with their names:
+    exactly ``files`` when ``exact``, else at least them (binary files, quoted names)."""
+
+    files: frozenset[str]
+    exact: bool
+
+
 def range_patch_ids(
     git: Git,
     tip: str,
     exclude: Sequence[str],
     dirs: Sequence[str] | None,
-    needs: Iterable[frozenset[str]],
+    needs: Iterable[Need],
 ) -> list[tuple[str, str]]:
     """(stable patch-id, commit) for the non-merge commits of ``tip`` and not in
-    ``exclude`` that could share a patch-id with a change whose files with hunks are
-    one of ``needs`` (each commit's diff limited to ``dirs``, as
-    :meth:`Git.log_patches` reads it).
+    ``exclude`` that could share a patch-id with one of the changes ``needs`` describe
+    (each commit's diff limited to ``dirs``, as :meth:`Git.log_patches` reads it).
 
-    A patch-id hashes every hunk with its file's name, so a commit can share one only
-    if its change (within ``dirs``) touches every file of the need: one pass over the
-    range's file names (tree comparisons, changed-path filters) picks those, and only
-    their diffs are read. Exactly the matches a diff of the whole range would give.
+    A patch-id hashes the hunks of every file whose content changed, with the file's
+    name, and nothing of a mode change or an added or deleted empty file: two changes
+    share one only if those file sets are equal. One pass over the range's trees
+    (``--raw``: no file is read) gives each commit's set; only the diffs of commits
+    whose set fits a need are read. Exactly the matches a diff of the whole range gives.
     """
     wanted = list(dict.fromkeys(needs))
     if not wanted:
         return []
-    if any(not need for need in wanted):  # nothing to require: every commit may match
+    loose = [n.files for n in wanted if not n.exact]
+    if any(not files for files in loose):  # nothing to require: every commit may match
         return git.patch_ids(git.log_patches(tip, exclude, dirs))
+    exact = {n.files for n in wanted if n.exact}
     inside = tuple(dirs) if dirs is not None else None
-    candidates = [
-        commit
-        for commit, files in git.log_names(tip, exclude)
-        if any(need <= _within(files, inside) for need in wanted)
-    ]
+    candidates = []
+    for commit, files in git.log_changes(tip, exclude):
+        mine = _within(files, inside)
+        if mine in exact or any(files <= mine for files in loose):
+            candidates.append(commit)
     return git.patch_ids(git.commit_patches(candidates, paths=dirs or []))
 
 
-def _hunk_files(patches: bytes) -> list[frozenset[str]]:
-    """For each ``commit <id>`` of ``git log -p`` output: the files it changes line by
-    line (those with ``---``/``+++`` lines). Empty (no requirement) for a commit whose
-    names git quoted: a need must never hold a file the commit's patch-id lacks."""
-    found: list[frozenset[str]] = []
+def _hunk_files(patches: bytes) -> list[Need]:
+    """For each ``commit <id>`` of ``git log -p`` output: the files its patch-id hashes
+    (those with ``---``/``+++`` lines; not exact when a file is binary or its name is
+    quoted, which a need must never over-state)."""
+    found: list[Need] = []
     current: set[str] | None = None
-    quoted = header = False  # header: between "diff --git" and the first "@@"
+    exact = header = False  # header: between "diff --git" and the first "@@"
     old = b""
     for line in patches.split(b"\n"):
         if line.startswith(b"commit ") and len(line) == 47:
             if current is not None:
-                found.append(frozenset() if quoted else frozenset(current))
-            current, quoted, header = set(), False, False
+                found.append(Need(frozenset(current), exact))
+            current, exact, header = set(), True, False
         elif line.startswith(b"diff --git "):
             header = True
         elif line.startswith(b"@@"):
             header = False
         elif current is None or not header:
             continue
+        elif line.startswith((b"Binary files ", b"GIT binary patch")):
+            exact = False
         elif line.startswith(b"--- "):
             old = line[4:]
         elif line.startswith(b"+++ "):
             new = line[4:]
             name = old if new == b"/dev/null" else new
             if name.startswith(b'"'):
-                quoted = True
+                exact = False
             elif name[:2] in (b"a/", b"b/"):
                 current.add(name[2:].decode("utf-8", "surrogateescape"))
     if current is not None:
-        found.append(frozenset() if quoted else frozenset(current))
+        found.append(Need(frozenset(current), exact))
     return found
 
 
