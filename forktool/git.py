@@ -738,12 +738,13 @@ class Git:
         Every commit must exist: one that is missing or is not a commit is an error
         (GitError), never an answer. Then, by construction:
 
-        1. one walking ``rev-list --stdin`` of the commits and ``^tip``. git hides a
-           commit from that output only when it marked it reachable from ``tip``, and
-           marks travel only from ``tip`` along parent links: a commit it does not
-           print IS an ancestor. The converse does not hold: with commit dates out of
-           order git may stop walking ``tip``'s side before it reaches an ancestor, so
-           a printed commit is only a candidate.
+        1. one walking ``rev-list --parents --stdin`` of the commits and ``^tip``. git
+           hides a commit from that output only when it marked it reachable from
+           ``tip``, and marks travel only from ``tip`` along parent links: a commit it
+           does not print IS an ancestor. A printed commit that reaches ``tip`` through
+           the printed parent links descends from it, so is NOT one (no cycles). Any
+           other printed commit is only a candidate: with commit dates out of order git
+           may stop walking ``tip``'s side before it reaches an ancestor.
         2. each candidate is settled exactly: ``merge-base --is-ancestor`` for a few
            (cheap with a commit-graph's generation numbers), else one full walk of
            ``tip``'s history (``rev-list tip``, no negative: nothing stops it early),
@@ -759,13 +760,21 @@ class Git:
         tip_id = ids[f"{tip}^{{commit}}"]
         full = {ids[c] for c in items}
         stdin = "\n".join([*sorted(full), f"^{tip_id}"]) + "\n"
-        printed = self.run(
-            ["rev-list", "--stdin"],
+        listing = self.run(
+            ["rev-list", "--parents", "--stdin"],
             purpose=f"check ancestry against {tip}",
             input=stdin.encode(),
-        ).out.split()
-        candidates = full.intersection(printed)
-        yes = full - candidates
+        ).out
+        printed: set[str] = set()
+        children: dict[str, list[str]] = {}
+        for line in listing.splitlines():
+            commit, *parents = line.split()
+            printed.add(commit)
+            for parent in parents:
+                children.setdefault(parent, []).append(commit)
+        above = _descendants(tip_id, children)
+        candidates = full.intersection(printed) - above
+        yes = full - candidates - above
         if candidates:
             yes |= self._settle(sorted(candidates), tip_id, tip)
         return {c for c in items if ids[c] in yes}
@@ -1561,6 +1570,18 @@ class Git:
             if added == "-" and deleted == "-" and path:
                 found.append(path)
         return found
+
+
+def _descendants(commit: str, children: Mapping[str, Sequence[str]]) -> set[str]:
+    """Every commit that reaches ``commit`` through the ``children`` links."""
+    found: set[str] = set()
+    stack = [commit]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
 
 
 # Blobs whose addition or deletion has no hunk (SHA-1 and SHA-256 empty blobs, none).

@@ -122,30 +122,38 @@ def test_every_pair_is_merge_base_is_ancestor(
         assert git.not_ancestors(commits, tip) == set(commits) - got
 
 
-def criss_cross_with_skew() -> list[Spec]:
-    """A root, a chain of commits dated years before their parent, then the tip."""
-    specs: list[Spec] = [((), 10_000)]  # X: dated new
-    for index in range(1, 10):
-        specs.append(((index - 1,), index))  # dated long before X: clock skew
-    specs.append(((9,), 20_000))  # the tip
+def skewed_roots(roots: int) -> list[Spec]:
+    """``roots`` root commits dated new, each under a chain of commits dated years
+    before it (clock skew), all merged by the tip."""
+    specs: list[Spec] = []
+    heads = []
+    for _ in range(roots):
+        specs.append(((), 10_000))  # a root, dated new
+        for step in range(9):
+            specs.append(((len(specs) - 1,), step))  # dated long before their parent
+        heads.append(len(specs) - 1)
+    specs.append((tuple(heads), 20_000))  # the tip
     return specs
 
 
-def test_clock_skew_settles_what_the_walk_left_open(tmp_path: Path) -> None:
-    """git's walking rev-list stops early here and prints an ancestor of the tip:
-    :meth:`Git.ancestors` must settle it, not believe it."""
-    commits = build_dag(tmp_path / "repo", criss_cross_with_skew())
+@pytest.mark.parametrize("roots", [1, 3])
+def test_clock_skew_settles_what_the_walk_left_open(tmp_path: Path, roots: int) -> None:
+    """git's walking rev-list stops early here and prints ancestors of the tip:
+    :meth:`Git.ancestors` settles them (one merge-base each, or with more of them one
+    walk of the tip's history), never believes them."""
+    commits = build_dag(tmp_path / "repo", skewed_roots(roots))
     git = Git(tmp_path / "repo")
-    root, tip = commits[0], commits[-1]
-    printed = git.run(
-        ["rev-list", "--stdin"], purpose="walk", input=f"{root}\n^{tip}\n".encode()
-    ).out.split()
-    assert root in printed  # the walk alone would say "not an ancestor"
-    assert merge_base_says(git, root, tip)
-    assert git.ancestors([root], tip) == {root}
-    assert git.ancestors(commits, tip) == set(commits)  # many: the full-walk path
-    assert git.is_ancestor(root, tip)
-    assert not git.is_ancestor(tip, root)
+    tip = commits[-1]
+    heads = commits[0:-1:10]
+    stdin = "".join(f"{c}\n" for c in heads) + f"^{tip}\n"
+    printed = git.run(["rev-list", "--stdin"], purpose="walk", input=stdin.encode()).out.split()
+    assert set(heads) <= set(printed)  # the walk alone would say "not an ancestor"
+    assert all(merge_base_says(git, c, tip) for c in heads)
+    assert git.ancestors(heads, tip) == set(heads)
+    assert git.ancestors(commits, tip) == set(commits)
+    assert git.is_ancestor(heads[0], tip)
+    assert not git.is_ancestor(tip, heads[0])
+    assert git.not_ancestors([tip], heads[0]) == {tip}
 
 
 def test_a_missing_commit_is_an_error_never_an_ancestor(tmp_path: Path) -> None:
