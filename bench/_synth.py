@@ -49,6 +49,21 @@ def module_text(index: int, value: int) -> str:
     return f"# module {index}\nheader = {index}\nvalue = {value}\nfooter = {index}\n"
 
 
+def fast_import(path: Path, stream: bytes | bytearray) -> dict[str, str]:
+    """Import ``stream`` into the repository at ``path``; mark (``:N``) -> commit id."""
+    marks = path / "marks"
+    subprocess.run(
+        git_argv(["fast-import", "--quiet", f"--export-marks={marks}"]),
+        cwd=path,
+        input=bytes(stream),
+        check=True,
+        env=hardened_env(),
+    )
+    by_mark = dict(line.split() for line in marks.read_text().splitlines())
+    marks.unlink()
+    return by_mark
+
+
 def build_upstream(path: Path, commits: int, fixes: int, *, pre_pin: int = 0) -> list[str]:
     """A linear history of ``commits`` commits on ``main``; returns the fix commits.
 
@@ -100,16 +115,7 @@ def build_upstream(path: Path, commits: int, fixes: int, *, pre_pin: int = 0) ->
             minor = n // RELEASE_EVERY
             stream += b"reset refs/tags/v1.%d.0rc0\nfrom :%d\n\n" % (minor, mark - 1)
             stream += b"reset refs/tags/v1.%d.0\nfrom :%d\n\n" % (minor, mark)
-    marks = path / "marks"
-    subprocess.run(
-        git_argv(["fast-import", "--quiet", f"--export-marks={marks}"]),
-        cwd=path,
-        input=bytes(stream),
-        check=True,
-        env=hardened_env(),
-    )
-    by_mark = dict(line.split() for line in marks.read_text().splitlines())
-    marks.unlink()
+    by_mark = fast_import(path, stream)
     return [by_mark[f":{m}"] for m in fix_marks]
 
 
@@ -201,16 +207,7 @@ def build_topic_history(
         if mark // 1000 >= len(tags):
             tags.append(f"v1.{len(tags)}.0")
             stream.extend(b"reset refs/tags/%s\nfrom :%d\n\n" % (tags[-1].encode(), master))
-    marks = path / "marks"
-    subprocess.run(
-        git_argv(["fast-import", "--quiet", f"--export-marks={marks}"]),
-        cwd=path,
-        input=bytes(stream),
-        check=True,
-        env=hardened_env(),
-    )
-    by_mark = dict(line.split() for line in marks.read_text().splitlines())
-    marks.unlink()
+    by_mark = fast_import(path, stream)
     return [by_mark[f":{m}"] for m in fix_marks], tags
 
 
