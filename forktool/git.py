@@ -1112,18 +1112,16 @@ class Git:
     def log_changes(
         self, tip: str, exclude: Sequence[str] = ()
     ) -> list[tuple[str, frozenset[str]]]:
-        """(commit, the files whose content it changes, relative to the top) for the
-        non-merge commits of ``tip`` and not in ``exclude``: neither a mode change nor an
-        added or deleted empty file counts. Tree comparisons only (``--raw``), no file
-        is read: the cheap first pass before any diff."""
+        """(commit, every file its diff names, relative to the top) for the non-merge
+        commits of ``tip`` and not in ``exclude``. Tree comparisons only
+        (``--name-only``), no file is read: the cheap first pass before any diff."""
         out = self.run(
             [
                 "log",
                 "-z",
                 "--no-merges",
                 "--no-renames",
-                "--raw",
-                "--no-abbrev",
+                "--name-only",
                 "--format=%x01%H",
                 tip,
                 *(f"^{e}" for e in exclude),
@@ -1584,30 +1582,15 @@ def _descendants(commit: str, children: Mapping[str, Sequence[str]]) -> set[str]
     return found
 
 
-# Blobs whose addition or deletion has no hunk (SHA-1 and SHA-256 empty blobs, none).
-_NO_HUNK_BLOBS = {
-    "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
-    "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
-}
-
-
 def _changed_files(out: bytes) -> list[tuple[str, frozenset[str]]]:
-    """``log -z --raw --no-abbrev --format=%x01%H`` output -> [(commit, files whose
-    content changed)]."""
+    """``log -z --name-only --format=%x01%H`` output -> [(commit, files)]."""
     found: list[tuple[str, set[str]]] = []
-    status: list[bytes] | None = None
     for token in out.split(b"\0"):
         token = token.lstrip(b"\n")
         if token.startswith(b"\x01"):
             found.append((token[1:].decode(), set()))
-        elif token.startswith(b":"):
-            status = token[1:].split()
-        elif status is not None and found:
-            old, new = status[2].decode(), status[3].decode()
-            zero = {old, new} & {"0" * 40, "0" * 64}
-            if old != new and not (zero and {old, new} & _NO_HUNK_BLOBS):
-                found[-1][1].add(token.decode("utf-8", "surrogateescape"))
-            status = None
+        elif token and found:
+            found[-1][1].add(token.decode("utf-8", "surrogateescape"))
     return [(c, frozenset(files)) for c, files in found]
 
 

@@ -368,7 +368,7 @@ def copies(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str
 
 
 def _need(parsed: PatchFile) -> Need:
-    """The files a patch's patch-id hashes by name (exactly, unless one is binary)."""
+    """What a commit's diff must name to share the patch's patch-id (reverts.Need)."""
     files = frozenset(
         path
         for diff in parsed.files
@@ -376,7 +376,10 @@ def _need(parsed: PatchFile) -> Need:
         for path in [diff.new_path or diff.old_path]
         if path is not None
     )
-    return Need(files, not any(diff.is_binary for diff in parsed.files))
+    named = frozenset(
+        path for diff in parsed.files for path in (diff.old_path, diff.new_path) if path
+    )
+    return Need(files, named)
 
 
 def _diff_bytes(parsed: PatchFile) -> bytes:

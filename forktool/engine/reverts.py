@@ -64,11 +64,12 @@ def pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
 
 @dataclass(frozen=True)
 class Need:
-    """The files whose hunks a change's stable patch-id hashes, with their names:
-    exactly ``files`` when ``exact``, else at least them (binary files, quoted names)."""
+    """What a commit's diff must name to share a change's stable patch-id: every file
+    of ``files`` (those the change has hunks in), and nothing outside ``within`` (every
+    file the change's diff names; None: not known, no bound)."""
 
     files: frozenset[str]
-    exact: bool
+    within: frozenset[str] | None
 
 
 def range_patch_ids(
@@ -82,60 +83,73 @@ def range_patch_ids(
     ``exclude`` that could share a patch-id with one of the changes ``needs`` describe
     (each commit's diff limited to ``dirs``, as :meth:`Git.log_patches` reads it).
 
-    A patch-id hashes the hunks of every file whose content changed, with the file's
-    name, and nothing of a mode change or an added or deleted empty file: two changes
-    share one only if those file sets are equal. One pass over the range's trees
-    (``--raw``: no file is read) gives each commit's set; only the diffs of commits
-    whose set fits a need are read. Exactly the matches a diff of the whole range gives.
+    A stable patch-id hashes every file a diff names (its hunks, a mode change, even
+    an added empty file): two diffs share one only if they name the same files. One
+    ``--name-only`` pass over the range (tree comparisons, no file read) gives each
+    commit's files; only the diffs of commits whose files (within ``dirs``) hold every
+    file a need has hunks in, and nothing outside what it names, are read. The
+    matches are exactly those a diff of the whole range gives.
     """
     wanted = list(dict.fromkeys(needs))
     if not wanted:
         return []
-    loose = [n.files for n in wanted if not n.exact]
-    if any(not files for files in loose):  # nothing to require: every commit may match
+    if any(not need.files for need in wanted):  # nothing to require: any may match
         return git.patch_ids(git.log_patches(tip, exclude, dirs))
-    exact = {n.files for n in wanted if n.exact}
+    by_file: dict[str, list[Need]] = {}
+    for need in wanted:
+        by_file.setdefault(min(need.files), []).append(need)
     inside = tuple(dirs) if dirs is not None else None
     candidates = []
     for commit, files in git.log_changes(tip, exclude):
         mine = _within(files, inside)
-        if mine in exact or any(files <= mine for files in loose):
+        if any(
+            need.files <= mine and (need.within is None or mine <= need.within)
+            for name in mine
+            for need in by_file.get(name, ())
+        ):
             candidates.append(commit)
     return git.patch_ids(git.commit_patches(candidates, paths=dirs or []))
 
 
 def _hunk_files(patches: bytes) -> list[Need]:
-    """For each ``commit <id>`` of ``git log -p`` output: the files its patch-id hashes
-    (those with ``---``/``+++`` lines; not exact when a file is binary or its name is
-    quoted, which a need must never over-state)."""
+    """For each ``commit <id>`` of ``git log -p`` output: the files it has hunks in
+    (``---``/``+++`` lines) and every file it names (``diff --git``); no bound when a
+    name is quoted."""
     found: list[Need] = []
     current: set[str] | None = None
-    exact = header = False  # header: between "diff --git" and the first "@@"
+    named: set[str] = set()
+    bounded = header = False  # header: between "diff --git" and the first "@@"
     old = b""
+
+    def close() -> None:
+        if current is not None:
+            found.append(Need(frozenset(current), frozenset(named) if bounded else None))
+
     for line in patches.split(b"\n"):
         if line.startswith(b"commit ") and len(line) == 47:
-            if current is not None:
-                found.append(Need(frozenset(current), exact))
-            current, exact, header = set(), True, False
+            close()
+            current, named, bounded, header = set(), set(), True, False
         elif line.startswith(b"diff --git "):
             header = True
+            match = _DIFF_PATHS.match(line)
+            if match is None or match.group(1) != match.group(2):
+                bounded = False
+            else:
+                named.add(match.group(1).decode("utf-8", "surrogateescape"))
         elif line.startswith(b"@@"):
             header = False
         elif current is None or not header:
             continue
-        elif line.startswith((b"Binary files ", b"GIT binary patch")):
-            exact = False
         elif line.startswith(b"--- "):
             old = line[4:]
         elif line.startswith(b"+++ "):
             new = line[4:]
             name = old if new == b"/dev/null" else new
             if name.startswith(b'"'):
-                exact = False
+                bounded = False
             elif name[:2] in (b"a/", b"b/"):
                 current.add(name[2:].decode("utf-8", "surrogateescape"))
-    if current is not None:
-        found.append(Need(frozenset(current), exact))
+    close()
     return found
 
 
