@@ -23,6 +23,7 @@ from forktool.errors import FatalError, GitError, git_said
 from forktool.faults import faultpoint
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40}$", re.MULTILINE)
 
 # Every setting that could change a result, pinned in one place and passed as
 # ``git -c`` to every git process: neither the user's environment nor the
@@ -517,6 +518,9 @@ class Git:
     def __init__(self, cwd: Path) -> None:
         self.cwd = Path(cwd)
         self._graph: bool | None = None
+        # (commit, reverse, paths) -> its diff as commit_patches reads it: each commit's
+        # diff is read at most once per run, however many tags the run judges.
+        self._diffs: dict[tuple[str, bool, tuple[str, ...] | None], bytes] = {}
 
     # -- running -----------------------------------------------------------------
 
@@ -1086,9 +1090,28 @@ class Git:
         """``git log -p`` of exactly ``commits`` (a merge against its first parent),
         each introduced by a ``commit <id>`` line; ``reverse``: each change inverted,
         as a revert of it would read. With ``paths`` (relative to the top of the work
-        tree), only their changes to them: the text :meth:`log_patches` gives them."""
+        tree), only their changes to them: the text :meth:`log_patches` gives them.
+        Each commit's diff is read once per :class:`Git` (full commit ids)."""
         if not commits:
             return b""
+        if not all(HEX40.match(c) for c in commits):  # only full ids name their diff
+            return self._read_patches(commits, reverse=reverse, paths=paths)
+        commits = list(dict.fromkeys(commits))
+        scope = tuple(paths) if paths is not None else None
+        unread = [c for c in commits if (c, reverse, scope) not in self._diffs]
+        if unread:
+            data = self._read_patches(unread, reverse=reverse, paths=paths)
+            starts = [m.start() for m in _COMMIT_LINE.finditer(data)]
+            for at, end in zip(starts, [*starts[1:], len(data)], strict=True):
+                commit = data[at + 7 : at + 47].decode()
+                self._diffs[(commit, reverse, scope)] = data[at:end]
+            for commit in unread:  # a commit git showed nothing for (pathspec) is empty
+                self._diffs.setdefault((commit, reverse, scope), b"")
+        return b"".join(self._diffs[(c, reverse, scope)] for c in commits)
+
+    def _read_patches(
+        self, commits: Sequence[str], *, reverse: bool, paths: Sequence[str] | None
+    ) -> bytes:
         pathspecs = [f":(literal){p}" for p in paths] if paths is not None else []
         return run(
             [
