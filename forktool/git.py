@@ -521,6 +521,7 @@ class Git:
         # (commit, reverse, paths) -> its diff as commit_patches reads it: each commit's
         # diff is read at most once per run, however many tags the run judges.
         self._diffs: dict[tuple[str, bool, tuple[str, ...] | None], bytes] = {}
+        self._changes: dict[tuple[str, tuple[str, ...]], list[tuple[str, frozenset[str]]]] = {}
 
     # -- running -----------------------------------------------------------------
 
@@ -1132,12 +1133,37 @@ class Git:
             input=("\n".join(commits) + "\n").encode(),
         ).stdout
 
+    def commit_names(self, commits: Sequence[str]) -> dict[str, frozenset[str]]:
+        """Each commit -> every file its diff (a merge against its first parent) names,
+        relative to the top: tree comparisons only. One ``git log``."""
+        if not commits:
+            return {}
+        out = self.run(
+            [
+                "log",
+                "-z",
+                "--no-walk=unsorted",
+                "--stdin",
+                "--diff-merges=first-parent",
+                "--no-renames",
+                "--name-only",
+                "--format=%x01%H",
+            ],
+            purpose="list the files of the mapped commits",
+            input=("\n".join(commits) + "\n").encode(),
+        ).stdout
+        return dict(_changed_files(out))
+
     def log_changes(
         self, tip: str, exclude: Sequence[str] = ()
     ) -> list[tuple[str, frozenset[str]]]:
         """(commit, every file its diff names, relative to the top) for the non-merge
         commits of ``tip`` and not in ``exclude``. Tree comparisons only
-        (``--name-only``), no file is read: the cheap first pass before any diff."""
+        (``--name-only``), no file is read: the cheap first pass before any diff. Read
+        once per :class:`Git` for each range."""
+        key = (tip, tuple(exclude))
+        if key in self._changes:
+            return self._changes[key]
         out = self.run(
             [
                 "log",
@@ -1152,7 +1178,9 @@ class Git:
             ],
             purpose=f"list the files changed in {tip}",
         ).stdout
-        return _changed_files(out)
+        found = _changed_files(out)
+        self._changes[key] = found
+        return found
 
     def patch_ids(self, patches: bytes) -> list[tuple[str, str]]:
         """(patch id, commit) for each patch in ``patches`` (``git patch-id --stable``)."""

@@ -36,7 +36,6 @@ MAX_PATHSPECS = 64
 _REVERT_LINE = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _REVERT_TITLE = re.compile(r'Revert "(.*)"')
 _PR_SUFFIX = re.compile(r"\s*\(#[0-9]+\)\s*$")
-_DIFF_PATHS = re.compile(rb"^diff --git a/(.*) b/(.*)$", re.MULTILINE)
 
 # Names of the witnesses, as they appear in the evidence's detail.
 BY_LINE = "'This reverts commit' line"
@@ -109,48 +108,6 @@ def range_patch_ids(
         ):
             candidates.append(commit)
     return git.patch_ids(git.commit_patches(candidates, paths=dirs or []))
-
-
-def _hunk_files(patches: bytes) -> list[Need]:
-    """For each ``commit <id>`` of ``git log -p`` output: the files it has hunks in
-    (``---``/``+++`` lines) and every file it names (``diff --git``); no bound when a
-    name is quoted."""
-    found: list[Need] = []
-    current: set[str] | None = None
-    named: set[str] = set()
-    bounded = header = False  # header: between "diff --git" and the first "@@"
-    old = b""
-
-    def close() -> None:
-        if current is not None:
-            found.append(Need(frozenset(current), frozenset(named) if bounded else None))
-
-    for line in patches.split(b"\n"):
-        if line.startswith(b"commit ") and len(line) == 47:
-            close()
-            current, named, bounded, header = set(), set(), True, False
-        elif line.startswith(b"diff --git "):
-            header = True
-            match = _DIFF_PATHS.match(line)
-            if match is None or match.group(1) != match.group(2):
-                bounded = False
-            else:
-                named.add(match.group(1).decode("utf-8", "surrogateescape"))
-        elif line.startswith(b"@@"):
-            header = False
-        elif current is None or not header:
-            continue
-        elif line.startswith(b"--- "):
-            old = line[4:]
-        elif line.startswith(b"+++ "):
-            new = line[4:]
-            name = old if new == b"/dev/null" else new
-            if name.startswith(b'"'):
-                bounded = False
-            elif name[:2] in (b"a/", b"b/"):
-                current.add(name[2:].decode("utf-8", "surrogateescape"))
-    close()
-    return found
 
 
 def _within(files: frozenset[str], dirs: tuple[str, ...] | None) -> frozenset[str]:
@@ -239,20 +196,31 @@ def _ids(git: Git, patches: bytes) -> dict[str, list[str]]:
 def _content_claims(
     edges: _Edges, git: Git, tip: str, since: str, commits: Sequence[str], paths: Iterable[str]
 ) -> None:
-    """Inverse patch-ids: one walk of the range's diffs, limited to the directories
-    the mapped commits and their patches touch."""
-    forward = git.commit_patches(commits)
-    inverse = _ids(git, git.commit_patches(commits, reverse=True))
-    redo = _ids(git, forward)
-    touched = [
-        name.decode("utf-8", "surrogateescape")
-        for pair in _DIFF_PATHS.findall(forward)
-        for name in pair
-    ]
-    dirs = pathspec_dirs([*touched, *paths])
-    needs = _hunk_files(forward)
+    """Inverse patch-ids, limited to the directories the mapped commits and their
+    patches touch. A stable patch-id hashes every file a diff names, so a revert (or a
+    re-land) of C names, there, exactly the files C names: the range's file names
+    (``--name-only``, no file read) pick the candidates, and only the mapped commits
+    that some candidate fits have their diffs read, forward and inverted."""
+    named = git.commit_names(commits)
+    dirs = pathspec_dirs([*(f for files in named.values() for f in files), *paths])
+    inside = tuple(dirs) if dirs is not None else None
+    wanted: dict[frozenset[str], list[str]] = {}
+    for commit, files in named.items():
+        wanted.setdefault(_within(files, inside), []).append(commit)
+    candidates: list[str] = []
+    fitted: dict[str, None] = {}
+    for commit, files in git.log_changes(tip, [since]):
+        fits = wanted.get(_within(files, inside))
+        if fits:
+            candidates.append(commit)
+            fitted.update(dict.fromkeys(fits))
+    if not candidates:
+        return
+    mapped = list(fitted)
+    inverse = _ids(git, git.commit_patches(mapped, reverse=True))
+    redo = _ids(git, git.commit_patches(mapped))
     relanded: dict[str, list[str]] = {}
-    for patch_id, commit in range_patch_ids(git, tip, [since], dirs, needs):
+    for patch_id, commit in git.patch_ids(git.commit_patches(candidates, paths=dirs or [])):
         for target in inverse.get(patch_id, ()):
             edges.add(commit, target, BY_CONTENT)
         for original in redo.get(patch_id, ()):
