@@ -244,3 +244,33 @@ def test_absorbed_agrees_with_git_on_a_gitgit_shaped_history(builder: RepoBuilde
             assert patch["ancestor"] is truth[commit], (tag, patch["patch"])
             assert (patch["verdict"] == "retire") is truth[commit], (tag, patch["patch"])
     assert wrong_before > 0  # the fixture tells the two constructions apart
+
+
+def test_a_slow_walk_without_a_commit_graph_says_so_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a commit-graph, a settling walk that is slow earns one notice naming
+    the fix, never a write into the repository; with one, no notice."""
+    import forktool.git as git_module
+
+    commits = build_dag(tmp_path / "repo", skewed_roots(3))
+    git = Git(tmp_path / "repo")
+    heard: list[str] = []
+    monkeypatch.setattr(git_module, "SLOW_WALK_SECONDS", 0.0)
+    git_module.set_graph_notice(heard.append)
+    try:
+        heads = commits[0:-1:10]
+        assert git.ancestors(heads, commits[-1]) == set(heads)  # settled by a full walk
+        assert git.ancestors(heads, commits[-1]) == set(heads)
+        assert len(heard) == 1
+        assert "git commit-graph write --reachable --changed-paths" in heard[0]
+        info = tmp_path / "repo" / ".git" / "objects" / "info"
+        assert not (info / "commit-graph").exists()  # nothing written unasked
+        git.write_commit_graph()
+        fresh = Git(tmp_path / "repo")
+        git_module.set_graph_notice(heard.append)
+        assert fresh.has_commit_graph()
+        assert fresh.ancestors(heads, commits[-1]) == set(heads)
+        assert len(heard) == 1
+    finally:
+        git_module.set_graph_notice(None)
