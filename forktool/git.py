@@ -624,19 +624,33 @@ class Git:
         return [t for t in self.out(args, purpose="list tags").splitlines() if t]
 
     def tag_commits(self, pattern: str | None = None) -> dict[str, str]:
-        """Every tag (matching ``pattern``) mapped to the commit it peels to, in one call."""
+        """Every tag (matching ``pattern``) mapped to the commit it peels to, in two calls.
+
+        ``%(*objectname)`` peels one level only: a tag of a tag (of a tag...) is peeled
+        fully by one ``cat-file --batch-check`` of ``refs/tags/NAME^{commit}``. A tag
+        of a tree or a blob names no commit and is left out.
+        """
         fmt = "%(refname:strip=2)%00%(objectname)%00%(*objectname)%00%(objecttype)%00%(*objecttype)"
         args = ["for-each-ref", f"--format={fmt}", "refs/tags/" + (pattern or "")]
         if pattern and not any(c in pattern for c in "*?["):
             args[-1] = f"refs/tags/{pattern}"
         out = self.run(args, purpose="list tags").out
-        result: dict[str, str] = {}
+        peeled_to: dict[str, str | None] = {}
         for line in out.splitlines():
             name, oid, peeled, otype, ptype = line.split("\0")
             if otype == "commit":
-                result[name] = oid
+                peeled_to[name] = oid
             elif ptype == "commit":
-                result[name] = peeled
+                peeled_to[name] = peeled
+            elif ptype == "tag":
+                peeled_to[name] = None  # a tag of a tag: peeled below
+        nested = [f"refs/tags/{name}^{{commit}}" for name, oid in peeled_to.items() if oid is None]
+        found = self.resolve_names(nested)
+        result: dict[str, str] = {}
+        for name, oid in peeled_to.items():
+            hit = found.get(f"refs/tags/{name}^{{commit}}") if oid is None else (oid, "commit")
+            if hit is not None and hit[1] == "commit":
+                result[name] = hit[0]
         return result
 
     def object_types(self, oids: Iterable[str]) -> dict[str, str | None]:
