@@ -526,6 +526,15 @@ class Git:
     def remotes(self) -> list[str]:
         return self.out(["remote"], purpose="list remotes").split()
 
+    def remote_url(self, remote: str) -> str | None:
+        """The URL ``remote`` fetches from (``insteadOf`` rewrites applied), or None."""
+        if remote.startswith("-") or remote not in self.remotes():
+            return None
+        res = self.run(
+            ["remote", "get-url", remote], purpose=f"read the URL of remote {remote}", check=False
+        )
+        return (res.out.strip() or None) if res.ok else None
+
     # -- objects and refs --------------------------------------------------------
 
     def symbolic_target(self, ref: str) -> str | None:
@@ -647,8 +656,8 @@ class Git:
         nested = [f"refs/tags/{name}^{{commit}}" for name, oid in peeled_to.items() if oid is None]
         found = self.resolve_names(nested)
         result: dict[str, str] = {}
-        for name, oid in peeled_to.items():
-            hit = found.get(f"refs/tags/{name}^{{commit}}") if oid is None else (oid, "commit")
+        for name, known in peeled_to.items():
+            hit = found.get(f"refs/tags/{name}^{{commit}}") if known is None else (known, "commit")
             if hit is not None and hit[1] == "commit":
                 result[name] = hit[0]
         return result

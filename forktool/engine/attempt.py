@@ -122,6 +122,9 @@ class Attempt:
     fuzz: int = 0
     detail: str = ""
     reason: Reason = ""
+    # Every hunk that did not apply, as (file, hunk number): complete only when the
+    # applier went on past a failure (``git apply --reject``).
+    rejected: list[tuple[str, int]] = field(default_factory=list)
 
     def fail(self, reason: Reason, path: str, at: int | None = None) -> None:
         """Record the first failure only: later ones are consequences."""
@@ -179,10 +182,13 @@ def read_git_apply(
             offsets[(current, number)] = (at, int(match.group(3) or 0))
         elif match := _GIT_PATCH_FAILED.match(line):
             attempt.fail("context", match.group(1), int(match.group(2)))
+            _reject(attempt, parsed, match.group(1), int(match.group(2)), reverse)
         elif match := _GIT_EXISTS.match(line):
             attempt.fail("exists", match.group(1))
+            _reject(attempt, parsed, match.group(1), None, reverse)
         elif match := _GIT_MISSING.match(line):
             attempt.fail("missing", match.group(1))
+            _reject(attempt, parsed, match.group(1), None, reverse)
         elif modes and (match := _GIT_MODE_MISMATCH.match(line)):
             path, found, wanted = match.groups()
             attempt.ok = False
@@ -201,6 +207,25 @@ def read_git_apply(
             errors[-1] if errors else "git apply failed",
         )
     return attempt
+
+
+def _reject(
+    attempt: Attempt, parsed: PatchFile, path: str, line: int | None, reverse: bool
+) -> None:
+    """Record the hunk of ``path`` expected at ``line`` (every hunk of the file when
+    ``line`` is None: the file itself is missing, or already exists) as not applied."""
+    diff = _diff_for(parsed, path)
+    if diff is None:
+        return
+    if line is None:
+        attempt.rejected += [(diff.path, n) for n in range(1, len(diff.hunks) + 1)]
+    elif (number := _hunk_at(parsed, path, line, reverse)) is not None:
+        attempt.rejected.append((diff.path, number))
+
+
+def hunks_of(parsed: PatchFile) -> list[tuple[str, int]]:
+    """Every hunk of the patch as (file, hunk number), in order."""
+    return [(d.path, n) for d in parsed.files for n in range(1, len(d.hunks) + 1)]
 
 
 def mode_detail(path: str, wanted: str, found: str) -> str:
