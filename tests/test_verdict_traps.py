@@ -4,7 +4,11 @@ stable branch's ``cherry-pick -x -m1`` of a merge, a PR of another project."""
 
 from __future__ import annotations
 
-from helpers import run_cli
+import json
+from pathlib import Path
+
+import pytest
+from helpers import make_patch, run_cli
 
 from forktool.builder import RepoBuilder
 
@@ -32,3 +36,184 @@ def test_a_tag_of_a_tag_is_a_release_for_poll_and_forecast(sync_fork: RepoBuilde
     assert forecast.code == 0, forecast.err
     refs = [t["ref"] for t in forecast.json()["targets"]]  # type: ignore[union-attr]
     assert refs == ["v2", "v3"]
+
+
+# -- an upstream with PR merges, a stable branch, and a fork of it -----------------------
+
+GH = "https://github.com/acme/app/pull"
+
+
+def _lines(name: str, count: int = 40) -> str:
+    return "".join(f"{name} line {i}\n" for i in range(1, count + 1))
+
+
+def _edit(text: str, *lines: int, word: str = "fixed") -> str:
+    out = text.splitlines(keepends=True)
+    for number in lines:
+        out[number - 1] = out[number - 1].replace("\n", f" {word}\n")
+    return "".join(out)
+
+
+A, B, T = _lines("a.c"), _lines("b.c"), _lines("t.c")
+
+
+def _pr(repo: RepoBuilder, number: int, files: dict[str, str | bytes | None]) -> tuple[str, str]:
+    """A PR branch with one commit, merged into main as GitHub does: (commit, merge)."""
+    repo.branch(f"pr{number}")
+    repo.checkout(f"pr{number}")
+    commit = repo.commit(f"change of PR {number}\n", files)
+    repo.checkout("main")
+    merge = repo.merge(f"pr{number}", f"Merge pull request #{number} from someone/pr{number}\n")
+    return commit, merge
+
+
+def _upstream(repo: RepoBuilder) -> dict[str, str]:
+    c: dict[str, str] = {}
+    repo.commit("import\n", {"a.c": A, "b.c": B, "t.c": T})
+    c["typos"], c["typos_merge"] = _pr(repo, 7, {"b.c": _edit(B, 3)})
+    repo.tag("v1")
+    c["fix"], c["fix_merge"] = _pr(repo, 9, {"a.c": _edit(A, 10)})
+    c["follow"] = repo.commit("follow-up of the overflow fix\n", {"b.c": _edit(B, 3, 30)})
+    # Upstream's version of the t.c change takes one of the fork's four hunks.
+    c["partial"] = repo.commit("rework t.c (#11)\n", {"t.c": _edit(T, 5)})
+    repo.tag("v2")
+    repo.branch("patch/1", "v1")
+    repo.checkout("patch/1")
+    c["pick"] = repo.cherry_pick(c["fix_merge"], mainline=1)
+    repo.tag("v1.0.1")
+    repo.checkout("main")
+    return c
+
+
+def _fork(tmp_path: Path, maps: dict[str, str], patches: dict[str, dict[str, str]]) -> RepoBuilder:
+    upstream = RepoBuilder.init(tmp_path / "upstream")
+    commits = _upstream(upstream)
+    fork = RepoBuilder.clone(upstream.path, tmp_path / "fork")
+    (fork.path / "patches").mkdir()
+    for name, files in patches.items():
+        (fork.path / "patches" / name).write_bytes(
+            make_patch(fork, "v1", dict(files), name.removesuffix(".patch"))
+        )
+    (fork.path / "series").write_text("".join(f"{n}\n" for n in patches))
+    (fork.path / "upstream.map").write_text(
+        "".join(f"{n} {maps[n].format(**commits)}\n" for n in patches)
+    )
+    (fork.path / "forktool.yaml").write_text(
+        "upstream:\n  remote: origin\n  url: https://github.com/acme/app.git\n"
+        f"pin:\n  tag: v1\n  commit: {fork.rev('v1')}\n"
+    )
+    (fork.path / "commits.json").write_text(json.dumps(commits))
+    return fork
+
+
+def _commits(fork: RepoBuilder) -> dict[str, str]:
+    data: dict[str, str] = json.loads((fork.path / "commits.json").read_text())
+    return data
+
+
+def _absorbed(fork: RepoBuilder, tag: str) -> dict[str, dict[str, object]]:
+    res = run_cli("-C", fork.path, "absorbed", "--tag", tag, "--format", "json")
+    assert res.code == 0, res.err
+    return {p["patch"]: p for p in res.json()["patches"]}  # type: ignore[attr-defined]
+
+
+def test_a_resolved_commit_the_pin_has_while_the_patch_applies_there_is_not_written(
+    tmp_path: Path,
+) -> None:
+    # The fork's typo fix (a.c) is not what PR 7 merged (b.c), which v1 already has.
+    fork = _fork(
+        tmp_path,
+        {"0001-typos.patch": f"pending {GH}/7"},
+        {"0001-typos.patch": {"a.c": _edit(A, 30)}},
+    )
+    c = _commits(fork)
+    before = (fork.path / "upstream.map").read_bytes()
+    res = run_cli(
+        "-C", fork.path, "upstream", "resolve", "--no-fetch", "--write", "--format", "json"
+    )
+    assert res.code == 0, res.err
+    (entry,) = res.json()["patches"]  # type: ignore[misc]
+    assert (entry["commit"], entry["how"], entry["candidates"]) == (
+        None,
+        "in-pin",
+        [c["typos_merge"]],
+    )
+    assert entry["reason"].startswith(
+        f"{c['typos_merge'][:12]} 'Merge pull request #7 from someone/pr7' is already in the "
+        "pin v1, yet the patch still applies exactly on v1"
+    )
+    assert (fork.path / "upstream.map").read_bytes() == before
+    text = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch")
+    assert "0001-typos.patch: candidates " + c["typos_merge"][:12] in text.out
+    assert "is already in the pin v1" in text.out
+
+
+def test_a_change_mostly_absent_hunk_by_hunk_is_revisit_not_retire(tmp_path: Path) -> None:
+    # Four hunks; upstream's mapped commit made only the first: three still apply.
+    fork = _fork(
+        tmp_path,
+        {"0001-t.patch": "{partial}"},
+        {"0001-t.patch": {"t.c": _edit(T, 5, 15, 25, 35)}},
+    )
+    entry = _absorbed(fork, "v2")["0001-t.patch"]
+    assert (entry["verdict"], entry["ancestor"]) == ("revisit", True)
+    hunks = [e for e in entry["evidence"] if e["kind"] == "hunks-still-apply"]  # type: ignore[attr-defined]
+    assert hunks == [
+        {
+            "kind": "hunks-still-apply",
+            "commit": None,
+            "detail": "3 of 4 hunks still apply forward on v2 and do not reverse-apply there",
+            "hunks": {"still_apply": 3, "total": 4},
+        }
+    ]
+    assert "3 of its 4 hunks still apply forward on v2" in str(entry["reason"])
+    # retire, forecast and the sync plan follow the same verdict.
+    poll = run_cli("-C", fork.path, "upstream", "poll", "--no-fetch", "--format", "json")
+    plan = poll.json()["plan"]
+    assert plan["retired"] == []  # type: ignore[index]
+    assert [k["verdict"] for k in plan["kept"]] == ["revisit"]  # type: ignore[index]
+    cast = run_cli("-C", fork.path, "forecast", "--no-fetch", "--tags", "v2", "--format", "json")
+    assert cast.json()["patches"][0]["cells"][0]["verdict"] == "revisit"  # type: ignore[index]
+
+
+def test_a_change_upstream_took_whole_hunk_by_hunk_still_retires(tmp_path: Path) -> None:
+    fork = _fork(tmp_path, {"0001-t.patch": "{partial}"}, {"0001-t.patch": {"t.c": _edit(T, 5)}})
+    entry = _absorbed(fork, "v2")["0001-t.patch"]
+    assert entry["verdict"] == "retire"
+
+
+@pytest.mark.parametrize(
+    ("mapped", "why"),
+    [
+        ("{fix}", "whose merged side contains {fix:.12}"),
+        (f"{{follow}} {GH}/9", f"which merged PR {GH}/9"),
+    ],
+)
+def test_a_cherry_pick_of_a_pr_merge_on_a_release_branch_is_evidence(
+    tmp_path: Path, mapped: str, why: str
+) -> None:
+    fork = _fork(tmp_path, {"0001-fix.patch": mapped}, {"0001-fix.patch": {"a.c": _edit(A, 10)}})
+    c = _commits(fork)
+    entry = _absorbed(fork, "v1.0.1")["0001-fix.patch"]
+    assert (entry["verdict"], entry["ancestor"]) == ("revisit", False)
+    picks = [e for e in entry["evidence"] if e["kind"] == "cherry-pick"]  # type: ignore[attr-defined]
+    assert picks == [
+        {
+            "kind": "cherry-pick",
+            "commit": c["pick"],
+            "detail": f"{c['pick'][:12]} 'Merge pull request #9 from someone/pr9' in v1.0.1 was "
+            f"cherry-picked from merge {c['fix_merge'][:12]} 'Merge pull request #9 from "
+            f"someone/pr9', {why.format(**c)}",
+        }
+    ]
+
+
+def test_a_cherry_pick_of_another_projects_pr_number_is_no_evidence(tmp_path: Path) -> None:
+    fork = _fork(
+        tmp_path,
+        {"0001-fix.patch": "{follow} https://github.com/other/lib/pull/9"},
+        {"0001-fix.patch": {"a.c": _edit(A, 10)}},
+    )
+    entry = _absorbed(fork, "v1.0.1")["0001-fix.patch"]
+    kinds = [e["kind"] for e in entry["evidence"]]  # type: ignore[attr-defined]
+    assert "cherry-pick" not in kinds  # the same number, another project: no evidence
