@@ -329,7 +329,7 @@ def test_a_merge_request_resolves_only_on_its_own_project(resolve_fork, url: str
 
 
 def test_another_projects_pr_of_the_same_number_stays_pending(resolve_fork) -> None:
-    fork, c = resolve_fork
+    fork, _ = resolve_fork
     umap = fork.path / "upstream.map"
     umap.write_text(
         umap.read_text().replace(
