@@ -1177,6 +1177,13 @@ class Git:
         )
         return [line[3:] for line in res.out.splitlines() if line]
 
+    def unmerged_paths(self) -> list[str]:
+        """The paths a merge left unmerged (with conflict markers) in this worktree."""
+        out = self.run(
+            ["diff", "--name-only", "--diff-filter=U", "-z"], purpose="list unmerged paths"
+        ).out
+        return sorted({path for path in out.split("\0") if path})
+
     def uncommitted_anywhere(self) -> list[str]:
         """Every path in the index or the work tree that HEAD does not have as it is."""
         out = self.run(

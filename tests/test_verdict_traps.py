@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from helpers import make_patch, run_cli
+from helpers import make_patch, mini_fork, run_cli
 
 from forktool.builder import RepoBuilder
 
@@ -217,3 +217,68 @@ def test_a_cherry_pick_of_another_projects_pr_number_is_no_evidence(tmp_path: Pa
     entry = _absorbed(fork, "v1.0.1")["0001-fix.patch"]
     kinds = [e["kind"] for e in entry["evidence"]]  # type: ignore[attr-defined]
     assert "cherry-pick" not in kinds  # the same number, another project: no evidence
+
+
+# -- messages that must not mislead ------------------------------------------------------
+
+
+def test_a_hand_resolution_that_changes_nothing_says_the_change_is_already_there(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    # v2 made the fork's change to line 5 and also changed line 7, inside the hunk's
+    # context: the patch applies neither way, and a 3-way merge leaves nothing to do.
+    fork = mini_fork(builder, {"app.c": A})
+    patch = make_patch(builder, "v1", {"app.c": _edit(A, 5)}, "app: five")
+    builder.commit("upstream: five and seven\n", {"app.c": _edit(_edit(A, 5), 7, word="up")})
+    builder.tag("v2")
+    fork.write({"0001-five.patch": patch})
+    res = fork.cli("refresh", "--onto", "v2", "--worktree", tmp_path / "wt", "--format", "json")
+    assert res.code == 1, res.err
+    (entry,) = res.json()["patches"]  # type: ignore[misc]
+    assert entry["status"] == "conflict"
+    assert "conflict markers" not in entry["message"]
+    assert entry["message"] == (
+        "app.c: hunk 1 does not apply at line 2 on v2: its lines are not there; applying it "
+        "changed nothing, v2 already has the change: retire the patch or drop it (--abort); "
+        f"nothing to resolve in {tmp_path / 'wt'}"
+    )
+
+
+def test_a_sync_whose_check_failed_says_why_in_text(sync_fork: RepoBuilder) -> None:
+    from test_sync import _drop_conflicting_patch
+
+    _drop_conflicting_patch(sync_fork)
+    sync_fork.branch("hist", "v1")  # a patch branch with no commit on the pin: a failure
+    config = (sync_fork.path / "forktool.yaml").read_text() + "history:\n  branch: hist\n"
+    sync_fork.commit("fork: check the patch branch\n", {"forktool.yaml": config})
+    res = run_cli("-C", sync_fork.path, "sync", "v2")
+    assert res.code == 1, res.out + res.err
+    lines = res.out.splitlines()
+    at = lines.index("check  : FAILED")
+    assert lines[at + 1].startswith("  history: "), lines[at + 1]
+
+
+def test_quiet_check_prints_no_notice(builder: RepoBuilder) -> None:
+    fork = mini_fork(builder, {"app.c": A})
+    fork.write({"0001-five.patch": make_patch(builder, "v1", {"app.c": _edit(A, 5)}, "five")})
+    (fork.root / "FORK.md").write_text("# Fork\n")  # no record section: a notice
+    loud = fork.cli("check", "--only", "record")
+    assert "notice: [record] FORK.md: has no retirement record section yet" in loud.out
+    quiet = fork.cli("-q", "check", "--only", "record")
+    assert quiet.code == 0
+    assert quiet.out == "OK: all checks passed\n"
+
+
+def test_verify_allow_offset_does_not_count_a_shifted_patch_as_exact(builder: RepoBuilder) -> None:
+    fork = mini_fork(builder, {"app.c": A, "b.c": B})
+    exact = make_patch(builder, "v1", {"b.c": _edit(B, 5)}, "b: five")
+    moved = "new 1\nnew 2\n" + A
+    builder.commit("side\n", {"app.c": moved})
+    shifted = make_patch(builder, "HEAD", {"app.c": _edit(moved, 12)}, "app: ten")
+    fork.write({"0001-b.patch": exact, "0002-app.patch": shifted})
+    res = fork.cli("verify", "--allow-offset")
+    assert res.code == 0, res.out
+    assert res.out.splitlines()[-1] == (
+        "OK: 1 patch(es) apply exactly, 1 only at an offset (--allow-offset), and the round "
+        "trip restores v1 exactly."
+    )
