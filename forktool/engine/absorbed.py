@@ -567,7 +567,8 @@ def _attempts_in_bulk(
             # the output reads exactly as a single-patch check would.
             if match := _PATCH_FAILED.match(line):
                 segments[-1].append(f"error: {match.group(1)}: patch does not apply")
-    expected = [d for p in patches for d in p.parsed.files]
+    # git apply -R checks each input's file diffs last to first.
+    expected = [d for p in patches for d in (p.parsed.files[::-1] if reverse else p.parsed.files)]
     if len(segments) != len(expected):
         return None
     for segment, diff in zip(segments, expected, strict=True):

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forktool.config import Config
-from forktool.engine.absorbed import apply_states
+from forktool.engine.absorbed import apply_states, substantial
 from forktool.engine.upstream import (
     Fetched,
     fetch_upstream,
@@ -352,16 +352,23 @@ def _already_in_pin(fork: Fork, git: Git, found: Sequence[Resolution]) -> dict[s
     states = apply_states(
         git, config.pin_commit, [fork.patch(r.patch) for r in inside], config.pin_tag
     )
-    return {
-        r.patch: (
+    why: dict[str, str] = {}
+    for r in inside:
+        state = states[r.patch]
+        part = state.hunks_forward_only
+        if state.forward:
+            how = "exactly"
+        elif part is not None and substantial(part):
+            how = f"hunk by hunk ({part[0]} of its {part[1]} hunks, not reverse-applying)"
+        else:
+            continue
+        why[r.patch] = (
             f"{short(r.commit)} '{r.subject}' is already in the pin {config.pin_tag}, yet the "
-            f"patch still applies exactly on {config.pin_tag}: that commit is not the change "
+            f"patch still applies {how} on {config.pin_tag}: that commit is not the change "
             "this patch carries (another PR of the same number, or a change upstream lost); "
             "map the patch by hand"
         )
-        for r in inside
-        if states[r.patch].forward
-    }
+    return why
 
 
 def resolve(fork: Fork, git: Git, *, fetch: bool) -> ResolveResult:
