@@ -731,6 +731,22 @@ class Git:
         )
         return set(res.out.split()) & set(items)
 
+    def tips_containing(self, commit: str, tips: Iterable[str]) -> set[str]:
+        """Those of ``tips`` that contain ``commit`` (it is one of their ancestors, or
+        them): one ``rev-list --ancestry-path`` for all of them, which lists exactly the
+        descendants of ``commit`` that are ancestors of a tip. Every commit must exist."""
+        items = list(dict.fromkeys(tips))
+        if not items:
+            return set()
+        stdin = "\n".join([*items, f"^{commit}"]) + "\n"
+        res = self.run(
+            ["rev-list", "--ancestry-path", "--stdin"],
+            purpose=f"find what contains {commit[:12]}",
+            input=stdin.encode(),
+        )
+        listed = set(res.out.split())
+        return {tip for tip in items if tip == commit or tip in listed}
+
     def blob(self, rev: str, path: str) -> bytes | None:
         res = self.run(
             ["cat-file", "blob", f"{rev}:{path}"], purpose=f"read {path} at {rev}", check=False

@@ -428,17 +428,19 @@ def merge_picks(
 def _merged_side(
     git: Git, merges: Sequence[LogEntry], commits: Sequence[str]
 ) -> dict[str, list[tuple[str, str]]]:
-    """Merge -> [(commit, why)] for the ``commits`` its merged side contains."""
+    """Merge -> [(commit, why)] for the ``commits`` its merged side contains (an
+    ancestor of the merge, not of its first parent): two git calls per commit, however
+    many merges a release branch picked."""
     found: dict[str, list[tuple[str, str]]] = {}
-    for merge in merges:
-        outside = git.not_in(commits, merge.commit)
-        inside = [c for c in commits if c not in outside]
-        if not inside:
+    first = {m.commit: m.parents[0] for m in merges}
+    for commit in commits:
+        holding = git.tips_containing(commit, first)
+        if not holding:
             continue
-        side = git.not_in(inside, merge.parents[0])
-        for commit in inside:
-            if commit in side:
-                found.setdefault(merge.commit, []).append(
+        before = git.tips_containing(commit, {first[m] for m in holding})
+        for merge in sorted(holding):
+            if first[merge] not in before:
+                found.setdefault(merge, []).append(
                     (commit, f"whose merged side contains {short(commit)}")
                 )
     return found
