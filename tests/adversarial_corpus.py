@@ -1148,3 +1148,25 @@ CASES += [
     )
     for command in (("verify",), ("apply", "--target", "{scratch}/site", "--engine", "patch"))
 ]
+
+
+def rename_then_recreate(fork: Path, scratch: Path) -> None:
+    """A rename of pulse/__init__.py away, then a diff creating it again."""
+    del scratch
+    (fork / "patches" / P4).write_bytes(
+        b"diff --git a/pulse/__init__.py b/pulse/moved.py\nsimilarity index 100%\n"
+        b"rename from pulse/__init__.py\nrename to pulse/moved.py\n"
+        + new_file_patch("pulse/__init__.py")
+    )
+
+
+CASES.append(
+    Case(
+        "patch-renames-a-path-away-and-creates-it-again",
+        rename_then_recreate,
+        ("verify",),
+        1,
+        "pulse/__init__.py: the patch has two file diffs for it",
+        "a rename's source created again in the same patch cannot be reverted exactly",
+    )
+)
