@@ -282,3 +282,25 @@ def test_verify_allow_offset_does_not_count_a_shifted_patch_as_exact(builder: Re
         "OK: 1 patch(es) apply exactly, 1 only at an offset (--allow-offset), and the round "
         "trip restores v1 exactly."
     )
+
+
+def test_the_in_pin_contradiction_holds_hunk_by_hunk(tmp_path: Path) -> None:
+    # A Debian-style patch: three hunks of a.c, one of a generated file the tag lacks.
+    fork = _fork(
+        tmp_path,
+        {"0001-typos.patch": f"pending {GH}/7"},
+        {"0001-typos.patch": {"a.c": _edit(A, 5, 15, 25)}},
+    )
+    path = fork.path / "patches" / "0001-typos.patch"
+    generated = (
+        b"diff --git a/doc/a.3 b/doc/a.3\n--- a/doc/a.3\n+++ b/doc/a.3\n"
+        b"@@ -1,3 +1,3 @@\n one\n-teh\n+the\n three\n"
+    )
+    path.write_bytes(path.read_bytes() + generated)
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--format", "json")
+    (entry,) = res.json()["patches"]  # type: ignore[misc]
+    assert entry["how"] == "in-pin"
+    assert (
+        "still applies hunk by hunk (3 of its 4 hunks, not reverse-applying) on v1"
+        in (entry["reason"])
+    )
