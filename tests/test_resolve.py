@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from forktool.builder import RepoBuilder
 from forktool.engine.resolve import _MENTION_WORDS, merged_prs, parse_pr, squashed_pr
 from forktool.git import Git, LogEntry
+from forktool.model.project_url import Project, repository_project, review_project
 
 UPSTREAM_URL = "https://github.com/acme/app.git"  # the project; fetched from remote origin
 GH = "https://github.com/acme/app/pull"
@@ -364,3 +365,37 @@ def test_a_pr_named_by_number_only_or_of_an_unknown_upstream_never_resolves(
         "upstream's host and project cannot be known from remote 'origin' ("
     )
     assert found["0007-review.patch"][:2] == (c["review"], "pattern")  # the URL itself
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://github.com/Acme/App.git",
+        "https://github.com/acme/app",
+        "https://user:secret@www.github.com:443/acme/app/",
+        "http://github.com/acme/app.git",
+        "git://github.com/acme/app.git",
+        "ssh://git@github.com/acme/app.git",
+        "ssh://git@github.com:22/acme/app",
+        "git@github.com:acme/app.git",
+        "github.com:acme/app",
+    ],
+)
+def test_every_form_of_a_repository_url_names_one_project(url: str) -> None:
+    assert repository_project(url) == Project("github.com", "acme/app")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/srv/git/app.git", "./app", "../up", "file:///srv/git/app.git", "~/app", "C:/repo", ""],
+)
+def test_a_local_path_names_no_project(url: str) -> None:
+    assert repository_project(url) is None
+
+
+@given(st.text(max_size=120))
+def test_url_parsing_never_fails_on_any_text(text: str) -> None:
+    project = repository_project(text)
+    assert project is None or (project.host and project.path)
+    review = review_project(text)
+    assert review is None or review[1].isdigit()
