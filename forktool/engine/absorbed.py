@@ -640,6 +640,8 @@ def _forward_only(patch: Patch, fwd: Attempt, back: Attempt) -> tuple[int, int] 
     if any(not a.ok and a.reason not in ("context", "missing", "exists") for a in (fwd, back)):
         return None
     hunks = hunks_of(patch.parsed)
+    if len(set(hunks)) != len(hunks):  # one file in two diffs: git names hunks by file
+        return None
     forward_failed, backward_failed = set(fwd.rejected), set(back.rejected)
     still = [h for h in hunks if h not in forward_failed and h in backward_failed]
     return len(still), len(hunks)
