@@ -1170,3 +1170,13 @@ CASES.append(
         "a rename's source created again in the same patch cannot be reverted exactly",
     )
 )
+CASES.append(
+    Case(
+        "patch-creates-and-deletes-one-path-check",
+        write(f"patches/{P4}", create_then_delete_patch("pulse/extra.py")),
+        ("check", "--only", "apply"),
+        1,
+        CREATED_AND_DELETED,
+        "the CI gate fails on a patch no engine can prove",
+    )
+)
