@@ -568,6 +568,15 @@ class Git:
     def remotes(self) -> list[str]:
         return self.out(["remote"], purpose="list remotes").split()
 
+    def remote_url(self, remote: str) -> str | None:
+        """The URL ``remote`` fetches from (``insteadOf`` rewrites applied), or None."""
+        if remote.startswith("-") or remote not in self.remotes():
+            return None
+        res = self.run(
+            ["remote", "get-url", remote], purpose=f"read the URL of remote {remote}", check=False
+        )
+        return (res.out.strip() or None) if res.ok else None
+
     # -- objects and refs --------------------------------------------------------
 
     def symbolic_target(self, ref: str) -> str | None:
@@ -666,19 +675,33 @@ class Git:
         return [t for t in self.out(args, purpose="list tags").splitlines() if t]
 
     def tag_commits(self, pattern: str | None = None) -> dict[str, str]:
-        """Every tag (matching ``pattern``) mapped to the commit it peels to, in one call."""
+        """Every tag (matching ``pattern``) mapped to the commit it peels to, in two calls.
+
+        ``%(*objectname)`` peels one level only: a tag of a tag (of a tag...) is peeled
+        fully by one ``cat-file --batch-check`` of ``refs/tags/NAME^{commit}``. A tag
+        of a tree or a blob names no commit and is left out.
+        """
         fmt = "%(refname:strip=2)%00%(objectname)%00%(*objectname)%00%(objecttype)%00%(*objecttype)"
         args = ["for-each-ref", f"--format={fmt}", "refs/tags/" + (pattern or "")]
         if pattern and not any(c in pattern for c in "*?["):
             args[-1] = f"refs/tags/{pattern}"
         out = self.run(args, purpose="list tags").out
-        result: dict[str, str] = {}
+        peeled_to: dict[str, str | None] = {}
         for line in out.splitlines():
             name, oid, peeled, otype, ptype = line.split("\0")
             if otype == "commit":
-                result[name] = oid
+                peeled_to[name] = oid
             elif ptype == "commit":
-                result[name] = peeled
+                peeled_to[name] = peeled
+            elif ptype == "tag":
+                peeled_to[name] = None  # a tag of a tag: peeled below
+        nested = [f"refs/tags/{name}^{{commit}}" for name, oid in peeled_to.items() if oid is None]
+        found = self.resolve_names(nested)
+        result: dict[str, str] = {}
+        for name, known in peeled_to.items():
+            hit = found.get(f"refs/tags/{name}^{{commit}}") if known is None else (known, "commit")
+            if hit is not None and hit[1] == "commit":
+                result[name] = hit[0]
         return result
 
     def object_types(self, oids: Iterable[str]) -> dict[str, str | None]:
@@ -847,6 +870,22 @@ class Git:
             here = [p if Path(p).is_absolute() else self.cwd / p for p in paths]
             self._graph = setting != "false" and any(Path(p).is_file() for p in here)
         return self._graph
+
+    def tips_containing(self, commit: str, tips: Iterable[str]) -> set[str]:
+        """Those of ``tips`` that contain ``commit`` (it is one of their ancestors, or
+        them): one ``rev-list --ancestry-path`` for all of them, which lists exactly the
+        descendants of ``commit`` that are ancestors of a tip. Every commit must exist."""
+        items = list(dict.fromkeys(tips))
+        if not items:
+            return set()
+        stdin = "\n".join([*items, f"^{commit}"]) + "\n"
+        res = self.run(
+            ["rev-list", "--ancestry-path", "--stdin"],
+            purpose=f"find what contains {commit[:12]}",
+            input=stdin.encode(),
+        )
+        listed = set(res.out.split())
+        return {tip for tip in items if tip == commit or tip in listed}
 
     def blob(self, rev: str, path: str) -> bytes | None:
         res = self.run(
@@ -1360,6 +1399,13 @@ class Git:
             purpose="look for uncommitted changes to the fork's files",
         )
         return [line[3:] for line in res.out.splitlines() if line]
+
+    def unmerged_paths(self) -> list[str]:
+        """The paths a merge left unmerged (with conflict markers) in this worktree."""
+        out = self.run(
+            ["diff", "--name-only", "--diff-filter=U", "-z"], purpose="list unmerged paths"
+        ).out
+        return sorted({path for path in out.split("\0") if path})
 
     def uncommitted_anywhere(self) -> list[str]:
         """Every path in the index or the work tree that HEAD does not have as it is."""
