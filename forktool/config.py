@@ -19,6 +19,7 @@ import yaml
 from forktool.errors import FatalError
 from forktool.git import is_hex40
 from forktool.inputs import LINK_HINT, linked_directory, read_input
+from forktool.model.text import whole_number
 from forktool.regex_safety import nested_repeat
 
 CONFIG_NAME = "forktool.yaml"
@@ -312,10 +313,25 @@ def _inside_fork(value: str) -> bool:
 
 
 def _seconds(node: _Node, what: str) -> int:
-    text = node.string(what)
-    if not text.isdigit() or not 1 <= int(text) <= 86400:
-        raise node.fail(f"{what} '{text}' must be a whole number of seconds from 1 to 86400")
-    return int(text)
+    return _whole_number(node, what, (1, 86400), "seconds", example=600)
+
+
+def _whole_number(
+    node: _Node, what: str, bounds: tuple[int, int], unit: str, *, example: int
+) -> int:
+    """A number in the config: a plain YAML integer written in ASCII digits, in range.
+    Every number the config holds is read here."""
+    plain = isinstance(node.node, yaml.ScalarNode) and node.node.style is None
+    text = str(node.node.value) if isinstance(node.node, yaml.ScalarNode) else ""
+    low, high = bounds
+    number = whole_number(text, len(str(high))) if plain else None
+    if number is None or not low <= number <= high:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise node.fail(
+            f"{what} {shown!r} must be a whole number of {unit} from {low} to {high}",
+            f"write it in ASCII digits, unquoted, e.g. {what.rsplit('.', 1)[-1]}: {example}",
+        )
+    return number
 
 
 def _history(node: _Node) -> HistorySettings:
@@ -395,10 +411,13 @@ def parse_config(text: str, path: Path) -> Config:
         if "branch" in upstream:
             values["upstream_branch"] = _branch_name(upstream["branch"])
         if "pr_patterns" in upstream:
+            items = upstream["pr_patterns"].sequence("upstream.pr_patterns")
             values["pr_patterns"] = tuple(
                 _user_regex(item, "upstream.pr_patterns", "pr", "the PR number or id")
-                for item in upstream["pr_patterns"].sequence("upstream.pr_patterns")
+                for item in items
             )
+            for number, item in enumerate(items):
+                lines[f"upstream.pr_patterns.{number}"] = item.line
     if "layout" in top:
         layout = top["layout"].string("layout")
         if layout not in ("merged", "overlay"):

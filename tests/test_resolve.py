@@ -11,6 +11,7 @@ from helpers import make_patch, run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
+from forktool import regex_safety
 from forktool.builder import RepoBuilder
 from forktool.engine.resolve import _MENTION_WORDS, merged_prs, parse_pr, squashed_pr
 from forktool.git import Git, LogEntry
@@ -284,4 +285,27 @@ def test_resolve_on_an_upstream_whose_branch_is_not_main_names_the_setting(
         "error: refs/remotes/origin/main is not in this repository (upstream.branch: main)",
         "hint: upstream's default branch is 'trunk' (refs/remotes/origin/HEAD): "
         "set upstream.branch: trunk in forktool.yaml",
+    ]
+
+
+def test_a_backtracking_pr_pattern_is_stopped_naming_its_line(
+    resolve_fork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Overlapping alternatives under a repeat: not the nested-repeat shape refused when
+    # the config is read, so only the time limit every user regex runs under stops it.
+    fork, _ = resolve_fork
+    monkeypatch.setattr(regex_safety, "TIMEOUT_SECONDS", 1.0)
+    tip = fork.commit("Ticket\n\nTicket: " + "1" * 40 + "x\n", {"h.txt": "h\n"})
+    fork.git.run(["update-ref", "refs/remotes/origin/main", tip], purpose="move upstream")
+    config = (fork.path / "forktool.yaml").read_text()
+    (fork.path / "forktool.yaml").write_text(
+        config.replace(f"'{PATTERN}'", "'^Ticket: (?P<pr>(?:\\d|\\d)+)$'")
+    )
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch")
+    assert res.code == 2, res.out + res.err
+    assert res.error_lines == [
+        "error: forktool.yaml:4: upstream.pr_patterns pattern '^Ticket: (?P<pr>(?:\\\\d|\\\\d)+)$' "
+        f"did not finish within 1 s on the message of {tip} (catastrophic backtracking?)",
+        "hint: simplify the pattern: anchor it and avoid repeating overlapping alternatives "
+        "like (?:\\d|\\d)+",
     ]

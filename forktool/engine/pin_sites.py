@@ -10,7 +10,7 @@ stays as it was.
 Patterns come from the fork's config, and Python's ``re`` can backtrack for
 ever on a pathological one (``(a+)+$``) while holding the interpreter, so no
 signal or thread can stop it. Patterns therefore run in a separate, isolated
-Python process with a time limit (:data:`PATTERN_TIMEOUT_SECONDS`); a pattern
+Python process with a time limit (``regex_safety.run_limited``); a pattern
 that does not finish is refused with exit 2 naming the site. Site files are
 capped at :data:`MAX_SITE_BYTES`: pin sites are small configuration files.
 """
@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import difflib
 import itertools
-import json
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,33 +32,16 @@ from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Finding, InputError
 from forktool.fsutil import write_files, write_refusal
 from forktool.git import Git
+from forktool.regex_safety import MAX_MATCHES, RegexTimeout, run_limited
 
 if TYPE_CHECKING:
     from forktool.engine.retire import LostFix
 
 MAX_SITE_BYTES = 1 << 20
-PATTERN_TIMEOUT_SECONDS = 10.0
-MAX_MATCHES = 1000  # enough to say "more than once"
 
 # Characters refused in a tag name even where git would accept them: a tag name
 # is pasted into Dockerfiles, workflows and shell scripts.
 _UNSAFE_TAG_CHARS = set(";&|$`'\"\\<>(){}[]*?!#~^:,=%@")
-
-# Runs in a child interpreter: reads [[pattern, text], ...] as JSON on stdin and
-# writes one JSON line per site (the tag group's spans), flushing each, so a
-# timeout can tell which site hung.
-_MATCHER = """
-import json, re, sys
-limit = int(sys.argv[1])
-for pattern, text in json.load(sys.stdin):
-    spans = []
-    for m in re.finditer(pattern, text, re.MULTILINE):
-        spans.append([m.start("tag"), m.end("tag")])
-        if len(spans) >= limit:
-            break
-    sys.stdout.write(json.dumps(spans) + "\\n")
-    sys.stdout.flush()
-"""
 
 
 @dataclass(frozen=True)
@@ -173,32 +153,19 @@ def find_spans(jobs: Sequence[tuple[PinSite, str]]) -> list[list[tuple[int, int]
 
     Exit 2 (FatalError) when a pattern runs past :data:`PATTERN_TIMEOUT_SECONDS`.
     """
-    if not jobs:
-        return []
-    payload = json.dumps([[site.pattern, text] for site, text in jobs]).encode()
-    try:
-        proc = subprocess.run(  # noqa: S603 - fixed argv: this interpreter, no shell
-            [sys.executable, "-I", "-S", "-c", _MATCHER, str(MAX_MATCHES)],
-            input=payload,
-            capture_output=True,
-            timeout=PATTERN_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        done = len((exc.stdout or b"").splitlines())
-        site = jobs[min(done, len(jobs) - 1)][0]
-        raise FatalError(
-            f"forktool.yaml:{site.line}: pin_sites pattern for {site.file} did not finish "
-            f"within {PATTERN_TIMEOUT_SECONDS:g} s (catastrophic backtracking?)",
-            "simplify the pattern: anchor it and avoid nested repetition like (a+)+",
-        ) from None
-    lines = proc.stdout.decode().splitlines()
-    if proc.returncode != 0 or len(lines) != len(jobs):
-        detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise FatalError(
-            "could not search the pin sites: " + (detail[-1] if detail else "matcher failed")
-        )
-    return [[(int(s), int(e)) for s, e in json.loads(line)] for line in lines]
+    spans: list[list[tuple[int, int]]] = []
+    for site, text in jobs:  # one child per site: a hang is its own site's
+        try:
+            spans.append(run_limited([site.pattern], [text], "tag")[0][0])
+        except RegexTimeout as stop:
+            raise FatalError(
+                f"forktool.yaml:{site.line}: pin_sites pattern for {site.file} did not finish "
+                f"within {stop.seconds:g} s (catastrophic backtracking?)",
+                "simplify the pattern: anchor it and avoid nested repetition like (a+)+",
+            ) from None
+        except RuntimeError as exc:
+            raise FatalError(f"could not search the pin sites: {exc}") from None
+    return spans
 
 
 def _config_reading(config: Config) -> SiteReading:
