@@ -76,16 +76,37 @@ class CheckResult:
         return data
 
 
+NOTHING_RAN = "no check ran: every selected check was skipped or none was selected"
+
+
 @dataclass(frozen=True)
 class GateResult:
     checks: tuple[CheckResult, ...]
 
     @property
+    def ran(self) -> int:
+        """How many checks ran (were neither skipped nor deselected)."""
+        return sum(1 for c in self.checks if not c.skipped)
+
+    @property
+    def nothing_ran(self) -> str | None:
+        """Why the gate fails though no check failed: a gate that ran no check proves
+        nothing, and must not pass."""
+        return NOTHING_RAN if self.ran == 0 else None
+
+    @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks)
+        return self.ran > 0 and all(c.ok for c in self.checks)
 
     def to_json(self) -> dict[str, object]:
-        return {"ok": self.ok, "checks": [c.to_json() for c in self.checks]}
+        data: dict[str, object] = {
+            "ok": self.ok,
+            "ran": self.ran,
+            "checks": [c.to_json() for c in self.checks],
+        }
+        if self.nothing_ran:
+            data["failure"] = self.nothing_ran
+        return data
 
 
 # -- the checks ------------------------------------------------------------------------
