@@ -247,6 +247,33 @@ def _user_regex(node: _Node, what: str, group: str, marks: str) -> str:
     return pattern
 
 
+# Transports that run a command or read a file descriptor rather than reach a repository.
+_COMMAND_TRANSPORTS = ("ext::", "fd::")
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` must not be handed to git as a remote URL, or None. A URL that starts
+    with ``-`` is read as an option (``--upload-pack=...`` runs a command); ``ext::`` runs
+    a command and ``fd::`` talks to a file descriptor. Applied to upstream.url when the
+    config is read and to a remote's URL from git's config before it is fetched from."""
+    if url.startswith("-"):
+        return "starts with '-', so git would read it as an option"
+    if url.lower().startswith(_COMMAND_TRANSPORTS):
+        return f"uses the {url.split('::', 1)[0]}:: transport, which runs a command"
+    if not url.isprintable():
+        return "contains control characters"
+    return None
+
+
+def remote_name_problem(name: str) -> str | None:
+    """Why ``name`` is no git remote name, or None."""
+    if name.startswith("-") or name.startswith(".") or name.endswith(("/", ".lock")):
+        return "is not a remote name"
+    if ".." in name or any(c.isspace() or c in "~^:?*[\\" or not c.isprintable() for c in name):
+        return "is not a remote name"
+    return None
+
+
 def _branch_name(node: _Node) -> str:
     name = node.string("upstream.branch")
     bad = name.startswith(("-", "/")) or name.endswith("/") or ".." in name
@@ -405,9 +432,18 @@ def parse_config(text: str, path: Path) -> Config:
             set(),
         )
         if "remote" in upstream:
-            values["upstream_remote"] = upstream["remote"].string("upstream.remote")
+            remote = upstream["remote"].string("upstream.remote")
+            if problem := remote_name_problem(remote):
+                raise upstream["remote"].fail(f"upstream.remote {remote!r} {problem}")
+            values["upstream_remote"] = remote
         if "url" in upstream:
-            values["upstream_url"] = upstream["url"].string("upstream.url")
+            url = upstream["url"].string("upstream.url")
+            if problem := url_problem(url):
+                raise upstream["url"].fail(
+                    f"upstream.url {url!r} {problem}; refusing it",
+                    "write the repository's URL (https://..., ssh://..., git@host:path) or a path",
+                )
+            values["upstream_url"] = url
         if "branch" in upstream:
             values["upstream_branch"] = _branch_name(upstream["branch"])
         if "pr_patterns" in upstream:

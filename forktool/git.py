@@ -60,6 +60,10 @@ _CONFIG_OVERRIDES = (
     "i18n.logOutputEncoding=UTF-8",
     "format.signature=",
     "fetch.prune=false",
+    # Transports that run a command or use a file descriptor: never, whatever the
+    # repository's config allows (a remote URL is checked before use, too).
+    "protocol.ext.allow=never",
+    "protocol.fd.allow=never",
     "fetch.pruneTags=false",
     "commit.gpgSign=false",
     "tag.gpgSign=false",
@@ -525,6 +529,15 @@ class Git:
 
     def remotes(self) -> list[str]:
         return self.out(["remote"], purpose="list remotes").split()
+
+    def remote_urls(self, remote: str) -> list[str]:
+        """Every URL git would fetch ``remote`` from (after ``insteadOf`` rewriting)."""
+        res = self.run(
+            ["remote", "get-url", "--all", "--end-of-options", remote],
+            purpose=f"read the URL of remote {remote}",
+            check=False,
+        )
+        return res.out.splitlines() if res.ok else []
 
     # -- objects and refs --------------------------------------------------------
 

@@ -25,7 +25,7 @@ from forktool.engine.canonical import (
 )
 from forktool.engine.history_contract import HistoryResult, check_history
 from forktool.engine.map_suggest import resolve_refs
-from forktool.errors import FatalError
+from forktool.errors import FatalError, command_line
 from forktool.fork import NOTES_DIR, NOTES_README, Patch, load_fork, patch_files_on_disk
 from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
@@ -233,7 +233,10 @@ def _refuse(config: Config, rev: str, history: HistoryResult) -> None:
         return
     first = blocking[0]
     more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
-    hint = f"run 'forktool check-history {rev}' for every violation; nothing was written"
+    hint = (
+        f"run '{command_line('forktool', 'check-history', rev)}' for every violation; "
+        "nothing was written"
+    )
     if first.check == "trailer":
         hint = (
             f"the history: policy in {config.path.name} is on: {ACCEPTED}; remove 'history:' "

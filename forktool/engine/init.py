@@ -11,7 +11,7 @@ from forktool.engine.canonical import loose_patch
 from forktool.engine.map_suggest import Suggestion, build_suggestions
 from forktool.engine.releases import pattern_for_tag
 from forktool.engine.upstream import remote_default_branch
-from forktool.errors import FatalError, InputError
+from forktool.errors import FatalError, InputError, command_line
 from forktool.fork import NOTES_DIR, NOTES_README, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git
@@ -138,8 +138,9 @@ def _existing_fork(root: Path, tag: str) -> InitResult:
     if config.pin_tag != tag:
         raise FatalError(
             f"{CONFIG_NAME} exists and pins {config.pin_tag}; init never changes it",
-            f"run 'forktool pin bump {tag}' to move the pin, or 'forktool init --pin "
-            f"{config.pin_tag}' to complete this fork's files",
+            f"run '{command_line('forktool', 'pin', 'bump', tag)}' to move the pin, or "
+            f"'{command_line('forktool', 'init', '--pin', config.pin_tag)}' to complete this "
+            "fork's files",
         )
     fresh = FORK_MD.format(tag=tag, remote_hint=config.upstream_url or "upstream") + empty_section()
     text = _record_text(config.record_path, config.record, fresh)

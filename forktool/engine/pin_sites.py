@@ -29,7 +29,7 @@ import yaml
 from forktool.config import Config, PinSite, parse_config
 from forktool.engine.pin_state import PinState, pin_state
 from forktool.engine.upstream import fetch_upstream
-from forktool.errors import FatalError, Finding, InputError
+from forktool.errors import FatalError, Finding, InputError, command_line
 from forktool.fsutil import write_files, write_refusal
 from forktool.git import Git
 from forktool.regex_safety import MAX_MATCHES, RegexTimeout, run_limited
@@ -265,7 +265,7 @@ def _site_findings(config: Config, reading: SiteReading, *, compare: bool = True
                 f"({cfg}:{config.lines.get('pin.tag', 0)})",
                 reading.file,
                 match.line,
-                f"run 'forktool pin bump {config.pin_tag}' to make every site agree",
+                f"run '{command_line('forktool', 'pin', 'bump', config.pin_tag)}' to make every site agree",
             )
         ]
     return []
@@ -285,7 +285,7 @@ def _drift_finding(config: Config, sites: Sequence[SiteReading]) -> Finding | No
         f"pin sites disagree: {parts}",
         config.rel(config.path),
         config.lines.get("pin.tag", 0),
-        f"run 'forktool pin bump {config.pin_tag}' to make every site agree",
+        f"run '{command_line('forktool', 'pin', 'bump', config.pin_tag)}' to make every site agree",
     )
 
 
@@ -298,7 +298,7 @@ def _tag_findings(config: Config, git: Git, state: PinState) -> list[Finding]:
                 f"pinned tag {state.tag!r} does not exist in this repository",
                 cfg,
                 config.lines.get("pin.tag"),
-                f"fetch it: git fetch {config.upstream_remote} tag {state.tag}",
+                f"fetch it: {command_line('git', 'fetch', config.upstream_remote, 'tag', state.tag)}",
             )
         ]
     if state.moved:
@@ -324,7 +324,7 @@ def _ancestry_finding(config: Config, git: Git, head: str | None) -> tuple[Findi
         return Finding("error", "HEAD has no commit yet", cfg, line), False
     if git.object_types([config.pin_commit]).get(config.pin_commit) != "commit":
         message = f"pin.commit {config.pin_commit} is not a commit in this repository"
-        hint = f"fetch upstream: git fetch {config.upstream_remote} --tags"
+        hint = f"fetch upstream: {command_line('git', 'fetch', config.upstream_remote, '--tags')}"
         return Finding("error", message, cfg, line, hint), False
     if git.is_ancestor(config.pin_commit, head):
         return None, True
@@ -335,7 +335,7 @@ def _ancestry_finding(config: Config, git: Git, head: str | None) -> tuple[Findi
             f"({config.pin_tag}); a merged-layout fork must merge the tag it pins",
             cfg,
             line,
-            f"merge it: git merge {config.pin_tag}",
+            f"merge it: {command_line('git', 'merge', config.pin_tag)}",
         ),
         False,
     )
@@ -638,8 +638,8 @@ def plan_bump(
     if commit is None:
         raise FatalError(
             f"unknown tag '{tag}'",
-            f"fetch it: forktool pin bump {tag} --fetch (or git fetch "
-            f"{config.upstream_remote} tag {tag})",
+            f"fetch it: {command_line('forktool', 'pin', 'bump', tag, '--fetch')} (or "
+            f"{command_line('git', 'fetch', config.upstream_remote, 'tag', tag)})",
         )
     name = _Names(config)
     edits, texts = _bump_edits(config, sites, tag, commit, config_text, name)
@@ -657,7 +657,9 @@ def plan_bump(
     if warn is not None:
         for fix in lost:
             warn(
-                f"{fix.describe(tag)}; restore it (forktool retire --undo {fix.patch}) or pin a tag that contains it"
+                f"{fix.describe(tag)}; restore it "
+                f"({command_line('forktool', 'retire', '--undo', fix.patch)}) "
+                "or pin a tag that contains it"
             )
     result = BumpResult(
         tag=tag,

@@ -38,7 +38,7 @@ from forktool.engine.canonical import (
     commit_tree,
     range_diff,
 )
-from forktool.errors import FatalError, rolled_back
+from forktool.errors import FatalError, command_line, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
@@ -224,7 +224,7 @@ def retire_first(patch: Patch, onto: str) -> str:
     """What to do about a patch whose change ``onto`` already has. A pending patch's PR
     has most likely merged: recording its commit lets ancestry retire it, unforced."""
     name = patch.name
-    force = f"forktool retire {name} --tag {onto} --force --reason '...'"
+    force = command_line("forktool", "retire", name, "--tag", onto, "--force") + " --reason '...'"
     if patch.mapping is not None and patch.mapping.pending:
         return (
             f"{name} is already on {onto} (it reverse-applies exactly) and is pending: "
@@ -556,9 +556,9 @@ def refresh_continue(
     if tree == base_tree:
         raise FatalError(
             f"the resolution of {patch.name} changes nothing: {state.onto} already has the change",
-            f"run 'forktool {command} --abort', then retire the patch (forktool retire "
-            f"{patch.name} --tag {state.onto} --force --reason '...') or drop it, and "
-            f"run '{_restart(command, state.onto)}' again",
+            f"run 'forktool {command} --abort', then retire the patch ("
+            + command_line("forktool", "retire", patch.name, "--tag", state.onto, "--force")
+            + f" --reason '...') or drop it, and run '{_restart(command, state.onto)}' again",
         )
     meta = commit_meta(patch)
     if isinstance(meta, str):
@@ -597,7 +597,9 @@ def refresh_continue(
 
 
 def _restart(command: str, onto: str) -> str:
-    return f"forktool sync {onto}" if command == "sync" else f"forktool refresh --onto {onto}"
+    if command == "sync":
+        return command_line("forktool", "sync", onto)
+    return command_line("forktool", "refresh", "--onto", onto)
 
 
 def _links(fork: Fork, done: Sequence[RefreshEntry]) -> list[Link]:

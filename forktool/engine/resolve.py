@@ -30,7 +30,7 @@ from forktool.engine.upstream import (
     remote_default_branch,
     upstream_source,
 )
-from forktool.errors import FatalError
+from forktool.errors import FatalError, command_line
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git, LogEntry
@@ -256,7 +256,7 @@ def _branch_fetch_hint(config: Config, git: Git) -> str:
             f"set upstream.branch: {other} in forktool.yaml"
         )
     if source == remote:
-        how = f"git fetch {source} {branch}, or drop --no-fetch"
+        how = f"{command_line('git', 'fetch', source, branch)}, or drop --no-fetch"
     elif source is None:
         how = no_source_hint(config)
     else:

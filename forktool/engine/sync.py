@@ -47,7 +47,7 @@ from forktool.engine.refresh import (
 )
 from forktool.engine.retire import record_date, retire, witnesses
 from forktool.engine.upstream import fetch_upstream
-from forktool.errors import FatalError, Interrupted, rolled_back
+from forktool.errors import FatalError, Interrupted, command_line, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import write_files
@@ -383,7 +383,7 @@ def sync_blockers(
     if git.branch_commit(name) is not None and _already_synced(config, git, name, tag) is None:
         blockers.append(
             f"branch '{name}' already exists and is not a finished sync to {tag}: "
-            f"delete it (git branch -D {name})"
+            f"delete it ({command_line('git', 'branch', '-D', name)})"
         )
     checks: list[Callable[[], object]] = [
         lambda: commit_identity(git, env),
@@ -499,7 +499,7 @@ def start_sync(
     if git.branch_commit(name) is not None:
         raise FatalError(
             f"branch '{name}' already exists and is not a finished sync to {tag}",
-            f"delete it (git branch -D {name}) or pass --branch NAME",
+            f"delete it ({command_line('git', 'branch', '-D', name)}) or pass --branch NAME",
         )
     if config.pin_tag == tag:
         raise FatalError(f"the fork is already pinned to {tag}", "nothing to sync")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forktool.config import Config
-from forktool.errors import FatalError, GitError, git_said
+from forktool.config import Config, url_problem
+from forktool.errors import FatalError, GitError, command_line, git_said
 from forktool.git import Git
 
 
@@ -32,8 +32,18 @@ class Fetched:
 
 
 def upstream_source(config: Config, git: Git) -> str | None:
-    """The remote to fetch from if this repository has it, else ``upstream.url``, else None."""
+    """The remote to fetch from if this repository has it, else ``upstream.url``, else None.
+    The remote's URL (from git's config, which forktool.yaml's checks do not reach) is
+    held to the same rule as ``upstream.url``."""
     if config.upstream_remote in git.remotes():
+        for url in git.remote_urls(config.upstream_remote):
+            if problem := url_problem(url):
+                raise FatalError(
+                    f"remote '{config.upstream_remote}' has the URL {url!r}, which {problem}; "
+                    "refusing to fetch from it",
+                    "point the remote at the repository: "
+                    + command_line("git", "remote", "set-url", config.upstream_remote, "URL"),
+                )
         return config.upstream_remote
     return config.upstream_url
 
@@ -48,7 +58,7 @@ def remote_default_branch(git: Git, remote: str) -> str | None:
 
 def no_source_hint(config: Config) -> str:
     return (
-        f"add the remote (git remote add {config.upstream_remote} <url>) "
+        f"add the remote ({command_line('git', 'remote', 'add', config.upstream_remote)} <url>) "
         "or set upstream.url in forktool.yaml"
     )
 
@@ -143,7 +153,7 @@ def _tags_to_fetch(git: Git, source: str, tags: list[str], notices: list[str]) -
                     f"tag '{tag}' moved upstream: here it is {str(local[tag])[:12]}, "
                     f"on {source} {theirs[:12]}",
                     "a moved release tag is never taken silently: ask upstream why; to take "
-                    f"theirs, delete yours (git tag -d {tag}) and run again",
+                    f"theirs, delete yours ({command_line('git', 'tag', '-d', tag)}) and run again",
                 )
     return [tag for tag, commit in local.items() if commit is None]
 
@@ -171,7 +181,8 @@ def _branch_fetch_error(source: str, branch: str, exc: GitError, offline: str) -
     return FatalError(
         exc.message,
         f"{source} has no branch '{branch}': set upstream.branch in forktool.yaml to "
-        f"upstream's development branch (git ls-remote --symref {source} HEAD names it)",
+        "upstream's development branch "
+        f"({command_line('git', 'ls-remote', '--symref', source, 'HEAD')} names it)",
     )
 
 
@@ -179,17 +190,18 @@ def _fetch_error(source: str, exc: GitError, offline: str) -> FatalError:
     """git's own words (the remote, its URL and the cause line), with a hint that fits."""
     if "couldn't find remote ref" in cause_line(exc):
         hint = (
-            f"{source} does not have it: check the name (git ls-remote --tags {source}), "
+            f"{source} does not have it: check the name "
+            f"({command_line('git', 'ls-remote', '--tags', source)}), "
             f"or {offline} to use what is here"
         )
     elif "would clobber existing tag" in exc.stderr or "(already exists)" in exc.stderr:
         hint = (
             "a tag here differs from upstream's (a moved tag is never taken silently): "
-            "compare them with git ls-remote --tags " + source
+            "compare them with " + command_line("git", "ls-remote", "--tags", source)
         )
     else:
         hint = (
-            f"check that {source} is reachable (git ls-remote {source}), "
+            f"check that {source} is reachable ({command_line('git', 'ls-remote', source)}), "
             f"or {offline} to use what is here"
         )
     return FatalError(exc.message, hint)
