@@ -114,7 +114,26 @@ class GateResult:
 
 def check_files(ctx: CheckContext) -> list[Finding]:
     """Config and files: series, map, ledger, trailers, patch syntax and path safety."""
-    return ctx.fork.all_findings() + _pending_notices(ctx.fork)
+    return ctx.fork.all_findings() + _mapped_non_commits(ctx) + _pending_notices(ctx.fork)
+
+
+def _mapped_non_commits(ctx: CheckContext) -> list[Finding]:
+    """A map entry naming a tree, blob or tag object: no commit can retire the patch
+    (a commit not fetched yet is no finding here: ``absorbed`` fetches or refuses it)."""
+    entries = [e for e in ctx.fork.upstream_map.entries if e.commits]
+    types = ctx.git.object_types(c for e in entries for c in e.commits)
+    return [
+        Finding(
+            "error",
+            f"{commit} is a {kind}, not a commit",
+            ctx.config.upstream_map,
+            entry.line,
+            "map the patch to the upstream commit that carries the fix",
+        )
+        for entry in entries
+        for commit in entry.commits
+        if (kind := types.get(commit)) not in (None, "commit")
+    ]
 
 
 def _pending_notices(fork: Fork) -> list[Finding]:
