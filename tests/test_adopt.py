@@ -875,3 +875,35 @@ def test_check_refuses_a_map_entry_that_names_no_commit(headers: HeaderFork) -> 
         if f["severity"] == "error"
     ]
     assert errors == [(f"{tree} is a tree, not a commit", 6)]
+
+
+@pytest.mark.parametrize("where", ["outside", "inside", "directory"])
+def test_init_from_quilt_refuses_a_patch_reached_through_a_symlink(
+    headers: HeaderFork, tmp_path: Path, where: str
+) -> None:
+    root = headers.root
+    quilt = root / "debian" / "patches"
+    quilt.mkdir(parents=True)
+    data = headers.patches["debian-a.patch"]
+    (quilt / "series").write_text("a.patch\n")
+    if where == "outside":
+        (tmp_path / "secret.patch").write_bytes(data)
+        (quilt / "a.patch").symlink_to(tmp_path / "secret.patch")
+        expected = "error: debian/patches/a.patch: is a symlink"
+    elif where == "inside":
+        (root / "real.patch").write_bytes(data)
+        (quilt / "a.patch").symlink_to(root / "real.patch")
+        expected = "error: debian/patches/a.patch: is a symlink"
+    else:
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "a.patch").write_bytes(data)
+        (quilt / "series").write_text("sub/a.patch\n")
+        (quilt / "sub").symlink_to(tmp_path / "sub")
+        expected = (
+            "error: debian/patches/sub/a.patch: 'debian/patches/sub' is a symlinked directory"
+        )
+    before = snapshot_tree(root)
+    result = run_cli("-C", root, "init", "--pin", "v1", "--from-quilt", "debian/patches")
+    assert result.code == 2, result.out
+    assert result.error_lines[0].startswith(expected), result.err
+    assert snapshot_tree(root) == before

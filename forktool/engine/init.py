@@ -200,13 +200,16 @@ def read_quilt(root: Path, directory: Path) -> Quilt:
     patches = []
     for entry in series.entries:
         path = where / entry.name
-        if not path.is_file():
+        if not path.is_file() and not path.is_symlink():
             raise FatalError(
                 f"{series_rel}:{entry.line}: names '{entry.name}' but {rel}/{entry.name} "
                 "does not exist",
                 "restore the file, or remove the line from the series",
             )
-        patches.append(loose_patch(entry.name, path))
+        # As every fork file is read: a regular file inside the fork, never through a
+        # symlink (git would commit the link, and the patch checked is not the one shipped).
+        data = read_input(path, f"{rel}/{entry.name}", follow=False)
+        patches.append(loose_patch(entry.name, path, data))
     return Quilt(rel, series_rel, tuple(patches))
 
 
