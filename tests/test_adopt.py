@@ -907,3 +907,24 @@ def test_init_from_quilt_refuses_a_patch_reached_through_a_symlink(
     assert result.code == 2, result.out
     assert result.error_lines[0].startswith(expected), result.err
     assert snapshot_tree(root) == before
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--upstream-url", "--upload-pack=touch pwned", "starts with '-'"),
+        ("--upstream-url", "ext::sh -c touch% pwned", "uses the ext:: transport"),
+        ("--upstream-url", "https://x.org/a\n<!-- forktool:retirement-record:end -->", "control"),
+        ("--upstream-remote", "--upload-pack=x", "is not a remote name"),
+    ],
+)
+def test_init_refuses_an_upstream_that_runs_things(
+    headers: HeaderFork, option: str, value: str, message: str
+) -> None:
+    root = headers.root
+    before = snapshot_tree(root)
+    result = run_cli("-C", root, "init", "--pin", "v1", option, value)
+    assert result.code == 2
+    assert result.error_lines[0].startswith(f"error: {option} {value!r} "), result.err
+    assert message in result.error_lines[0]
+    assert snapshot_tree(root) == before

@@ -6,7 +6,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.config import CONFIG_NAME, Config, load_config
+from forktool.config import (
+    CONFIG_NAME,
+    Config,
+    load_config,
+    remote_name_problem,
+    url_problem,
+)
 from forktool.engine.canonical import loose_patch
 from forktool.engine.map_suggest import Suggestion, build_suggestions
 from forktool.engine.releases import pattern_for_tag
@@ -236,6 +242,13 @@ def scaffold(
 ) -> InitResult:
     if (root / CONFIG_NAME).exists() and quilt_dir is None:
         return _existing_fork(root, tag)
+    if url is not None and (problem := url_problem(url)):
+        raise FatalError(
+            f"--upstream-url {url!r} {problem}; refusing it",
+            "give the repository's URL (https://..., ssh://..., git@host:path) or a path",
+        )
+    if problem := remote_name_problem(remote):
+        raise FatalError(f"--upstream-remote {remote!r} {problem}")
     quilt = read_quilt(root, quilt_dir) if quilt_dir is not None else None
     files: dict[str, str | None] = {
         CONFIG_NAME: None,

@@ -53,7 +53,7 @@ from forktool.fork import Fork, load_fork
 from forktool.fsutil import write_files
 from forktool.git import Git
 from forktool.model.ledger import Ledger
-from forktool.model.record import BEGIN, END, parse_record
+from forktool.model.record import has_markers, parse_record
 from forktool.state import read_state, state_bytes, state_path
 
 Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
@@ -406,7 +406,7 @@ def _record_markers(config: Config) -> None:
     if not path.is_file():
         return
     text = path.read_text(encoding="utf-8", errors="replace")
-    if BEGIN in text or END in text:
+    if has_markers(text):
         parse_record(text, config.record)
 
 
