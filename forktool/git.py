@@ -338,6 +338,19 @@ def start(
     return Started(args, cwd=cwd, purpose=purpose, env=env)
 
 
+_REJECTED = re.compile(r"^ ! \[(?:remote )?rejected\]\s+(\S+)\s+->\s+(\S+)\s*(?:\((.*)\))?\s*$")
+
+
+def rejected_refs(stderr: str) -> list[str]:
+    """Each ref a fetch rejected, as ``<ref> (<why>)`` from git's `` ! [rejected]`` lines."""
+    found = []
+    for line in stderr.splitlines():
+        if match := _REJECTED.match(line):
+            why = f" ({match.group(3)})" if match.group(3) else ""
+            found.append(f"{match.group(2)}{why}")
+    return found
+
+
 def fetch_error(args: Sequence[str], cwd: Path, purpose: str, result: GitResult) -> GitError:
     """A failed fetch, said in full: git's first meaningful line, and the remote with
     its URL (the last line alone, "and the repository exists.", says nothing)."""
@@ -353,6 +366,8 @@ def fetch_error(args: Sequence[str], cwd: Path, purpose: str, result: GitResult)
     ).out.strip()
     where = f"{source} ({url})" if url and url != source else source
     said = git_said(result.err) or f"exit status {result.returncode}"
+    if rejected := rejected_refs(result.err):
+        said = "rejected " + ", ".join(rejected)
     error = GitError(
         purpose,
         result.argv,
@@ -786,7 +801,6 @@ class Git:
         self.run(
             [
                 "fetch",
-                "--quiet",
                 "--no-tags",
                 "--end-of-options",
                 remote,
@@ -989,30 +1003,27 @@ class Git:
         return pairs
 
     def fetch(self, source: str, refspecs: Sequence[str], *, unshallow: bool = False) -> None:
-        """Fetch ``refspecs`` (tags, commit ids) from ``source`` (a remote or a URL)."""
-        args = ["fetch", "--quiet", "--no-auto-gc"]
+        """Fetch exactly ``refspecs`` (tags, commit ids) from ``source`` (a remote or a
+        URL): no tag is followed or taken beyond them (``--no-tags`` also overrides a
+        remote's ``tagOpt``); refspecs go on stdin, so a thousand tags fit. Not
+        ``--quiet``: git names each ref it rejects only when it may speak."""
+        args = ["fetch", "--no-auto-gc", "--no-tags", "--no-write-fetch-head", "--stdin"]
         if unshallow:
             args.append("--unshallow")
-        self.run([*args, "--end-of-options", source, *refspecs], purpose=f"fetch from {source}")
-
-    def fetch_all_tags(self, source: str) -> None:
-        """Fetch every tag of ``source``; git refuses a tag that moved (never clobbered)."""
         self.run(
-            [
-                "fetch",
-                "--quiet",
-                "--no-auto-gc",
-                "--no-write-fetch-head",
-                "--end-of-options",
-                source,
-                "refs/tags/*:refs/tags/*",
-            ],
-            purpose=f"fetch tags from {source}",
+            [*args, "--end-of-options", source],
+            purpose=f"fetch from {source}",
+            input="".join(f"{r}\n" for r in refspecs).encode(),
         )
+
+    def remote_tags(self, source: str) -> dict[str, str]:
+        """Every tag of ``source`` and the commit it peels to (``ls-remote``, no objects
+        fetched)."""
+        return self.remote_tag_commits(source, ())
 
     def remote_tag_commits(self, source: str, tags: Sequence[str]) -> dict[str, str]:
         """The commit each of ``tags`` peels to on ``source`` (``ls-remote``, no objects
-        fetched); a tag ``source`` does not have is absent."""
+        fetched); a tag ``source`` does not have is absent. No ``tags``: every tag."""
         refs = [f"refs/tags/{t}" for t in tags]
         out = self.out(
             [
@@ -1212,7 +1223,6 @@ class Git:
         self.run(
             [
                 "fetch",
-                "--quiet",
                 "--no-tags",
                 "--no-write-fetch-head",
                 "--end-of-options",

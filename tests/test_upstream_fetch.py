@@ -17,6 +17,7 @@ from helpers import run_cli
 from test_sync import IDENTITY, build_sync_fork
 
 from forktool.builder import RepoBuilder
+from forktool.errors import FatalError
 from forktool.git import Git
 
 
@@ -249,3 +250,43 @@ def test_every_command_in_a_hint_is_shell_quoted(
         "hint: add the remote (git remote add 'up;id>pwned' <url>) "
         "or set upstream.url in forktool.yaml"
     ], bump.err + (fork.path / "forktool.yaml").read_text()
+
+
+def test_a_moved_non_release_tag_upstream_never_stops_poll_or_forecast(
+    url_fork: tuple[RepoBuilder, Path],
+) -> None:
+    fork, bare = url_fork
+    upstream = Git(bare)
+    upstream.run(["tag", "nightly", "v1"], purpose="a nightly tag")
+    upstream.run(["tag", "build-42", "v1"], purpose="a build tag")
+    first = run_cli("-C", fork.path, "upstream", "poll", "--format", "json")
+    assert first.code == 4, first.err
+    assert fork.git.tag_commit("v2") is not None  # release tags are fetched
+    upstream.run(["tag", "-f", "nightly", "v2"], purpose="nightly moves")
+    for argv in (("upstream", "poll"), ("forecast",)):
+        again = run_cli("-C", fork.path, *argv, "--format", "json")
+        assert again.code in (0, 1, 4), (argv, again.err)
+    # Only the tags release_tags names (and the pin) are fetched: never nightly.
+    assert fork.git.tag_commit("nightly") is None
+    assert fork.git.tag_commit("build-42") is None
+
+
+def test_a_moved_release_tag_is_refused_naming_it(url_fork: tuple[RepoBuilder, Path]) -> None:
+    fork, bare = url_fork
+    assert run_cli("-C", fork.path, "upstream", "poll").code == 4
+    Git(bare).run(["tag", "-f", "v2", "v1"], purpose="v2 moves upstream")
+    result = run_cli("-C", fork.path, "upstream", "poll")
+    assert result.code == 2
+    assert result.error_lines[0].startswith("error: tag 'v2' moved upstream: here it is ")
+
+
+def test_a_rejected_ref_is_named_in_the_fetch_error(
+    url_fork: tuple[RepoBuilder, Path],
+) -> None:
+    fork, bare = url_fork
+    fork.git.run(["tag", "v2", "v1"], purpose="a local v2 elsewhere")
+    with pytest.raises(FatalError) as raised:
+        fork.git.fetch(str(bare), ["refs/tags/v2:refs/tags/v2"])
+    assert raised.value.message == (
+        f"git could not fetch from {bare}: rejected v2 (would clobber existing tag)"
+    )

@@ -10,6 +10,7 @@ with git's cause line and a hint.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -109,13 +110,15 @@ def fetch_upstream(
     if unshallow and git.is_shallow():
         _fetch(git, source, [], offline, unshallow=True)
         fetched.append("--unshallow")
+    remote: dict[str, str] | None = None
     if all_tags:
-        _fetch_all_tags(git, source, offline)
-        fetched.append("tags")
-    else:
-        for tag in _tags_to_fetch(git, source, wanted, notices):
-            _fetch(git, source, [f"refs/tags/{tag}:refs/tags/{tag}"], offline)
-            fetched.append(tag)
+        remote = _remote_tags(git, source, offline)
+        releases = _release_tags_of(config, remote)
+        wanted = list(dict.fromkeys([*releases, *wanted]))
+    missing_tags = _tags_to_fetch(git, source, wanted, notices, remote)
+    if missing_tags:
+        _fetch(git, source, [f"refs/tags/{t}:refs/tags/{t}" for t in missing_tags], offline)
+    fetched += ["tags"] if all_tags else missing_tags
     if branch is not None:
         try:
             git.fetch_branch(source, branch, config.upstream_remote)
@@ -129,13 +132,21 @@ def fetch_upstream(
     return Fetched(source, tuple(fetched), tuple(notices))
 
 
-def _tags_to_fetch(git: Git, source: str, tags: list[str], notices: list[str]) -> list[str]:
-    """The tags that are not here yet; the ones that are, checked against ``source``."""
-    local = {tag: git.tag_commit(tag) for tag in tags}
+def _tags_to_fetch(
+    git: Git,
+    source: str,
+    tags: list[str],
+    notices: list[str],
+    known: dict[str, str] | None = None,
+) -> list[str]:
+    """The tags that are not here yet; the ones that are, checked against ``source``
+    (``known``: its tags, when they were already listed)."""
+    here = git.tag_commits() if len(tags) > 1 else {}
+    local = {tag: here.get(tag) if len(tags) > 1 else git.tag_commit(tag) for tag in tags}
     present = [tag for tag, commit in local.items() if commit is not None]
     if present:
         try:
-            remote = git.remote_tag_commits(source, present)
+            remote = known if known is not None else git.remote_tag_commits(source, present)
         except GitError as exc:
             notices.append(
                 f"could not reach {source} ({cause_line(exc)}): using the local "
@@ -167,11 +178,21 @@ def _fetch(
         raise _fetch_error(source, exc, offline) from exc
 
 
-def _fetch_all_tags(git: Git, source: str, offline: str) -> None:
+def _remote_tags(git: Git, source: str, offline: str) -> dict[str, str]:
     try:
-        git.fetch_all_tags(source)
+        return git.remote_tags(source)
     except GitError as exc:
         raise _fetch_error(source, exc, offline) from exc
+
+
+def _release_tags_of(config: Config, remote: dict[str, str]) -> list[str]:
+    """The tags of upstream (``remote``) that ``release_tags`` names, and the pin's tag:
+    the only tags forktool fetches when it looks for new releases. Any other tag
+    (``nightly``, moved every night) is never fetched, so never refused as moved."""
+    names = [t for t in remote if fnmatch.fnmatchcase(t, config.release_tags)]
+    if config.pin_tag in remote:
+        names.append(config.pin_tag)
+    return sorted(set(names))
 
 
 def _branch_fetch_error(source: str, branch: str, exc: GitError, offline: str) -> FatalError:
