@@ -416,6 +416,16 @@ class TempIndex:
     def write_tree(self) -> str:
         return self.run(["write-tree"], purpose="write the temporary index as a tree").out.strip()
 
+    def tree_ids(self, commits: Sequence[str]) -> list[str]:
+        """The tree each of ``commits`` records (commits this index's objects hold
+        included), in one ``rev-parse``."""
+        if not commits:
+            return []
+        out = self.run(
+            ["rev-parse", *(f"{c}^{{tree}}" for c in commits)], purpose="read commit trees"
+        ).out
+        return out.split()
+
     def add_all(self, *, purpose: str = "stage the changes") -> None:
         """Stage every change of the work tree (``git add --all``) into this index."""
         self.run(["add", "--all"], purpose=purpose)

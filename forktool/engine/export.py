@@ -274,6 +274,7 @@ def export_series(config: Config, git: Git, rev: str) -> ExportResult:
             if not chain.complete or len(chain.links) != len(commits):
                 raise _replay_failure(rev, history, chain)
             generated = chain_bytes(index, chain)
+            _prove_replay(index, work, base, history, [item.name for item in read], generated)
             old = build_chain(index, base, _old_patches(config), base_name=config.pin_tag)
             review, note = _review(index, old, chain)
     finally:
@@ -283,6 +284,42 @@ def export_series(config: Config, git: Git, rev: str) -> ExportResult:
     derived = [_derive(item, resolved) for item in read]
     _require_commits(git, derived)
     return _write_export(config, rev, history.base, base, tip, derived, generated, review, note)
+
+
+def _prove_replay(
+    index: TempIndex,
+    work: Path,
+    base: str,
+    history: HistoryResult,
+    names: list[str],
+    generated: list[bytes],
+) -> None:
+    """Each patch about to be written, replayed on its commit's parent in the temporary
+    index, must give exactly that commit's tree: a patch that carries more than its
+    commit (a diff pasted into the commit message is applied as part of the patch)
+    or less is refused naming the commit, before anything is written."""
+    patches = []
+    for number, (name, data) in enumerate(zip(names, generated, strict=True)):
+        path = work / f"out-{number:04d}"
+        path.write_bytes(data)
+        patches.append(loose_patch(name, path, data))
+    replay = build_chain(index, base, patches, base_name="its parent", allow_offset=False)
+    made = index.tree_ids([link.commit for link in replay.links if link.commit is not None])
+    wanted = index.tree_ids([c.commit for c in history.commits])
+    for number, commit in enumerate(history.commits):
+        if number < len(made) and made[number] == wanted[number]:
+            continue
+        why = (
+            "its exported patch does not apply on its parent"
+            if number >= len(made)
+            else "its exported patch, replayed on its parent, gives another tree than the commit"
+        )
+        raise FatalError(
+            f"{commit.commit[:12]} {commit.subject}: {why}",
+            "an exported patch must reproduce its commit exactly (a diff pasted into the "
+            "commit message is applied with the patch: indent it or drop it); nothing was "
+            "written",
+        )
 
 
 def _replay_failure(rev: str, history: HistoryResult, chain: Chain) -> FatalError:
