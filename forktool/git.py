@@ -819,6 +819,31 @@ class Git:
             purpose=f"fetch tag {tag} from {remote}",
         )
 
+    def renames(self, old: str, new: str) -> dict[str, str]:
+        """Each path of ``old`` that ``new`` has under another name (git's rename
+        detection, 50% similarity): old path -> new path."""
+        out = self.run(
+            [
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--find-renames",
+                "--diff-filter=R",
+                "--name-status",
+                "-z",
+                old,
+                new,
+                "--",
+            ],
+            purpose=f"find the files renamed between {old} and {new}",
+        ).out
+        fields = out.split("\0")
+        found: dict[str, str] = {}
+        for i in range(0, len(fields) - 2, 3):
+            if fields[i].startswith("R"):
+                found[fields[i + 1]] = fields[i + 2]
+        return found
+
     def diff_name_status(self, old: str, new: str) -> list[tuple[str, str]]:
         """``(status letter, path)`` for every path that differs between two commits."""
         out = self.run(

@@ -682,3 +682,74 @@ def test_export_refuses_a_commit_whose_message_carries_a_diff(
         "commit message is applied with the patch: indent it or drop it); nothing was written",
     ]
     assert snapshot_tree(fork.root) == before
+
+
+@pytest.fixture
+def renaming(builder: RepoBuilder) -> MiniFork:
+    """One patch changing b.py, c.py and d.py; v2 changes b.py's line and renames d.py."""
+    files = {"b.py": lines("b"), "c.py": lines("c"), "d.py": lines("d")}
+    fork = mini_fork(builder, files)
+    patch = make_patch(
+        builder,
+        "v1",
+        {
+            "b.py": lines("b").replace("b10\n", "fork10\n"),
+            "c.py": lines("c").replace("c5\n", "fork5\n"),
+            "d.py": lines("d").replace("d5\n", "fork5\n"),
+        },
+        "fork: three files",
+    )
+    builder.commit(
+        "upstream: rename d.py\n",
+        {"b.py": lines("b").replace("b10\n", "up10\n"), "d.py": None, "e.py": lines("d")},
+    )
+    builder.tag("v2")
+    fork.write({"0001-three.patch": patch})
+    return fork
+
+
+def test_refresh_continue_refuses_a_resolution_that_drops_files(
+    renaming: MiniFork, tmp_path: Path
+) -> None:
+    wt = tmp_path / "resolve"
+    opened = renaming.cli("refresh", "--onto", "v2", "--worktree", wt, "--format", "json")
+    assert opened.code == 1, opened.err
+    [conflict] = opened.json()["patches"]  # type: ignore[misc]
+    assert conflict["message"].startswith("b.py: hunk 1 does not apply")
+    assert (
+        "applied with conflict markers; d.py was renamed upstream to e.py: carry its "
+        in (conflict["message"])
+    )
+    # The user resolves b.py, and leaves c.py and d.py as v2 has them.
+    (wt / "b.py").write_text(lines("b").replace("b10\n", "up10 fork10\n"))
+    (wt / "c.py").write_text(lines("c"))
+    for name in ("d.py", "d.py.rej", "e.py", "c.py.rej", "b.py.rej"):
+        (wt / name).unlink(missing_ok=True)
+    before = fork_files(renaming.root)
+    refused = renaming.cli("refresh", "--continue")
+    assert refused.code == 2
+    assert refused.error_lines == [
+        "error: the resolution of 0001-three.patch drops 2 of the 3 file(s) it changed: "
+        "c.py, d.py (renamed upstream to e.py)",
+        "hint: carry the change into each file (a renamed file under its new name) and run "
+        "'forktool refresh --continue' again; to drop them on purpose: forktool refresh "
+        "--continue --drop-file=c.py --drop-file=d.py",
+    ]
+    one = renaming.cli("refresh", "--continue", "--drop-file", "c.py")
+    assert one.code == 2
+    assert one.error_lines[0].endswith(
+        "drops 1 of the 3 file(s) it changed: d.py (renamed upstream to e.py)"
+    )
+    typo = renaming.cli("refresh", "--continue", "--drop-file", "b.py")
+    assert typo.code == 2
+    assert typo.error_lines[0] == (
+        "error: --drop-file b.py: the resolution of 0001-three.patch does not drop it "
+        "(it drops c.py, d.py)"
+    )
+    assert fork_files(renaming.root) == before
+    # The change carried into the renamed file; c.py dropped on purpose.
+    (wt / "e.py").write_text(lines("d").replace("d5\n", "fork5\n"))
+    done = renaming.cli("refresh", "--continue", "--drop-file", "c.py", "--drop-file", "d.py")
+    assert done.code == 0, done.err
+    patch = (renaming.root / "patches/0001-three.patch").read_bytes()
+    assert b"+++ b/e.py" in patch and b"c.py" not in patch

@@ -24,7 +24,7 @@ import secrets
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -425,6 +425,7 @@ class _Run:
     progress: Progress | None = None
     commits: list[str] = field(default_factory=list)
     markdown: ReportWriter | None = None  # writes report.md (a renderer, passed in)
+    drop_files: tuple[str, ...] = ()  # sync --continue --drop-file: confirmed dropped files
 
     def config(self) -> Config:
         return load_config(self.fork_root / "forktool.yaml")
@@ -564,11 +565,22 @@ def continue_sync(
     env: Mapping[str, str],
     progress: Progress | None = None,
     markdown: ReportWriter | None = None,
+    drop_files: Sequence[str] = (),
 ) -> SyncReport:
+    """Resume a stopped sync; ``drop_files``: the files of the conflicting patch its
+    resolution leaves out on purpose (``--drop-file``)."""
     state = load_sync_state(git)
     if state is None:
         raise FatalError("no sync is in progress", "start one with 'forktool sync TAG'")
-    return _drive(git, state, commit_identity(git, env), progress, resume=True, markdown=markdown)
+    return _drive(
+        git,
+        state,
+        commit_identity(git, env),
+        progress,
+        resume=True,
+        markdown=markdown,
+        drop_files=tuple(drop_files),
+    )
 
 
 def abort_sync(git: Git) -> SyncReport:
@@ -676,6 +688,7 @@ def _drive(
     *,
     resume: bool = False,
     markdown: ReportWriter | None = None,
+    drop_files: tuple[str, ...] = (),
 ) -> SyncReport:
     worktree = Path(state.worktree)
     _ensure_worktree(main, state, resume=resume)
@@ -688,6 +701,7 @@ def _drive(
         progress,
         list(state.report.commits),
         markdown,
+        drop_files,
     )
     steps: dict[Stage, Callable[[_Run, bool], bool]] = {
         "retire": _stage_retire,
@@ -747,7 +761,9 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
     fork = run.fork()
     pin_commit = fork.config.pin_commit
     if resume and load_refresh_state(run.wt) is not None:
-        result = refresh_continue(fork, run.wt, pin_commit=pin_commit, command="sync")
+        result = refresh_continue(
+            fork, run.wt, pin_commit=pin_commit, command="sync", drop_files=run.drop_files
+        )
     elif not fork.patches:
         run.advance("bump", refreshed=(), conflicts=())
         return True
