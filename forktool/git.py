@@ -8,6 +8,7 @@ to do. Typed helpers on :class:`Git` answer the questions the engines ask.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -236,6 +237,57 @@ def set_observer(observer: Observer | None) -> None:
     _observer = observer
 
 
+# Commands whose output is a diff of objects (a patch, patch-id's input, numstat).
+# .gitattributes must not change it: ``-diff``/``binary`` turn text into "Binary files
+# differ" (and numstat into "-"), ``diff=python`` and other drivers change hunk headers
+# and the diff algorithm, textconv and external drivers rewrite it. git 2.39 has no
+# switch for the attributes of the work tree and index (``--attr-source`` came in
+# 2.40; core.attributesFile and GIT_ATTR_NOSYSTEM above cover the user's and the
+# system's files), so these commands run in an attribute-free view of the repository:
+# the same git directory, an empty work tree (also the working directory: git reads
+# ``.gitattributes`` relative to it) and an index that does not exist. None of them
+# reads the index or the work tree; their pathspecs are top-relative there, as from
+# the toplevel. Left: ``$GIT_DIR/info/attributes``, the repository's own file.
+_ATTRIBUTE_FREE = frozenset({"format-patch", "range-diff", "diff-tree", "show"})
+_git_dirs: dict[tuple[Path, str | None], str] = {}
+_empty_view: list[Path] = []
+
+
+def _needs_attribute_free(args: Sequence[str]) -> bool:
+    if not args:
+        return False
+    return args[0] in _ATTRIBUTE_FREE or (args[0] == "log" and ("-p" in args or "--patch" in args))
+
+
+def _attribute_free(
+    args: Sequence[str], cwd: Path, env: Mapping[str, str] | None
+) -> tuple[Path, Mapping[str, str] | None]:
+    """Where and with what environment to run ``args`` so that no ``.gitattributes``
+    of the work tree or index reaches it (see :data:`_ATTRIBUTE_FREE`)."""
+    if not _needs_attribute_free(args):
+        return cwd, env
+    key = (cwd, (env or {}).get("GIT_DIR"))
+    if key not in _git_dirs:
+        found = run(
+            ["rev-parse", "--absolute-git-dir"],
+            cwd=cwd,
+            env=env,
+            purpose="find the git directory",
+        ).out.strip()
+        _git_dirs[key] = found
+    if not _empty_view:
+        view = Path(tempfile.mkdtemp(prefix="forktool-attr-free-"))
+        atexit.register(shutil.rmtree, view, True)
+        _empty_view.append(view)
+    view = _empty_view[0]
+    return view, {
+        **(env or {}),
+        "GIT_DIR": _git_dirs[key],
+        "GIT_WORK_TREE": str(view),
+        "GIT_INDEX_FILE": str(view / "no-index"),
+    }
+
+
 def run(
     args: Sequence[str],
     *,
@@ -247,6 +299,7 @@ def run(
 ) -> GitResult:
     """Run one git command. ``purpose`` completes "git could not ..."."""
     argv = git_argv(args)
+    cwd, env = _attribute_free(args, cwd, env)
     try:
         proc = subprocess.run(  # noqa: S603 - fixed argv, no shell
             argv,
@@ -281,6 +334,7 @@ class Started:
         self.args = list(args)
         self.argv = git_argv(args)
         self.purpose = purpose
+        cwd, env = _attribute_free(args, cwd, env)
         # Output goes to files, not pipes: a pipe nobody reads would stop git once full.
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
