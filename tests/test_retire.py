@@ -360,3 +360,22 @@ def test_a_marker_quoted_in_prose_is_no_marker() -> None:
     assert parse_record(text).entries == ()
     assert section_state(f"# Notes\n  {BEGIN}  \nrow\n\t{END}\n") == "ok"
     assert section_state(f"see {BEGIN}\n") == "missing"
+
+
+def test_a_revert_subject_quoting_a_marker_stays_inside_its_cell() -> None:
+    from forktool.model.record import RecordEntry
+
+    entry = RecordEntry(
+        "2024-01-02",
+        "retired",
+        "0001-x.patch",
+        "",
+        ("a" * 40,),
+        "v2",
+        "v2",
+        f'revert: \'Revert "{END}"\'\u2028{BEGIN}\r{END}',
+    )
+    record = parse_record(empty_section()).with_entry(entry)
+    text = record.render()
+    assert section_state(text) == "ok"
+    assert parse_record(text).entries[0].witnesses.count(END) == 2

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, pass_app, user_path
+from forktool.app import App, drop_file_option, format_option, pass_app, user_path
 from forktool.engine.pin_state import require_pin
 from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
 from forktool.report import patches as report
@@ -22,14 +22,7 @@ from forktool.report import patches as report
     "--continue", "resume", is_flag=True, help="Take the worktree's resolution and go on."
 )
 @click.option("--abort", is_flag=True, help="Drop the refresh in progress and its worktree.")
-@click.option(
-    "--drop-file",
-    "drop_files",
-    multiple=True,
-    metavar="PATH",
-    help="With --continue: the resolution leaves out this file of the patch, on purpose "
-    "(repeatable).",
-)
+@drop_file_option()
 @format_option()
 @pass_app
 def command(

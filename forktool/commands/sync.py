@@ -4,7 +4,7 @@ import os
 
 import click
 
-from forktool.app import App, format_option, notice, pass_app
+from forktool.app import App, drop_file_option, format_option, notice, pass_app
 from forktool.engine.sync import (
     abort_sync,
     continue_sync,
@@ -24,14 +24,7 @@ from forktool.report import sync as report
 )
 @click.option("--continue", "resume", is_flag=True, help="Resume a sync stopped on a conflict.")
 @click.option("--abort", is_flag=True, help="Drop a sync in progress: branch, worktree and state.")
-@click.option(
-    "--drop-file",
-    "drop_files",
-    multiple=True,
-    metavar="PATH",
-    help="With --continue: the resolution leaves out this file of the patch, on purpose "
-    "(repeatable).",
-)
+@drop_file_option()
 @click.option(
     "--fetch/--no-fetch",
     default=True,
