@@ -753,3 +753,22 @@ def test_refresh_continue_refuses_a_resolution_that_drops_files(
     assert done.code == 0, done.err
     patch = (renaming.root / "patches/0001-three.patch").read_bytes()
     assert b"+++ b/e.py" in patch and b"c.py" not in patch
+
+
+def test_fmt_brings_a_diff_hidden_in_the_message_into_the_patch(builder: RepoBuilder) -> None:
+    # git apply takes every diff in the file: the pasted one ships either way. fmt's
+    # canonical form shows it as part of the patch, and its replay proof holds.
+    fork = mini_fork(builder, {"a.py": lines("a"), "b.py": lines("b")})
+    pasted = (
+        "diff --git a/b.py b/b.py\n--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,3 @@\n b1\n-b2\n+PWNED\n b3\n"
+    )
+    patch = make_patch(
+        builder, "v1", {"a.py": lines("a").replace("a1\n", "A1\n")}, "a: one\n\nSee:\n\n" + pasted
+    )
+    fork.write({"0001-a.patch": patch})
+    result = fork.cli("fmt")
+    assert result.code == 0, result.err
+    data = (fork.root / "patches/0001-a.patch").read_bytes()
+    assert data.count(b"diff --git a/b.py b/b.py\n") == 1  # once, as the patch's own diff
+    assert b"index " in data.split(b"diff --git a/b.py b/b.py\n")[1].split(b"\n")[0]
+    assert fork.cli("verify").code == 0

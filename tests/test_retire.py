@@ -373,7 +373,7 @@ def test_a_revert_subject_quoting_a_marker_stays_inside_its_cell() -> None:
         ("a" * 40,),
         "v2",
         "v2",
-        f'revert: \'Revert "{END}"\'\u2028{BEGIN}\r{END}',
+        f"revert: 'Revert \"{END}\"'\u2028{BEGIN}\r{END}",
     )
     record = parse_record(empty_section()).with_entry(entry)
     text = record.render()

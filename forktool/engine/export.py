@@ -273,8 +273,8 @@ def export_series(config: Config, git: Git, rev: str) -> ExportResult:
             chain = build_chain(index, base, sources, base_name=config.pin_tag, allow_offset=False)
             if not chain.complete or len(chain.links) != len(commits):
                 raise _replay_failure(rev, history, chain)
+            _prove_replay(index, chain, history)
             generated = chain_bytes(index, chain)
-            _prove_replay(index, work, base, history, [item.name for item in read], generated)
             old = build_chain(index, base, _old_patches(config), base_name=config.pin_tag)
             review, note = _review(index, old, chain)
     finally:
@@ -286,40 +286,22 @@ def export_series(config: Config, git: Git, rev: str) -> ExportResult:
     return _write_export(config, rev, history.base, base, tip, derived, generated, review, note)
 
 
-def _prove_replay(
-    index: TempIndex,
-    work: Path,
-    base: str,
-    history: HistoryResult,
-    names: list[str],
-    generated: list[bytes],
-) -> None:
-    """Each patch about to be written, replayed on its commit's parent in the temporary
-    index, must give exactly that commit's tree: a patch that carries more than its
-    commit (a diff pasted into the commit message is applied as part of the patch)
-    or less is refused naming the commit, before anything is written."""
-    patches = []
-    for number, (name, data) in enumerate(zip(names, generated, strict=True)):
-        path = work / f"out-{number:04d}"
-        path.write_bytes(data)
-        patches.append(loose_patch(name, path, data))
-    replay = build_chain(index, base, patches, base_name="its parent", allow_offset=False)
-    made = index.tree_ids([link.commit for link in replay.links if link.commit is not None])
+def _prove_replay(index: TempIndex, chain: Chain, history: HistoryResult) -> None:
+    """Each commit's replayed patch must give exactly the commit's tree (the patch files
+    themselves are proven against the replay by ``chain_bytes``): a commit whose message
+    carries a diff (git apply takes it as part of the patch) is refused naming it,
+    before anything is written."""
+    made = index.tree_ids([link.commit for link in chain.links if link.commit is not None])
     wanted = index.tree_ids([c.commit for c in history.commits])
-    for number, commit in enumerate(history.commits):
-        if number < len(made) and made[number] == wanted[number]:
-            continue
-        why = (
-            "its exported patch does not apply on its parent"
-            if number >= len(made)
-            else "its exported patch, replayed on its parent, gives another tree than the commit"
-        )
-        raise FatalError(
-            f"{commit.commit[:12]} {commit.subject}: {why}",
-            "an exported patch must reproduce its commit exactly (a diff pasted into the "
-            "commit message is applied with the patch: indent it or drop it); nothing was "
-            "written",
-        )
+    for commit, got, tree in zip(history.commits, made, wanted, strict=True):
+        if got != tree:
+            raise FatalError(
+                f"{commit.commit[:12]} {commit.subject}: its exported patch, replayed on its "
+                "parent, gives another tree than the commit",
+                "an exported patch must reproduce its commit exactly (a diff pasted into the "
+                "commit message is applied with the patch: indent it or drop it); nothing was "
+                "written",
+            )
 
 
 def _replay_failure(rev: str, history: HistoryResult, chain: Chain) -> FatalError:
