@@ -317,7 +317,7 @@ def run(
     if _observer is not None:
         _observer(purpose, args, result.returncode)
     if check and not result.ok:
-        if args and args[0] == "fetch":
+        if args and args[0] in ("fetch", "ls-remote"):  # reaching upstream: said alike
             raise fetch_error(args, cwd, purpose, result)
         raise GitError(purpose, argv, result.returncode, result.err)
     return result
