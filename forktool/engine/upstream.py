@@ -141,8 +141,8 @@ def _tags_to_fetch(
 ) -> list[str]:
     """The tags that are not here yet; the ones that are, checked against ``source``
     (``known``: its tags, when they were already listed)."""
-    here = git.tag_commits() if len(tags) > 1 else {}
-    local = {tag: here.get(tag) if len(tags) > 1 else git.tag_commit(tag) for tag in tags}
+    here = git.tag_commits() if tags else {}  # one for-each-ref, however many tags
+    local = {tag: here.get(tag) for tag in tags}
     present = [tag for tag, commit in local.items() if commit is not None]
     if present:
         try:
