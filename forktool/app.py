@@ -128,6 +128,18 @@ def format_option(*choices: str) -> Callable[[F], F]:
     )
 
 
+def drop_file_option() -> Callable[[F], F]:
+    """``--drop-file PATH`` for ``refresh --continue`` and ``sync --continue``."""
+    return click.option(
+        "--drop-file",
+        "drop_files",
+        multiple=True,
+        metavar="PATH",
+        help="With --continue: the resolution leaves out this file of the patch, on purpose "
+        "(repeatable).",
+    )
+
+
 class UserPath(click.Path):
     """A path option or argument, made absolute against ``-C DIR`` (the working
     directory the command runs as if started in), then checked like ``click.Path``."""

@@ -19,6 +19,7 @@ import yaml
 from forktool.errors import FatalError
 from forktool.git import is_hex40
 from forktool.inputs import LINK_HINT, linked_directory, read_input
+from forktool.model.text import whole_number
 from forktool.regex_safety import nested_repeat
 
 CONFIG_NAME = "forktool.yaml"
@@ -246,6 +247,33 @@ def _user_regex(node: _Node, what: str, group: str, marks: str) -> str:
     return pattern
 
 
+# Transports that run a command or read a file descriptor rather than reach a repository.
+_COMMAND_TRANSPORTS = ("ext::", "fd::")
+
+
+def url_problem(url: str) -> str | None:
+    """Why ``url`` must not be handed to git as a remote URL, or None. A URL that starts
+    with ``-`` is read as an option (``--upload-pack=...`` runs a command); ``ext::`` runs
+    a command and ``fd::`` talks to a file descriptor. Applied to upstream.url when the
+    config is read and to a remote's URL from git's config before it is fetched from."""
+    if url.startswith("-"):
+        return "starts with '-', so git would read it as an option"
+    if url.lower().startswith(_COMMAND_TRANSPORTS):
+        return f"uses the {url.split('::', 1)[0]}:: transport, which runs a command"
+    if not url.isprintable():
+        return "contains control characters"
+    return None
+
+
+def remote_name_problem(name: str) -> str | None:
+    """Why ``name`` is no git remote name, or None."""
+    if name.startswith("-") or name.startswith(".") or name.endswith(("/", ".lock")):
+        return "is not a remote name"
+    if ".." in name or any(c.isspace() or c in "~^:?*[\\" or not c.isprintable() for c in name):
+        return "is not a remote name"
+    return None
+
+
 def _branch_name(node: _Node) -> str:
     name = node.string("upstream.branch")
     bad = name.startswith(("-", "/")) or name.endswith("/") or ".." in name
@@ -312,10 +340,25 @@ def _inside_fork(value: str) -> bool:
 
 
 def _seconds(node: _Node, what: str) -> int:
-    text = node.string(what)
-    if not text.isdigit() or not 1 <= int(text) <= 86400:
-        raise node.fail(f"{what} '{text}' must be a whole number of seconds from 1 to 86400")
-    return int(text)
+    return _whole_number(node, what, (1, 86400), "seconds", example=600)
+
+
+def _whole_number(
+    node: _Node, what: str, bounds: tuple[int, int], unit: str, *, example: int
+) -> int:
+    """A number in the config: a plain YAML integer written in ASCII digits, in range.
+    Every number the config holds is read here."""
+    plain = isinstance(node.node, yaml.ScalarNode) and node.node.style is None
+    text = str(node.node.value) if isinstance(node.node, yaml.ScalarNode) else ""
+    low, high = bounds
+    number = whole_number(text, len(str(high))) if plain else None
+    if number is None or not low <= number <= high:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise node.fail(
+            f"{what} {shown!r} must be a whole number of {unit} from {low} to {high}",
+            f"write it in ASCII digits, unquoted, e.g. {what.rsplit('.', 1)[-1]}: {example}",
+        )
+    return number
 
 
 def _history(node: _Node) -> HistorySettings:
@@ -389,16 +432,28 @@ def parse_config(text: str, path: Path) -> Config:
             set(),
         )
         if "remote" in upstream:
-            values["upstream_remote"] = upstream["remote"].string("upstream.remote")
+            remote = upstream["remote"].string("upstream.remote")
+            if problem := remote_name_problem(remote):
+                raise upstream["remote"].fail(f"upstream.remote {remote!r} {problem}")
+            values["upstream_remote"] = remote
         if "url" in upstream:
-            values["upstream_url"] = upstream["url"].string("upstream.url")
+            url = upstream["url"].string("upstream.url")
+            if problem := url_problem(url):
+                raise upstream["url"].fail(
+                    f"upstream.url {url!r} {problem}; refusing it",
+                    "write the repository's URL (https://..., ssh://..., git@host:path) or a path",
+                )
+            values["upstream_url"] = url
         if "branch" in upstream:
             values["upstream_branch"] = _branch_name(upstream["branch"])
         if "pr_patterns" in upstream:
+            items = upstream["pr_patterns"].sequence("upstream.pr_patterns")
             values["pr_patterns"] = tuple(
                 _user_regex(item, "upstream.pr_patterns", "pr", "the PR number or id")
-                for item in upstream["pr_patterns"].sequence("upstream.pr_patterns")
+                for item in items
             )
+            for number, item in enumerate(items):
+                lines[f"upstream.pr_patterns.{number}"] = item.line
     if "layout" in top:
         layout = top["layout"].string("layout")
         if layout not in ("merged", "overlay"):

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from forktool.errors import FatalError
+from forktool.model.text import whole_number
 from forktool.registry import Manifest, RegistryClient
 
 DEFAULT_GATE_TIMEOUT = 600
@@ -34,7 +35,8 @@ def control_timeout() -> int:
     """Seconds a control call (ping, inspect, tag, create, remove) may take:
     ``FORKTOOL_DOCKER_TIMEOUT``, default 30."""
     text = os.environ.get("FORKTOOL_DOCKER_TIMEOUT", "")
-    return int(text) if text.isdigit() and int(text) > 0 else 30
+    seconds = whole_number(text, 6)
+    return seconds if seconds else 30
 
 
 def owner_labels(scope: str) -> dict[str, str]:

@@ -8,12 +8,20 @@ what a check *found* (exit 1), and they travel inside result objects.
 
 from __future__ import annotations
 
+import shlex
 import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
+
+
+def command_line(*words: object) -> str:
+    """A command for a hint or report, each word shell-quoted: pasted into a shell it
+    runs exactly this command, whatever a tag, branch, path or URL in it contains
+    (``v1;touch x`` stays one argument). Every command line forktool shows is built here."""
+    return " ".join(shlex.quote(str(word)) for word in words)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from forktool.errors import FatalError
 from forktool.faults import faultpoint
+from forktool.model.text import whole_number
 
 TMP_MARK = ".forktool-tmp"
 BACKUP_MARK = ".forktool-bak"
@@ -287,8 +288,8 @@ def _finish_journal(journal: Path) -> str | None:
 def _marked_pid(path: Path) -> int | None:
     for mark in (TMP_MARK, BACKUP_MARK):
         _, sep, pid = path.name.rpartition(f"{mark}-")
-        if sep and pid.isdigit():
-            return int(pid)
+        if sep and (number := whole_number(pid, 10)) is not None:
+            return number
     return None
 
 
@@ -364,7 +365,7 @@ def _holder(lock: Path) -> str:
     for _ in range(20):
         with contextlib.suppress(OSError):
             text = lock.read_text().strip()
-            if text.isdigit():
+            if whole_number(text, 10) is not None:
                 return text
         time.sleep(0.05)
     return "unknown"
@@ -400,7 +401,8 @@ def _acquire(lock: Path) -> tuple[int, int | None]:
             lock.unlink(missing_ok=True)
             os.close(fd)
             raise _lock_refusal(exc, lock) from exc
-        stale = int(previous) if previous.isdigit() and int(previous) != os.getpid() else None
+        number = whole_number(previous, 10)
+        stale = number if number is not None and number != os.getpid() else None
         return fd, stale
     raise FatalError(f"could not take the lock {lock}", "run the command again")
 

@@ -8,6 +8,7 @@ to do. Typed helpers on :class:`Git` answer the questions the engines ask.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -62,6 +63,10 @@ _CONFIG_OVERRIDES = (
     "i18n.logOutputEncoding=UTF-8",
     "format.signature=",
     "fetch.prune=false",
+    # Transports that run a command or use a file descriptor: never, whatever the
+    # repository's config allows (a remote URL is checked before use, too).
+    "protocol.ext.allow=never",
+    "protocol.fd.allow=never",
     "fetch.pruneTags=false",
     "commit.gpgSign=false",
     "tag.gpgSign=false",
@@ -269,6 +274,57 @@ def set_observer(observer: Observer | None) -> None:
     _observer = observer
 
 
+# Commands whose output is a diff of objects (a patch, patch-id's input, numstat).
+# .gitattributes must not change it: ``-diff``/``binary`` turn text into "Binary files
+# differ" (and numstat into "-"), ``diff=python`` and other drivers change hunk headers
+# and the diff algorithm, textconv and external drivers rewrite it. git 2.39 has no
+# switch for the attributes of the work tree and index (``--attr-source`` came in
+# 2.40; core.attributesFile and GIT_ATTR_NOSYSTEM above cover the user's and the
+# system's files), so these commands run in an attribute-free view of the repository:
+# the same git directory, an empty work tree (also the working directory: git reads
+# ``.gitattributes`` relative to it) and an index that does not exist. None of them
+# reads the index or the work tree; their pathspecs are top-relative there, as from
+# the toplevel. Left: ``$GIT_DIR/info/attributes``, the repository's own file.
+_ATTRIBUTE_FREE = frozenset({"format-patch", "range-diff", "diff-tree", "show"})
+_git_dirs: dict[tuple[Path, str | None], str] = {}
+_empty_view: list[Path] = []
+
+
+def _needs_attribute_free(args: Sequence[str]) -> bool:
+    if not args:
+        return False
+    return args[0] in _ATTRIBUTE_FREE or (args[0] == "log" and ("-p" in args or "--patch" in args))
+
+
+def _attribute_free(
+    args: Sequence[str], cwd: Path, env: Mapping[str, str] | None
+) -> tuple[Path, Mapping[str, str] | None]:
+    """Where and with what environment to run ``args`` so that no ``.gitattributes``
+    of the work tree or index reaches it (see :data:`_ATTRIBUTE_FREE`)."""
+    if not _needs_attribute_free(args):
+        return cwd, env
+    key = (cwd, (env or {}).get("GIT_DIR"))
+    if key not in _git_dirs:
+        found = run(
+            ["rev-parse", "--absolute-git-dir"],
+            cwd=cwd,
+            env=env,
+            purpose="find the git directory",
+        ).out.strip()
+        _git_dirs[key] = found
+    if not _empty_view:
+        view = Path(tempfile.mkdtemp(prefix="forktool-attr-free-"))
+        atexit.register(shutil.rmtree, view, True)
+        _empty_view.append(view)
+    view = _empty_view[0]
+    return view, {
+        **(env or {}),
+        "GIT_DIR": _git_dirs[key],
+        "GIT_WORK_TREE": str(view),
+        "GIT_INDEX_FILE": str(view / "no-index"),
+    }
+
+
 def run(
     args: Sequence[str],
     *,
@@ -280,6 +336,7 @@ def run(
 ) -> GitResult:
     """Run one git command. ``purpose`` completes "git could not ..."."""
     argv = git_argv(args)
+    cwd, env = _attribute_free(args, cwd, env)
     try:
         proc = subprocess.run(  # noqa: S603 - fixed argv, no shell
             argv,
@@ -297,7 +354,7 @@ def run(
     if _observer is not None:
         _observer(purpose, args, result.returncode)
     if check and not result.ok:
-        if args and args[0] == "fetch":
+        if args and args[0] in ("fetch", "ls-remote"):  # reaching upstream: said alike
             raise fetch_error(args, cwd, purpose, result)
         raise GitError(purpose, argv, result.returncode, result.err)
     return result
@@ -314,6 +371,7 @@ class Started:
         self.args = list(args)
         self.argv = git_argv(args)
         self.purpose = purpose
+        cwd, env = _attribute_free(args, cwd, env)
         # Output goes to files, not pipes: a pipe nobody reads would stop git once full.
         self._out = tempfile.TemporaryFile()
         self._err = tempfile.TemporaryFile()
@@ -371,6 +429,19 @@ def start(
     return Started(args, cwd=cwd, purpose=purpose, env=env)
 
 
+_REJECTED = re.compile(r"^ ! \[(?:remote )?rejected\]\s+(\S+)\s+->\s+(\S+)\s*(?:\((.*)\))?\s*$")
+
+
+def rejected_refs(stderr: str) -> list[str]:
+    """Each ref a fetch rejected, as ``<ref> (<why>)`` from git's `` ! [rejected]`` lines."""
+    found = []
+    for line in stderr.splitlines():
+        if match := _REJECTED.match(line):
+            why = f" ({match.group(3)})" if match.group(3) else ""
+            found.append(f"{match.group(2)}{why}")
+    return found
+
+
 def fetch_error(args: Sequence[str], cwd: Path, purpose: str, result: GitResult) -> GitError:
     """A failed fetch, said in full: git's first meaningful line, and the remote with
     its URL (the last line alone, "and the repository exists.", says nothing)."""
@@ -386,6 +457,8 @@ def fetch_error(args: Sequence[str], cwd: Path, purpose: str, result: GitResult)
     ).out.strip()
     where = f"{source} ({url})" if url and url != source else source
     said = git_said(result.err) or f"exit status {result.returncode}"
+    if rejected := rejected_refs(result.err):
+        said = "rejected " + ", ".join(rejected)
     error = GitError(
         purpose,
         result.argv,
@@ -433,6 +506,16 @@ class TempIndex:
 
     def write_tree(self) -> str:
         return self.run(["write-tree"], purpose="write the temporary index as a tree").out.strip()
+
+    def tree_ids(self, commits: Sequence[str]) -> list[str]:
+        """The tree each of ``commits`` records (commits this index's objects hold
+        included), in one ``rev-parse``."""
+        if not commits:
+            return []
+        out = self.run(
+            ["rev-parse", *(f"{c}^{{tree}}" for c in commits)], purpose="read commit trees"
+        ).out
+        return out.split()
 
     def add_all(self, *, purpose: str = "stage the changes") -> None:
         """Stage every change of the work tree (``git add --all``) into this index."""
@@ -568,14 +651,21 @@ class Git:
     def remotes(self) -> list[str]:
         return self.out(["remote"], purpose="list remotes").split()
 
+    def remote_urls(self, remote: str) -> list[str]:
+        """Every URL git would fetch ``remote`` from (after ``insteadOf`` rewriting)."""
+        res = self.run(
+            ["remote", "get-url", "--all", "--end-of-options", remote],
+            purpose=f"read the URL of remote {remote}",
+            check=False,
+        )
+        return res.out.splitlines() if res.ok else []
+
     def remote_url(self, remote: str) -> str | None:
         """The URL ``remote`` fetches from (``insteadOf`` rewrites applied), or None."""
         if remote.startswith("-") or remote not in self.remotes():
             return None
-        res = self.run(
-            ["remote", "get-url", remote], purpose=f"read the URL of remote {remote}", check=False
-        )
-        return (res.out.strip() or None) if res.ok else None
+        urls = self.remote_urls(remote)
+        return urls[0] if urls else None
 
     # -- objects and refs --------------------------------------------------------
 
@@ -977,7 +1067,6 @@ class Git:
         self.run(
             [
                 "fetch",
-                "--quiet",
                 "--no-tags",
                 "--end-of-options",
                 remote,
@@ -985,6 +1074,31 @@ class Git:
             ],
             purpose=f"fetch tag {tag} from {remote}",
         )
+
+    def renames(self, old: str, new: str) -> dict[str, str]:
+        """Each path of ``old`` that ``new`` has under another name (git's rename
+        detection, 50% similarity): old path -> new path."""
+        out = self.run(
+            [
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--find-renames",
+                "--diff-filter=R",
+                "--name-status",
+                "-z",
+                old,
+                new,
+                "--",
+            ],
+            purpose=f"find the files renamed between {old} and {new}",
+        ).out
+        fields = out.split("\0")
+        found: dict[str, str] = {}
+        for i in range(0, len(fields) - 2, 3):
+            if fields[i].startswith("R"):
+                found[fields[i + 1]] = fields[i + 2]
+        return found
 
     def diff_name_status(self, old: str, new: str) -> list[tuple[str, str]]:
         """``(status letter, path)`` for every path that differs between two commits."""
@@ -1259,30 +1373,27 @@ class Git:
         return pairs
 
     def fetch(self, source: str, refspecs: Sequence[str], *, unshallow: bool = False) -> None:
-        """Fetch ``refspecs`` (tags, commit ids) from ``source`` (a remote or a URL)."""
-        args = ["fetch", "--quiet", "--no-auto-gc"]
+        """Fetch exactly ``refspecs`` (tags, commit ids) from ``source`` (a remote or a
+        URL): no tag is followed or taken beyond them (``--no-tags`` also overrides a
+        remote's ``tagOpt``); refspecs go on stdin, so a thousand tags fit. Not
+        ``--quiet``: git names each ref it rejects only when it may speak."""
+        args = ["fetch", "--no-auto-gc", "--no-tags", "--no-write-fetch-head", "--stdin"]
         if unshallow:
             args.append("--unshallow")
-        self.run([*args, "--end-of-options", source, *refspecs], purpose=f"fetch from {source}")
-
-    def fetch_all_tags(self, source: str) -> None:
-        """Fetch every tag of ``source``; git refuses a tag that moved (never clobbered)."""
         self.run(
-            [
-                "fetch",
-                "--quiet",
-                "--no-auto-gc",
-                "--no-write-fetch-head",
-                "--end-of-options",
-                source,
-                "refs/tags/*:refs/tags/*",
-            ],
-            purpose=f"fetch tags from {source}",
+            [*args, "--end-of-options", source],
+            purpose=f"fetch from {source}",
+            input="".join(f"{r}\n" for r in refspecs).encode(),
         )
+
+    def remote_tags(self, source: str) -> dict[str, str]:
+        """Every tag of ``source`` and the commit it peels to (``ls-remote``, no objects
+        fetched)."""
+        return self.remote_tag_commits(source, ())
 
     def remote_tag_commits(self, source: str, tags: Sequence[str]) -> dict[str, str]:
         """The commit each of ``tags`` peels to on ``source`` (``ls-remote``, no objects
-        fetched); a tag ``source`` does not have is absent."""
+        fetched); a tag ``source`` does not have is absent. No ``tags``: every tag."""
         refs = [f"refs/tags/{t}" for t in tags]
         out = self.out(
             [
@@ -1477,7 +1588,6 @@ class Git:
         self.run(
             [
                 "fetch",
-                "--quiet",
                 "--no-tags",
                 "--no-write-fetch-head",
                 "--end-of-options",

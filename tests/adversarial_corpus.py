@@ -317,6 +317,15 @@ def objects_borrowed_from_a_vanished_clone(fork: Path, scratch: Path) -> None:
     (objects / "info" / "alternates").write_text(f"{scratch}/gone/objects\n")
 
 
+def quilt_with_a_linked_patch(fork: Path, scratch: Path) -> None:
+    """A quilt directory whose only patch is a symlink to a file outside the fork."""
+    (scratch / "outside.patch").write_bytes(new_file_patch("evil.txt"))
+    quilt = fork / "debian" / "patches"
+    quilt.mkdir(parents=True)
+    (quilt / "series").write_text("x.patch\n")
+    (quilt / "x.patch").symlink_to(scratch / "outside.patch")
+
+
 # -- the corpus ----------------------------------------------------------------------
 
 SHELL_TAGS = ("v1.2.0;touch pwned", "$(touch pwned)", "`touch pwned`", "v1|id>pwned")
@@ -1084,6 +1093,95 @@ CASES: list[Case] = [
         2,
         "patches: 'patches' is a symlinked directory (to {scratch}/patches)",
         "verify would read patches git does not commit",
+    ),
+    # Changes that ship unseen, gates that pass on nothing, inputs that run things
+    Case(
+        "config-gate-timeout-unicode-digit",
+        edit(
+            "forktool.yaml",
+            b"  site: /opt/pulse\n",
+            "  site: /opt/pulse\n  gate_timeout: \u00b2\n".encode(),
+        ),
+        ("status",),
+        2,
+        "{fork}/forktool.yaml:25: image.gate_timeout '\u00b2' must be a whole number of seconds",
+        "str.isdigit says yes to a superscript two; int() does not: a number is ASCII digits",
+    ),
+    Case(
+        "config-gate-timeout-5000-digits",
+        edit(
+            "forktool.yaml",
+            b"  site: /opt/pulse\n",
+            b"  site: /opt/pulse\n  gate_timeout: " + b"9" * 5000 + b"\n",
+        ),
+        ("status",),
+        2,
+        "{fork}/forktool.yaml:25: image.gate_timeout '" + "9" * 40 + "...' must be a whole number",
+        "int() refuses more than 4,300 digits: bounded before it is read, and not echoed whole",
+    ),
+    Case(
+        "config-upstream-url-is-an-option",
+        edit(
+            "forktool.yaml",
+            b"  remote: upstream\n",
+            b"  remote: upstream\n  url: '--upload-pack=touch pwned'\n",
+        ),
+        ("upstream", "poll"),
+        2,
+        "{fork}/forktool.yaml:5: upstream.url '--upload-pack=touch pwned' starts with '-'",
+        "a URL git would read as an option runs a command: refused when the config is read",
+    ),
+    Case(
+        "config-upstream-url-ext-transport",
+        edit(
+            "forktool.yaml",
+            b"  remote: upstream\n",
+            b"  remote: upstream\n  url: 'ext::sh -c touch% pwned'\n",
+        ),
+        ("status",),
+        2,
+        "{fork}/forktool.yaml:5: upstream.url 'ext::sh -c touch% pwned' uses the ext:: transport",
+        "the ext:: transport runs a command",
+    ),
+    Case(
+        "remote-url-ext-transport",
+        upstream_url("ext::sh -c touch% pwned"),
+        ("upstream", "poll"),
+        2,
+        "remote 'upstream' has the URL 'ext::sh -c touch% pwned', which uses the ext:: transport",
+        "a remote's URL from git's config is held to upstream.url's rule before any fetch",
+    ),
+    Case(
+        "check-only-a-skipped-check",
+        nothing,
+        ("check", "--only", "history"),
+        1,
+        "FAILED: no check ran: every selected check was skipped or none was selected",
+        "a gate where no selected check ran proves nothing: it fails",
+    ),
+    Case(
+        "check-every-check-deselected",
+        nothing,
+        ("check", "--only", "files", "--skip", "files"),
+        1,
+        "FAILED: no check ran",
+        "selecting nothing is no pass",
+    ),
+    Case(
+        "map-commit-is-a-tree-check",
+        remap_f1(PIN_TREE),
+        ("check", "--only", "files"),
+        1,
+        f"{PIN_TREE} is a tree, not a commit",
+        "check finds what absorbed would refuse: a map id that is no commit",
+    ),
+    Case(
+        "quilt-patch-is-a-symlink-outside",
+        quilt_with_a_linked_patch,
+        ("init", "--pin", "v1.1.0", "--from-quilt", "debian/patches"),
+        2,
+        "debian/patches/x.patch: is a symlink",
+        "init reads a quilt patch as every fork file: never through a link",
     ),
 ]
 

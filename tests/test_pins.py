@@ -11,7 +11,7 @@ from helpers import CliResult, run_cli, snapshot_tree
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forktool import fsutil
+from forktool import fsutil, regex_safety
 from forktool.builder import RepoBuilder
 from forktool.config import parse_config
 from forktool.engine import pin_sites as pins
@@ -518,7 +518,7 @@ def test_bump_is_atomic_when_a_write_fails_midway(
 def test_a_catastrophic_pattern_is_stopped_not_hung(
     pin_fork: PinFork, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(pins, "PATTERN_TIMEOUT_SECONDS", 1.0)
+    monkeypatch.setattr(regex_safety, "TIMEOUT_SECONDS", 1.0)
     config = pin_fork.read("forktool.yaml").decode()
     (pin_fork.root / "forktool.yaml").write_text(
         # Overlapping alternatives under a repeat: not the nested-repeat shape the

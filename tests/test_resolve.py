@@ -11,6 +11,7 @@ from helpers import make_patch, run_cli
 from hypothesis import given
 from hypothesis import strategies as st
 
+from forktool import regex_safety
 from forktool.builder import RepoBuilder
 from forktool.engine.resolve import _MENTION_WORDS, merged_prs, parse_pr, squashed_pr
 from forktool.git import Git, LogEntry
@@ -399,3 +400,28 @@ def test_url_parsing_never_fails_on_any_text(text: str) -> None:
     assert project is None or (project.host and project.path)
     review = review_project(text)
     assert review is None or review[1].isdigit()
+
+
+def test_a_backtracking_pr_pattern_is_stopped_naming_its_line(
+    resolve_fork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Overlapping alternatives under a repeat: not the nested-repeat shape refused when
+    # the config is read, so only the time limit every user regex runs under stops it.
+    fork, _ = resolve_fork
+    monkeypatch.setattr(regex_safety, "TIMEOUT_SECONDS", 1.0)
+    tip = fork.commit("Ticket\n\nTicket: " + "1" * 40 + "x\n", {"h.txt": "h\n"})
+    fork.git.run(["update-ref", "refs/remotes/origin/main", tip], purpose="move upstream")
+    config = (fork.path / "forktool.yaml").read_text()
+    (fork.path / "forktool.yaml").write_text(
+        config.replace(f"'{PATTERN}'", "'^Ticket: (?P<pr>(?:\\d|\\d)+)$'")
+    )
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch")
+    assert res.code == 2, res.out + res.err
+    lines = (fork.path / "forktool.yaml").read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "Ticket:" in text)
+    assert res.error_lines == [
+        f"error: forktool.yaml:{line}: upstream.pr_patterns pattern '^Ticket: (?P<pr>(?:\\\\d|\\\\d)+)$' "
+        f"did not finish within 1 s on the message of {tip} (catastrophic backtracking?)",
+        "hint: simplify the pattern: anchor it and avoid repeating overlapping alternatives "
+        "like (?:\\d|\\d)+",
+    ]

@@ -13,7 +13,7 @@ from helpers import run_cli, snapshot_tree
 from forktool import fsutil
 from forktool.builder import RepoBuilder
 from forktool.demo import DemoUpstream
-from forktool.model.record import parse_record
+from forktool.model.record import BEGIN, END, empty_section, parse_record, section_state
 
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
@@ -343,3 +343,60 @@ def test_status_on_a_long_range_names_ancestry_and_skips_the_verdicts(
         r"have their commits in v1\.3\.0; `forktool absorbed --tag v1\.3\.0` gives the verdicts",
         note,
     ), note
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        f"see {END} and {BEGIN}",
+        END,
+        f"x\n{END}\ny",
+        f"x\r{END}\ry",
+        f"x\u2028{BEGIN}\u2029y",
+        f"x\x0b{END}\x0cy\x85z",
+    ],
+)
+def test_record_markers_in_a_reason_never_break_the_record(
+    example_fork: RepoBuilder, reason: str
+) -> None:
+    root = example_fork.path
+    result = run_cli("-C", root, "retire", P3, "--tag", "v1.2.0", "--force", "--reason", reason)
+    assert result.code == 0, result.err
+    text = (root / "FORK.md").read_text()
+    assert [line for line in text.split("\n") if line.strip() in (BEGIN, END)] == [BEGIN, END]
+    assert _record_rows(root)[0][7].endswith(": " + " ".join(reason.replace("\r", "\n").split()))
+    check = run_cli("-C", root, "check", "--only", "record", "--only", "files")
+    assert check.code == 0, check.out
+    undo = run_cli("-C", root, "retire", "--undo", P3, "--reason", reason)
+    assert undo.code == 0, undo.err
+    assert [e.action for e in parse_record((root / "FORK.md").read_text()).entries] == [
+        "retired",
+        "restored",
+    ]
+
+
+def test_a_marker_quoted_in_prose_is_no_marker() -> None:
+    text = f"# Notes\n\nThe record sits between `{BEGIN}` and `{END}` lines.\n\n" + empty_section()
+    assert section_state(text) == "ok"
+    assert parse_record(text).entries == ()
+    assert section_state(f"# Notes\n  {BEGIN}  \nrow\n\t{END}\n") == "ok"
+    assert section_state(f"see {BEGIN}\n") == "missing"
+
+
+def test_a_revert_subject_quoting_a_marker_stays_inside_its_cell() -> None:
+    from forktool.model.record import RecordEntry
+
+    entry = RecordEntry(
+        "2024-01-02",
+        "retired",
+        "0001-x.patch",
+        "",
+        ("a" * 40,),
+        "v2",
+        "v2",
+        f"revert: 'Revert \"{END}\"'\u2028{BEGIN}\r{END}",
+    )
+    record = parse_record(empty_section()).with_entry(entry)
+    text = record.render()
+    assert section_state(text) == "ok"
+    assert parse_record(text).entries[0].witnesses.count(END) == 2

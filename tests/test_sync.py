@@ -575,3 +575,24 @@ def test_piped_sync_names_each_step_as_it_starts_and_says_what_is_next(
     )
     quiet = run_cli("-C", sync_fork.path, "-q", "sync", "v2", "--no-fetch", "--branch", "again")
     assert quiet.err == ""
+
+
+def test_sync_continue_passes_drop_file_to_the_resolution_check(sync_fork: RepoBuilder) -> None:
+    root = sync_fork.path
+    stopped = run_cli("-C", root, "sync", "v2", "--no-fetch", "--format", "json")
+    assert stopped.code == 1
+    resolve = Path(str(stopped.json()["message"]).split(" in ", 1)[1].split(", then")[0])
+    v2_d = _edit(V1["d.py"], "d.py line 6\n", "d.py line 6 rewritten upstream\n")
+    (resolve / "d.py").write_text(
+        _edit(v2_d, "d.py line 6 rewritten upstream\n", "d.py line 6 forked\n")
+    )
+    for leftover in resolve.rglob("*.rej"):
+        leftover.unlink()
+    typo = run_cli("-C", root, "sync", "--continue", "--drop-file", "a.py")
+    assert typo.code == 2
+    assert typo.error_lines[0] == (
+        "error: --drop-file a.py: the resolution of 0004-d.patch does not drop it "
+        "(it drops no file)"
+    )
+    assert run_cli("-C", root, "sync", "v2", "--drop-file", "d.py").code == 2  # usage
+    assert run_cli("-C", root, "sync", "--continue").code == 0

@@ -17,6 +17,7 @@ from helpers import run_cli
 from test_sync import IDENTITY, build_sync_fork
 
 from forktool.builder import RepoBuilder
+from forktool.errors import FatalError
 from forktool.git import Git
 
 
@@ -173,3 +174,119 @@ def test_pin_bump_and_absorbed_fetch_through_upstream_url(
     assert bumped.code == 0, bumped.err
     assert bumped.json()["fetched"] is True
     assert "tag: v2" in (fork.path / "forktool.yaml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("url", "problem"),
+    [
+        ("--upload-pack=touch pwned", "starts with '-', so git would read it as an option"),
+        ("-uploadpack", "starts with '-', so git would read it as an option"),
+        ("ext::sh -c touch% pwned", "uses the ext:: transport, which runs a command"),
+        ("EXT::sh -c id", "uses the EXT:: transport, which runs a command"),
+        ("fd::3", "uses the fd:: transport, which runs a command"),
+    ],
+)
+def test_a_url_that_runs_things_is_refused_when_the_config_is_read(
+    url_fork: tuple[RepoBuilder, Path], url: str, problem: str
+) -> None:
+    fork, _ = url_fork
+    _set_url(fork, f"'{url}'")
+    for argv in (("upstream", "poll"), ("status",), ("sync", "v2", "--dry-run")):
+        result = run_cli("-C", fork.path, *argv)
+        assert result.code == 2, argv
+        assert result.error_lines[0].endswith(
+            f"forktool.yaml:2: upstream.url {url!r} {problem}; refusing it"
+        ), result.err
+    assert not (fork.path / "pwned").exists()
+
+
+def test_a_remote_url_from_gits_config_is_held_to_the_same_rule(
+    url_fork: tuple[RepoBuilder, Path],
+) -> None:
+    fork, _ = url_fork
+    fork.git.run(["remote", "add", "upstream", "ext::sh -c touch% pwned"], purpose="remote")
+    result = run_cli("-C", fork.path, "upstream", "poll")
+    assert result.code == 2
+    assert result.error_lines == [
+        "error: remote 'upstream' has the URL 'ext::sh -c touch% pwned', which uses the ext:: "
+        "transport, which runs a command; refusing to fetch from it",
+        "hint: point the remote at the repository: git remote set-url upstream URL",
+    ]
+    assert not (fork.path / "pwned").exists()
+
+
+def test_a_remote_name_that_is_an_option_is_refused(url_fork: tuple[RepoBuilder, Path]) -> None:
+    fork, _ = url_fork
+    text = (fork.path / "forktool.yaml").read_text()
+    (fork.path / "forktool.yaml").write_text(
+        text.replace("upstream:\n", "upstream:\n  remote: --upload-pack=x\n", 1)
+    )
+    result = run_cli("-C", fork.path, "upstream", "poll")
+    assert result.code == 2
+    assert result.error_lines[0].endswith(
+        "forktool.yaml:2: upstream.remote '--upload-pack=x' is not a remote name"
+    )
+
+
+def test_every_command_in_a_hint_is_shell_quoted(
+    url_fork: tuple[RepoBuilder, Path], tmp_path: Path
+) -> None:
+    # A local path may hold anything a shell reads: pasted, the hint must run git alone.
+    fork, _ = url_fork
+    gone = tmp_path / "gone $(touch pwned);x.git"
+    _set_url(fork, f"'{gone}'")
+    result = run_cli("-C", fork.path, "sync", "v2")
+    assert result.code == 2
+    assert result.error_lines[1] == (
+        f"hint: check that {gone} is reachable (git ls-remote '{gone}'), "
+        "or pass --no-fetch to use what is here"
+    )
+    _set_url(fork, "")
+    text = (fork.path / "forktool.yaml").read_text().replace("upstream:\n  url: \n", "")
+    (fork.path / "forktool.yaml").write_text("upstream:\n  remote: up;id>pwned\n" + text)
+    bump = run_cli("-C", fork.path, "pin", "bump", "v9", "--fetch")
+    assert bump.code == 2, bump.err
+    assert bump.error_lines[1:] == [
+        "hint: add the remote (git remote add 'up;id>pwned' <url>) "
+        "or set upstream.url in forktool.yaml"
+    ], bump.err + (fork.path / "forktool.yaml").read_text()
+
+
+def test_a_moved_non_release_tag_upstream_never_stops_poll_or_forecast(
+    url_fork: tuple[RepoBuilder, Path],
+) -> None:
+    fork, bare = url_fork
+    upstream = Git(bare)
+    upstream.run(["tag", "nightly", "v1"], purpose="a nightly tag")
+    upstream.run(["tag", "build-42", "v1"], purpose="a build tag")
+    first = run_cli("-C", fork.path, "upstream", "poll", "--format", "json")
+    assert first.code == 4, first.err
+    assert fork.git.tag_commit("v2") is not None  # release tags are fetched
+    upstream.run(["tag", "-f", "nightly", "v2"], purpose="nightly moves")
+    for argv in (("upstream", "poll"), ("forecast",)):
+        again = run_cli("-C", fork.path, *argv, "--format", "json")
+        assert again.code in (0, 1, 4), (argv, again.err)
+    # Only the tags release_tags names (and the pin) are fetched: never nightly.
+    assert fork.git.tag_commit("nightly") is None
+    assert fork.git.tag_commit("build-42") is None
+
+
+def test_a_moved_release_tag_is_refused_naming_it(url_fork: tuple[RepoBuilder, Path]) -> None:
+    fork, bare = url_fork
+    assert run_cli("-C", fork.path, "upstream", "poll").code == 4
+    Git(bare).run(["tag", "-f", "v2", "v1"], purpose="v2 moves upstream")
+    result = run_cli("-C", fork.path, "upstream", "poll")
+    assert result.code == 2
+    assert result.error_lines[0].startswith("error: tag 'v2' moved upstream: here it is ")
+
+
+def test_a_rejected_ref_is_named_in_the_fetch_error(
+    url_fork: tuple[RepoBuilder, Path],
+) -> None:
+    fork, bare = url_fork
+    fork.git.run(["tag", "v2", "v1"], purpose="a local v2 elsewhere")
+    with pytest.raises(FatalError) as raised:
+        fork.git.fetch(str(bare), ["refs/tags/v2:refs/tags/v2"])
+    assert raised.value.message == (
+        f"git could not fetch from {bare}: rejected v2 (would clobber existing tag)"
+    )

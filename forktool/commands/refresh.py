@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, pass_app, user_path
+from forktool.app import App, drop_file_option, format_option, pass_app, user_path
 from forktool.engine.pin_state import require_pin
 from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
 from forktool.report import patches as report
@@ -22,10 +22,17 @@ from forktool.report import patches as report
     "--continue", "resume", is_flag=True, help="Take the worktree's resolution and go on."
 )
 @click.option("--abort", is_flag=True, help="Drop the refresh in progress and its worktree.")
+@drop_file_option()
 @format_option()
 @pass_app
 def command(
-    app: App, onto: str | None, worktree: Path | None, resume: bool, abort: bool, fmt: str
+    app: App,
+    onto: str | None,
+    worktree: Path | None,
+    resume: bool,
+    abort: bool,
+    drop_files: tuple[str, ...],
+    fmt: str,
 ) -> int:
     """Regenerate every patch of the series against TAG, in series order.
 
@@ -35,7 +42,8 @@ def command(
     that would need fuzz is a conflict). Nothing is written unless every patch
     succeeds. With --worktree DIR, a conflict leaves DIR at TAG with the earlier
     patches committed and the conflicting one applied with 3-way markers; fix
-    the files there and run --continue. A range-diff of the old series against
+    the files there and run --continue (a resolution that leaves out a file the patch
+    changed is refused, naming it, unless --drop-file PATH confirms it). A range-diff of the old series against
     the new is shown for review. The pin does not change: run 'forktool pin bump
     TAG' next. Exit 0 when written, 1 on a conflict, 2 on bad input.
 
@@ -51,6 +59,8 @@ def command(
         raise click.UsageError("give exactly one of --onto TAG, --continue, --abort")
     if worktree is not None and onto is None:
         raise click.UsageError("--worktree goes with --onto")
+    if drop_files and not resume:
+        raise click.UsageError("--drop-file goes with --continue")
     git = app.git()
     with app.lock(git):
         fork = app.fork(strict=True)  # read under the lock
@@ -58,7 +68,7 @@ def command(
         if abort:
             result = refresh_abort(fork, git)
         elif resume:
-            result = refresh_continue(fork, git, pin_commit=pin_commit)
+            result = refresh_continue(fork, git, pin_commit=pin_commit, drop_files=drop_files)
         else:
             assert onto is not None
             result = refresh_onto(fork, git, onto, pin_commit=pin_commit, worktree=worktree)

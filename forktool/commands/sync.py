@@ -4,7 +4,7 @@ import os
 
 import click
 
-from forktool.app import App, format_option, notice, pass_app
+from forktool.app import App, drop_file_option, format_option, notice, pass_app
 from forktool.engine.sync import (
     abort_sync,
     continue_sync,
@@ -24,6 +24,7 @@ from forktool.report import sync as report
 )
 @click.option("--continue", "resume", is_flag=True, help="Resume a sync stopped on a conflict.")
 @click.option("--abort", is_flag=True, help="Drop a sync in progress: branch, worktree and state.")
+@drop_file_option()
 @click.option(
     "--fetch/--no-fetch",
     default=True,
@@ -39,6 +40,7 @@ def command(
     dry_run: bool,
     resume: bool,
     abort: bool,
+    drop_files: tuple[str, ...],
     fetch: bool,
     fmt: str,
 ) -> int:
@@ -65,6 +67,8 @@ def command(
         raise click.UsageError("--continue and --abort take no TAG")
     if not (resume or abort) and not tag:
         raise click.UsageError("missing TAG (or --continue / --abort)")
+    if drop_files and not resume:
+        raise click.UsageError("--drop-file goes with --continue")
     git = app.git()
     if dry_run:
         assert tag is not None
@@ -77,7 +81,11 @@ def command(
             elif resume:
                 try:
                     result = continue_sync(
-                        git, env=os.environ, progress=tick, markdown=report.render_sync_markdown
+                        git,
+                        env=os.environ,
+                        progress=tick,
+                        markdown=report.render_sync_markdown,
+                        drop_files=drop_files,
                     )
                 except KeyboardInterrupt:
                     raise Interrupted(

@@ -53,7 +53,7 @@ from forktool.engine.reverts import (
     range_patch_ids,
 )
 from forktool.engine.upstream import Fetched, fetch_upstream
-from forktool.errors import FatalError
+from forktool.errors import FatalError, command_line
 from forktool.fork import Fork, Patch
 from forktool.git import Git, LogEntry, TempIndex, short
 from forktool.inputs import parse_json, read_input
@@ -301,14 +301,15 @@ def combine(verdict: Verdict, full: ProbeResult, arm: ProbeResult) -> tuple[Outc
 
 
 def fetch_hint(config: Config, what: str) -> str:
-    return f"fetch it: git fetch {config.upstream_remote} {what} (or pass --fetch)"
+    return f"fetch it: {command_line('git', 'fetch', config.upstream_remote, *what.split())} (or pass --fetch)"
 
 
 def refuse_shallow(git: Git, config: Config) -> None:
     if git.is_shallow():
         raise FatalError(
             "this repository is a shallow clone: ancestry cannot be decided on truncated history",
-            f"git fetch --unshallow {config.upstream_remote} (or pass --fetch, which deepens it)",
+            f"{command_line('git', 'fetch', '--unshallow', config.upstream_remote)} "
+            "(or pass --fetch, which deepens it)",
         )
 
 

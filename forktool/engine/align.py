@@ -26,7 +26,7 @@ from forktool.config import Config
 from forktool.engine.history_contract import fork_files
 from forktool.engine.pin_state import require_pin
 from forktool.engine.releases import release_tags
-from forktool.errors import FatalError, Finding, InputError
+from forktool.errors import FatalError, Finding, InputError, command_line
 from forktool.git import Git
 from forktool.inputs import read_input
 from forktool.model.ledger import Action, Ledger, LedgerEntry, parse_ledger
@@ -223,7 +223,8 @@ def _retirable(config: Config, git: Git, ledger: Ledger, tag_commit: str) -> lis
             raise FatalError(
                 f"{config.ledger}:{entry.line}: until:{entry.until_commit} is not a commit in "
                 "this repository",
-                f"fetch upstream (git fetch {config.upstream_remote} --tags), or fix the commit id",
+                f"fetch upstream ({command_line('git', 'fetch', config.upstream_remote, '--tags')})"
+                ", or fix the commit id",
             )
     missing = git.not_ancestors([e.until_commit for e in pending if e.until_commit], tag_commit)
     return [e for e in pending if e.until_commit not in missing]
@@ -260,7 +261,7 @@ def _findings(
                 "(resurrected, e.g. by a merge of upstream)",
                 item.path,
                 None,
-                f"delete it again: git rm {item.path}",
+                f"delete it again: {command_line('git', 'rm', '--', item.path)}",
             )
         )
     for entry in stale:
@@ -294,8 +295,8 @@ def _change_finding(ledger: str, tag: str, change: PathChange) -> Finding | None
             "in patches",
             change.path,
             None,
-            f"move the change into a patch and restore the file: git checkout {tag} -- "
-            f"{change.path}",
+            "move the change into a patch and restore the file: "
+            + command_line("git", "checkout", tag, "--", change.path),
         )
     if change.kind == "type-changed":
         return Finding(
@@ -303,7 +304,7 @@ def _change_finding(ledger: str, tag: str, change: PathChange) -> Finding | None
             f"changes the type of an upstream file of {tag} (file, symlink or submodule)",
             change.path,
             None,
-            f"restore it: git checkout {tag} -- {change.path}",
+            f"restore it: {command_line('git', 'checkout', tag, '--', change.path)}",
         )
     if change.declared:
         return None

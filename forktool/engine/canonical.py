@@ -268,10 +268,48 @@ def chain_bytes(index: TempIndex, chain: Chain) -> list[bytes]:
             f"git format-patch wrote {len(generated)} patches for {len(chain.links)} commits",
             "a patch that changes nothing cannot be exported; remove it from the series",
         )
-    return [
+    written = [
         with_source_header(link.patch.parsed, data)
         for link, (_name, data) in zip(chain.links, generated, strict=True)
     ]
+    prove_replay(index, chain, written)
+    return written
+
+
+def prove_replay(index: TempIndex, chain: Chain, generated: Sequence[bytes]) -> None:
+    """The files about to be written, applied in order on the chain's base, must give
+    exactly the chain's trees: a file that carries more than its commit (a diff in the
+    commit message or in a kept header is applied as part of the patch) or less is
+    refused, exit 2, naming the patch, before anything is written. One ``git apply``
+    of the whole series when it holds (the usual case); patch by patch to name the
+    first that does not."""
+    commits = [link.commit for link in chain.links if link.commit is not None]
+    if not commits:
+        return
+    wanted = index.tree_ids(commits)
+    work = Path(tempfile.mkdtemp(prefix="forktool-replay-"))
+    try:
+        paths: list[str] = []
+        for number, data in enumerate(generated):
+            file = work / f"{number:04d}.patch"
+            file.write_bytes(data)
+            paths.append(str(file))
+        index.read_tree(f"{chain.base}^{{tree}}")
+        whole = index.apply_cached(paths, purpose="replay the patches about to be written")
+        if whole.ok and index.write_tree() == wanted[-1]:
+            return
+        index.read_tree(f"{chain.base}^{{tree}}")
+        for link, one, tree in zip(chain.links, paths, wanted, strict=False):
+            res = index.apply_cached([one], purpose=f"replay {link.patch.name}")
+            if not res.ok or index.write_tree() != tree:
+                raise FatalError(
+                    f"{link.patch.name}: its canonical form, replayed, does not reproduce "
+                    "its change (a diff in a commit message or patch header is applied as "
+                    "part of the patch)",
+                    "move the diff out of the message (indent it, or drop it); nothing was written",
+                )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # -- comparing a file with its canonical form -------------------------------------------

@@ -76,16 +76,37 @@ class CheckResult:
         return data
 
 
+NOTHING_RAN = "no check ran: every selected check was skipped or none was selected"
+
+
 @dataclass(frozen=True)
 class GateResult:
     checks: tuple[CheckResult, ...]
 
     @property
+    def ran(self) -> int:
+        """How many checks ran (were neither skipped nor deselected)."""
+        return sum(1 for c in self.checks if not c.skipped)
+
+    @property
+    def nothing_ran(self) -> str | None:
+        """Why the gate fails though no check failed: a gate that ran no check proves
+        nothing, and must not pass."""
+        return NOTHING_RAN if self.ran == 0 else None
+
+    @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks)
+        return self.ran > 0 and all(c.ok for c in self.checks)
 
     def to_json(self) -> dict[str, object]:
-        return {"ok": self.ok, "checks": [c.to_json() for c in self.checks]}
+        data: dict[str, object] = {
+            "ok": self.ok,
+            "ran": self.ran,
+            "checks": [c.to_json() for c in self.checks],
+        }
+        if self.nothing_ran:
+            data["failure"] = self.nothing_ran
+        return data
 
 
 # -- the checks ------------------------------------------------------------------------
@@ -93,7 +114,26 @@ class GateResult:
 
 def check_files(ctx: CheckContext) -> list[Finding]:
     """Config and files: series, map, ledger, trailers, patch syntax and path safety."""
-    return ctx.fork.all_findings() + _pending_notices(ctx.fork)
+    return ctx.fork.all_findings() + _mapped_non_commits(ctx) + _pending_notices(ctx.fork)
+
+
+def _mapped_non_commits(ctx: CheckContext) -> list[Finding]:
+    """A map entry naming a tree, blob or tag object: no commit can retire the patch
+    (a commit not fetched yet is no finding here: ``absorbed`` fetches or refuses it)."""
+    entries = [e for e in ctx.fork.upstream_map.entries if e.commits]
+    types = ctx.git.object_types(c for e in entries for c in e.commits)
+    return [
+        Finding(
+            "error",
+            f"{commit} is a {kind}, not a commit",
+            ctx.config.upstream_map,
+            entry.line,
+            "map the patch to the upstream commit that carries the fix",
+        )
+        for entry in entries
+        for commit in entry.commits
+        if (kind := types.get(commit)) not in (None, "commit")
+    ]
 
 
 def _pending_notices(fork: Fork) -> list[Finding]:

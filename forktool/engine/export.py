@@ -25,7 +25,7 @@ from forktool.engine.canonical import (
 )
 from forktool.engine.history_contract import HistoryResult, check_history
 from forktool.engine.map_suggest import resolve_refs
-from forktool.errors import FatalError
+from forktool.errors import FatalError, command_line
 from forktool.fork import NOTES_DIR, NOTES_README, Patch, load_fork, patch_files_on_disk
 from forktool.fsutil import write_files
 from forktool.git import Git, TempIndex
@@ -233,7 +233,10 @@ def _refuse(config: Config, rev: str, history: HistoryResult) -> None:
         return
     first = blocking[0]
     more = f" (and {len(blocking) - 1} more)" if len(blocking) > 1 else ""
-    hint = f"run 'forktool check-history {rev}' for every violation; nothing was written"
+    hint = (
+        f"run '{command_line('forktool', 'check-history', rev)}' for every violation; "
+        "nothing was written"
+    )
     if first.check == "trailer":
         hint = (
             f"the history: policy in {config.path.name} is on: {ACCEPTED}; remove 'history:' "
@@ -270,6 +273,7 @@ def export_series(config: Config, git: Git, rev: str) -> ExportResult:
             chain = build_chain(index, base, sources, base_name=config.pin_tag, allow_offset=False)
             if not chain.complete or len(chain.links) != len(commits):
                 raise _replay_failure(rev, history, chain)
+            _prove_replay(index, chain, history)
             generated = chain_bytes(index, chain)
             old = build_chain(index, base, _old_patches(config), base_name=config.pin_tag)
             review, note = _review(index, old, chain)
@@ -280,6 +284,24 @@ def export_series(config: Config, git: Git, rev: str) -> ExportResult:
     derived = [_derive(item, resolved) for item in read]
     _require_commits(git, derived)
     return _write_export(config, rev, history.base, base, tip, derived, generated, review, note)
+
+
+def _prove_replay(index: TempIndex, chain: Chain, history: HistoryResult) -> None:
+    """Each commit's replayed patch must give exactly the commit's tree (the patch files
+    themselves are proven against the replay by ``chain_bytes``): a commit whose message
+    carries a diff (git apply takes it as part of the patch) is refused naming it,
+    before anything is written."""
+    made = index.tree_ids([link.commit for link in chain.links if link.commit is not None])
+    wanted = index.tree_ids([c.commit for c in history.commits])
+    for commit, got, tree in zip(history.commits, made, wanted, strict=True):
+        if got != tree:
+            raise FatalError(
+                f"{commit.commit[:12]} {commit.subject}: its exported patch, replayed on its "
+                "parent, gives another tree than the commit",
+                "an exported patch must reproduce its commit exactly (a diff pasted into the "
+                "commit message is applied with the patch: indent it or drop it); nothing was "
+                "written",
+            )
 
 
 def _replay_failure(rev: str, history: HistoryResult, chain: Chain) -> FatalError:

@@ -37,8 +37,8 @@ from forktool.engine.attempt import (
 from forktool.engine.poll import newer_releases
 from forktool.engine.resolve import (
     branch_ref,
-    compiled_patterns,
     merged_prs,
+    pattern_prs,
 )
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.fork import Fork, Patch
@@ -410,11 +410,11 @@ def _describe(
     if not commits:
         return {}
     entries = {e.commit: e for e in git.log_entries(commits)}
-    patterns = compiled_patterns(config)
+    hits = pattern_prs(config, list(entries.values()))
     described = {}
     for name, (commit, checks, touching) in found.items():
         entry = entries[commit]
-        prs = merged_prs(entry, patterns)
+        prs = merged_prs(entry, hits)
         pr = next(iter(prs), None)
         described[name] = FirstBreak(
             commit,

@@ -6,12 +6,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.config import CONFIG_NAME, Config, load_config
+from forktool.config import (
+    CONFIG_NAME,
+    Config,
+    load_config,
+    remote_name_problem,
+    url_problem,
+)
 from forktool.engine.canonical import loose_patch
 from forktool.engine.map_suggest import Suggestion, build_suggestions
 from forktool.engine.releases import pattern_for_tag
 from forktool.engine.upstream import remote_default_branch
-from forktool.errors import FatalError, InputError
+from forktool.errors import FatalError, InputError, command_line
 from forktool.fork import NOTES_DIR, NOTES_README, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git
@@ -138,8 +144,9 @@ def _existing_fork(root: Path, tag: str) -> InitResult:
     if config.pin_tag != tag:
         raise FatalError(
             f"{CONFIG_NAME} exists and pins {config.pin_tag}; init never changes it",
-            f"run 'forktool pin bump {tag}' to move the pin, or 'forktool init --pin "
-            f"{config.pin_tag}' to complete this fork's files",
+            f"run '{command_line('forktool', 'pin', 'bump', tag)}' to move the pin, or "
+            f"'{command_line('forktool', 'init', '--pin', config.pin_tag)}' to complete this "
+            "fork's files",
         )
     fresh = FORK_MD.format(tag=tag, remote_hint=config.upstream_url or "upstream") + empty_section()
     text = _record_text(config.record_path, config.record, fresh)
@@ -199,13 +206,16 @@ def read_quilt(root: Path, directory: Path) -> Quilt:
     patches = []
     for entry in series.entries:
         path = where / entry.name
-        if not path.is_file():
+        if not path.is_file() and not path.is_symlink():
             raise FatalError(
                 f"{series_rel}:{entry.line}: names '{entry.name}' but {rel}/{entry.name} "
                 "does not exist",
                 "restore the file, or remove the line from the series",
             )
-        patches.append(loose_patch(entry.name, path))
+        # As every fork file is read: a regular file inside the fork, never through a
+        # symlink (git would commit the link, and the patch checked is not the one shipped).
+        data = read_input(path, f"{rel}/{entry.name}", follow=False)
+        patches.append(loose_patch(entry.name, path, data))
     return Quilt(rel, series_rel, tuple(patches))
 
 
@@ -232,6 +242,13 @@ def scaffold(
 ) -> InitResult:
     if (root / CONFIG_NAME).exists() and quilt_dir is None:
         return _existing_fork(root, tag)
+    if url is not None and (problem := url_problem(url)):
+        raise FatalError(
+            f"--upstream-url {url!r} {problem}; refusing it",
+            "give the repository's URL (https://..., ssh://..., git@host:path) or a path",
+        )
+    if problem := remote_name_problem(remote):
+        raise FatalError(f"--upstream-remote {remote!r} {problem}")
     quilt = read_quilt(root, quilt_dir) if quilt_dir is not None else None
     files: dict[str, str | None] = {
         CONFIG_NAME: None,

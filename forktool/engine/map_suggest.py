@@ -3,9 +3,10 @@
 Each patch's header is read by :func:`forktool.model.upstream_refs.read_refs` (DEP-3,
 Yocto, openSUSE, Linux stable/Android, git's cherry-picked line, forktool's
 trailers). Commit ids are looked up in the repository in one ``cat-file`` call: a
-full id is kept as written (``present`` says whether it is here), an abbreviation
-only when it names exactly one commit here; anything else is dropped, never
-guessed. ``--write`` fills the map entries that are missing, ``none`` or
+full id is kept as written when it is a commit or not here yet (``present`` says
+which), an abbreviation only when it names exactly one commit here; a tree, blob or
+tag object is no commit. A patch with any name dropped maps to ``pending``, never
+to the commits that remain: nothing is guessed. ``--write`` fills the map entries that are missing, ``none`` or
 ``pending`` and never replaces commits someone wrote.
 """
 
@@ -96,14 +97,16 @@ def resolve_refs(
             hit = names.get(name)
             if hit is not None and hit[1] == "commit":
                 commits.append(hit[0])
-            elif len(name) == 40:
+            elif hit is None and len(name) == 40:
                 commits.append(name)  # written in full: kept, even when not fetched yet
                 present = False
-            else:
+            else:  # an abbreviation naming no single commit, or a tree, blob or tag object
                 dropped.append(name)
         unique = tuple(dict.fromkeys(commits))
-        if ref.commits and not unique:
-            # Only abbreviations nobody can resolve: the change is upstream, its id unknown.
+        if ref.commits and (dropped or not unique):
+            # A name that is no commit here: the change is upstream, its ids not all known.
+            # Mapping the rest alone would weaken the retirement condition (every mapped
+            # commit in the tag), so nothing is mapped.
             ref = replace(ref, kind="pending", commits=())
         else:
             ref = replace(ref, commits=unique)

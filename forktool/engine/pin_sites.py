@@ -10,7 +10,7 @@ stays as it was.
 Patterns come from the fork's config, and Python's ``re`` can backtrack for
 ever on a pathological one (``(a+)+$``) while holding the interpreter, so no
 signal or thread can stop it. Patterns therefore run in a separate, isolated
-Python process with a time limit (:data:`PATTERN_TIMEOUT_SECONDS`); a pattern
+Python process with a time limit (``regex_safety.run_limited``); a pattern
 that does not finish is refused with exit 2 naming the site. Site files are
 capped at :data:`MAX_SITE_BYTES`: pin sites are small configuration files.
 """
@@ -19,9 +19,6 @@ from __future__ import annotations
 
 import difflib
 import itertools
-import json
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,36 +29,19 @@ import yaml
 from forktool.config import Config, PinSite, parse_config
 from forktool.engine.pin_state import PinState, pin_state
 from forktool.engine.upstream import fetch_upstream
-from forktool.errors import FatalError, Finding, InputError
+from forktool.errors import FatalError, Finding, InputError, command_line
 from forktool.fsutil import write_files, write_refusal
 from forktool.git import Git
+from forktool.regex_safety import MAX_MATCHES, RegexTimeout, run_limited
 
 if TYPE_CHECKING:
     from forktool.engine.retire import LostFix
 
 MAX_SITE_BYTES = 1 << 20
-PATTERN_TIMEOUT_SECONDS = 10.0
-MAX_MATCHES = 1000  # enough to say "more than once"
 
 # Characters refused in a tag name even where git would accept them: a tag name
 # is pasted into Dockerfiles, workflows and shell scripts.
 _UNSAFE_TAG_CHARS = set(";&|$`'\"\\<>(){}[]*?!#~^:,=%@")
-
-# Runs in a child interpreter: reads [[pattern, text], ...] as JSON on stdin and
-# writes one JSON line per site (the tag group's spans), flushing each, so a
-# timeout can tell which site hung.
-_MATCHER = """
-import json, re, sys
-limit = int(sys.argv[1])
-for pattern, text in json.load(sys.stdin):
-    spans = []
-    for m in re.finditer(pattern, text, re.MULTILINE):
-        spans.append([m.start("tag"), m.end("tag")])
-        if len(spans) >= limit:
-            break
-    sys.stdout.write(json.dumps(spans) + "\\n")
-    sys.stdout.flush()
-"""
 
 
 @dataclass(frozen=True)
@@ -173,32 +153,19 @@ def find_spans(jobs: Sequence[tuple[PinSite, str]]) -> list[list[tuple[int, int]
 
     Exit 2 (FatalError) when a pattern runs past :data:`PATTERN_TIMEOUT_SECONDS`.
     """
-    if not jobs:
-        return []
-    payload = json.dumps([[site.pattern, text] for site, text in jobs]).encode()
-    try:
-        proc = subprocess.run(  # noqa: S603 - fixed argv: this interpreter, no shell
-            [sys.executable, "-I", "-S", "-c", _MATCHER, str(MAX_MATCHES)],
-            input=payload,
-            capture_output=True,
-            timeout=PATTERN_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        done = len((exc.stdout or b"").splitlines())
-        site = jobs[min(done, len(jobs) - 1)][0]
-        raise FatalError(
-            f"forktool.yaml:{site.line}: pin_sites pattern for {site.file} did not finish "
-            f"within {PATTERN_TIMEOUT_SECONDS:g} s (catastrophic backtracking?)",
-            "simplify the pattern: anchor it and avoid nested repetition like (a+)+",
-        ) from None
-    lines = proc.stdout.decode().splitlines()
-    if proc.returncode != 0 or len(lines) != len(jobs):
-        detail = proc.stderr.decode(errors="replace").strip().splitlines()
-        raise FatalError(
-            "could not search the pin sites: " + (detail[-1] if detail else "matcher failed")
-        )
-    return [[(int(s), int(e)) for s, e in json.loads(line)] for line in lines]
+    spans: list[list[tuple[int, int]]] = []
+    for site, text in jobs:  # one child per site: a hang is its own site's
+        try:
+            spans.append(run_limited([site.pattern], [text], "tag")[0][0])
+        except RegexTimeout as stop:
+            raise FatalError(
+                f"forktool.yaml:{site.line}: pin_sites pattern for {site.file} did not finish "
+                f"within {stop.seconds:g} s (catastrophic backtracking?)",
+                "simplify the pattern: anchor it and avoid nested repetition like (a+)+",
+            ) from None
+        except RuntimeError as exc:
+            raise FatalError(f"could not search the pin sites: {exc}") from None
+    return spans
 
 
 def _config_reading(config: Config) -> SiteReading:
@@ -298,7 +265,7 @@ def _site_findings(config: Config, reading: SiteReading, *, compare: bool = True
                 f"({cfg}:{config.lines.get('pin.tag', 0)})",
                 reading.file,
                 match.line,
-                f"run 'forktool pin bump {config.pin_tag}' to make every site agree",
+                f"run '{command_line('forktool', 'pin', 'bump', config.pin_tag)}' to make every site agree",
             )
         ]
     return []
@@ -318,7 +285,7 @@ def _drift_finding(config: Config, sites: Sequence[SiteReading]) -> Finding | No
         f"pin sites disagree: {parts}",
         config.rel(config.path),
         config.lines.get("pin.tag", 0),
-        f"run 'forktool pin bump {config.pin_tag}' to make every site agree",
+        f"run '{command_line('forktool', 'pin', 'bump', config.pin_tag)}' to make every site agree",
     )
 
 
@@ -331,7 +298,7 @@ def _tag_findings(config: Config, git: Git, state: PinState) -> list[Finding]:
                 f"pinned tag {state.tag!r} does not exist in this repository",
                 cfg,
                 config.lines.get("pin.tag"),
-                f"fetch it: git fetch {config.upstream_remote} tag {state.tag}",
+                f"fetch it: {command_line('git', 'fetch', config.upstream_remote, 'tag', state.tag)}",
             )
         ]
     if state.moved:
@@ -357,7 +324,7 @@ def _ancestry_finding(config: Config, git: Git, head: str | None) -> tuple[Findi
         return Finding("error", "HEAD has no commit yet", cfg, line), False
     if git.object_types([config.pin_commit]).get(config.pin_commit) != "commit":
         message = f"pin.commit {config.pin_commit} is not a commit in this repository"
-        hint = f"fetch upstream: git fetch {config.upstream_remote} --tags"
+        hint = f"fetch upstream: {command_line('git', 'fetch', config.upstream_remote, '--tags')}"
         return Finding("error", message, cfg, line, hint), False
     if git.is_ancestor(config.pin_commit, head):
         return None, True
@@ -368,7 +335,7 @@ def _ancestry_finding(config: Config, git: Git, head: str | None) -> tuple[Findi
             f"({config.pin_tag}); a merged-layout fork must merge the tag it pins",
             cfg,
             line,
-            f"merge it: git merge {config.pin_tag}",
+            f"merge it: {command_line('git', 'merge', config.pin_tag)}",
         ),
         False,
     )
@@ -671,8 +638,8 @@ def plan_bump(
     if commit is None:
         raise FatalError(
             f"unknown tag '{tag}'",
-            f"fetch it: forktool pin bump {tag} --fetch (or git fetch "
-            f"{config.upstream_remote} tag {tag})",
+            f"fetch it: {command_line('forktool', 'pin', 'bump', tag, '--fetch')} (or "
+            f"{command_line('git', 'fetch', config.upstream_remote, 'tag', tag)})",
         )
     name = _Names(config)
     edits, texts = _bump_edits(config, sites, tag, commit, config_text, name)
@@ -690,7 +657,9 @@ def plan_bump(
     if warn is not None:
         for fix in lost:
             warn(
-                f"{fix.describe(tag)}; restore it (forktool retire --undo {fix.patch}) or pin a tag that contains it"
+                f"{fix.describe(tag)}; restore it "
+                f"({command_line('forktool', 'retire', '--undo', fix.patch)}) "
+                "or pin a tag that contains it"
             )
     result = BumpResult(
         tag=tag,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from forktool.config import Config
-from forktool.errors import FatalError
+from forktool.errors import FatalError, command_line
 from forktool.git import Git
 
 
@@ -42,7 +42,7 @@ def require_pin(config: Config, git: Git) -> str:
         git.require_objects()
         raise FatalError(
             f"pinned tag '{state.tag}' does not exist in this repository",
-            f"fetch it: git fetch {config.upstream_remote} tag {state.tag}",
+            f"fetch it: {command_line('git', 'fetch', config.upstream_remote, 'tag', state.tag)}",
         )
     if state.moved:
         assert state.actual is not None

@@ -40,7 +40,7 @@ from forktool.engine.image import (
     require_image_settings,
     series_command,
 )
-from forktool.errors import FatalError
+from forktool.errors import FatalError, command_line
 from forktool.fsutil import atomic_write
 from forktool.git import Git
 from forktool.registry import Manifest
@@ -116,7 +116,8 @@ def promote_candidate(
 
     record = load_record(path, shown)
     if record is None:
-        return refuse(f"{info.id} has no gate record ({shown}); run 'forktool image gate {ref}'")
+        gate = command_line("forktool", "image", "gate", ref)
+        return refuse(f"{info.id} has no gate record ({shown}); run '{gate}'")
     problem = gate_problem(config, git, info, ref, record)
     if problem:
         return refuse(f"{info.id} is not gated: {shown}: {problem}")

@@ -38,7 +38,7 @@ from forktool.engine.canonical import (
     commit_tree,
     range_diff,
 )
-from forktool.errors import FatalError, rolled_back
+from forktool.errors import FatalError, command_line, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
@@ -224,7 +224,7 @@ def retire_first(patch: Patch, onto: str) -> str:
     """What to do about a patch whose change ``onto`` already has. A pending patch's PR
     has most likely merged: recording its commit lets ancestry retire it, unforced."""
     name = patch.name
-    force = f"forktool retire {name} --tag {onto} --force --reason '...'"
+    force = command_line("forktool", "retire", name, "--tag", onto, "--force") + " --reason '...'"
     if patch.mapping is not None and patch.mapping.pending:
         return (
             f"{name} is already on {onto} (it reverse-applies exactly) and is pending: "
@@ -418,17 +418,30 @@ def _open_worktree(
         git,
         RefreshState(onto, onto_commit, str(directory), base, conflict.name, tuple(kept), stamp),
     )
+    renamed = _renamed_upstream(fork, git, onto_commit, conflict)
     faultpoint("refresh.worktree_add")
     try:
-        git.worktree_add_sparse(directory, base, touched_paths(conflict.parsed))
+        git.worktree_add_sparse(directory, base, _worktree_paths(conflict, renamed))
     except FatalError as exc:
         _undo_open(git, directory, made=not existed)
         raise rolled_back(exc, "the refresh was rolled back: nothing changed") from exc
     faultpoint("refresh.apply_3way")
-    detail = _apply_3way(Git(directory), conflict, onto)
+    detail = _apply_3way(Git(directory), conflict, onto, renamed)
     return _pending_result(
         fork, onto, onto_commit, kept, conflict, directory, f"{reason}; {detail}"
     )
+
+
+def _renamed_upstream(fork: Fork, git: Git, onto_commit: str, conflict: Patch) -> dict[str, str]:
+    """The patch's paths that upstream renamed between the pin and the target: old -> new."""
+    renamed = git.renames(fork.config.pin_commit, onto_commit)
+    return {p: renamed[p] for p in touched_paths(conflict.parsed) if p in renamed}
+
+
+def _worktree_paths(conflict: Patch, renamed: dict[str, str]) -> list[str]:
+    """The paths a resolution works on: the patch's, and the new name of each that
+    upstream renamed (the change is carried there)."""
+    return list(dict.fromkeys([*touched_paths(conflict.parsed), *renamed.values()]))
 
 
 def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
@@ -447,23 +460,33 @@ def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
     _drop_state(git)
 
 
-def _apply_3way(wt: Git, patch: Patch, onto: str) -> str:
+def _apply_3way(wt: Git, patch: Patch, onto: str, renamed: dict[str, str]) -> str:
     """Apply ``patch`` in the hand-resolution worktree, leaving conflict markers (or .rej),
     and say what the worktree holds afterwards: git's own words ("with conflicts") are
-    not read, because a merge can end with nothing to resolve."""
+    not read, because a merge can end with nothing to resolve. A file upstream renamed
+    gets neither markers nor a .rej (git apply does not follow renames): said."""
     res = wt.apply_3way(patch.path)
+    moved = "".join(
+        f"; {old} was renamed upstream to {new}: carry its change there by hand"
+        for old, new in renamed.items()
+    )
     if not res.ok and "conflicts" not in res.err:
         wt.apply_with_rejects(patch.path)
-        return "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
+        return (
+            "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
+            + moved
+        )
     unmerged = wt.unmerged_paths()
     if unmerged:
-        return f"applied with conflict markers in {', '.join(unmerged)}"
-    if not wt.status_entries(["."]):
+        return f"applied with conflict markers in {', '.join(unmerged)}" + moved
+    if not res.ok:  # git said "with conflicts" yet left no unmerged path
+        return "applied with conflict markers" + moved
+    if not renamed and not wt.status_entries(["."]):
         return (
             f"applying it changed nothing, {onto} already has the change: retire the patch "
             "or drop it (--abort); nothing to resolve"
         )
-    return "applied cleanly with a 3-way merge: check the result"
+    return "applied cleanly with a 3-way merge: check the result" + moved
 
 
 def _pending_result(
@@ -537,12 +560,18 @@ def _refuse_unresolved(root: Path, names: Iterable[str], command: str) -> None:
 
 
 def refresh_continue(
-    fork: Fork, git: Git, *, pin_commit: str, command: str = "refresh"
+    fork: Fork,
+    git: Git,
+    *,
+    pin_commit: str,
+    command: str = "refresh",
+    drop_files: Sequence[str] = (),
 ) -> RefreshResult:
     """Take the worktree's content as the resolution of the conflicting patch, and go on.
 
     ``command`` is the one the user runs (``refresh``, or ``sync`` while a sync is
     stopped on this refresh): the hints name its ``--continue`` and ``--abort``.
+    ``drop_files``: the files of the patch the user confirmed the resolution drops.
     """
     state = _require_state(git)
     if state.finished:
@@ -564,10 +593,11 @@ def refresh_continue(
     if tree == base_tree:
         raise FatalError(
             f"the resolution of {patch.name} changes nothing: {state.onto} already has the change",
-            f"run 'forktool {command} --abort', then retire the patch (forktool retire "
-            f"{patch.name} --tag {state.onto} --force --reason '...') or drop it, and "
-            f"run '{_restart(command, state.onto)}' again",
+            f"run 'forktool {command} --abort', then retire the patch ("
+            + command_line("forktool", "retire", patch.name, "--tag", state.onto, "--force")
+            + f" --reason '...') or drop it, and run '{_restart(command, state.onto)}' again",
         )
+    _refuse_dropped_files(git, state, patch, tree, pin_commit, command, drop_files)
     meta = commit_meta(patch)
     if isinstance(meta, str):
         raise FatalError(meta)
@@ -604,8 +634,49 @@ def refresh_continue(
     )
 
 
+def _refuse_dropped_files(
+    git: Git,
+    state: RefreshState,
+    patch: Patch,
+    tree: str,
+    pin_commit: str,
+    command: str,
+    confirmed: Sequence[str],
+) -> None:
+    """A resolution must change every file the original patch changed, unless the user
+    confirmed each one it drops (``--drop-file PATH``): a file silently left out is a
+    change that no longer ships. A file upstream renamed is named with its new path."""
+    original = touched_paths(patch.parsed)
+    resolved = {path for _, path in git.diff_name_status(state.base, tree)}
+    dropped = [path for path in original if path not in resolved]
+    unknown = [path for path in confirmed if path not in dropped]
+    if unknown:
+        raise FatalError(
+            f"--drop-file {unknown[0]}: the resolution of {patch.name} does not drop it "
+            f"(it drops {', '.join(dropped) or 'no file'})",
+            "name only files of the patch that the resolution leaves out; nothing was changed",
+        )
+    left = [path for path in dropped if path not in confirmed]
+    if not left:
+        return
+    renamed = git.renames(pin_commit, state.onto_commit)
+    named = [
+        f"{path} (renamed upstream to {renamed[path]})" if path in renamed else path
+        for path in left
+    ]
+    again = command_line("forktool", command, "--continue", *(f"--drop-file={p}" for p in left))
+    raise FatalError(
+        f"the resolution of {patch.name} drops {len(left)} of the {len(original)} file(s) "
+        f"it changed: {', '.join(named)}",
+        "carry the change into each file (a renamed file under its new name) and run "
+        f"'forktool {command} --continue' again; to drop them on purpose: {again}",
+    )
+
+
 def _restart(command: str, onto: str) -> str:
-    return f"forktool sync {onto}" if command == "sync" else f"forktool refresh --onto {onto}"
+    if command == "sync":
+        return command_line("forktool", "sync", onto)
+    return command_line("forktool", "refresh", "--onto", onto)
 
 
 def _links(fork: Fork, done: Sequence[RefreshEntry]) -> list[Link]:
@@ -627,9 +698,10 @@ def _move_worktree(
 ) -> RefreshResult:
     faultpoint("refresh.worktree_reset")
     wt.reset_hard(base, purpose="move the worktree on")
-    wt.sparse_reset(base, touched_paths(conflict.parsed))
+    renamed = _renamed_upstream(fork, git, state.onto_commit, conflict)
+    wt.sparse_reset(base, _worktree_paths(conflict, renamed))
     wt.clean()
-    detail = _apply_3way(wt, conflict, state.onto)
+    detail = _apply_3way(wt, conflict, state.onto, renamed)
     _save_state(
         git,
         RefreshState(

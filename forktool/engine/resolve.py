@@ -26,7 +26,7 @@ the pin, cannot be the change the patch carries: it is listed, never written.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,12 +40,14 @@ from forktool.engine.upstream import (
     upstream_project,
     upstream_source,
 )
-from forktool.errors import FatalError
+from forktool.errors import FatalError, command_line
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git, LogEntry, short
 from forktool.model.project_url import Project, review_project
+from forktool.model.text import whole_number
 from forktool.model.upstream_map import MapEntry, UpstreamMap
+from forktool.regex_safety import RegexTimeout, run_limited
 
 How = Literal[
     "squash",
@@ -78,7 +80,7 @@ def squashed_pr(subject: str) -> str | None:
         return None
     at = subject.rfind("(#")
     number = subject[at + 2 : -1]
-    if at < 1 or not number.isdigit() or not subject[at - 1].isspace():
+    if at < 1 or whole_number(number) is None or not subject[at - 1].isspace():
         return None
     title = subject[:at].rstrip()
     if not title or title.rsplit(None, 1)[-1].lower() in _MENTION_WORDS:
@@ -128,8 +130,14 @@ class Merged:
     named: Project | None = None  # the review URL's project, when the commit names one
 
 
-def merged_prs(entry: LogEntry, patterns: Sequence[re.Pattern[str]] = ()) -> dict[str, Merged]:
-    """PR number -> how ``entry`` merged it (usually one PR, or none)."""
+EMPTY: Mapping[str, Sequence[str]] = {}
+
+
+def merged_prs(
+    entry: LogEntry, pattern_hits: Mapping[str, Sequence[str]] = EMPTY
+) -> dict[str, Merged]:
+    """PR number -> how ``entry`` merged it (usually one PR, or none). ``pattern_hits``:
+    the ``pr`` group of each ``upstream.pr_patterns`` match, by commit (:func:`pattern_prs`)."""
     found: dict[str, Merged] = {}
     subject = entry.subject
     if len(entry.parents) > 1 and (match := _MERGE.match(subject)):
@@ -143,12 +151,11 @@ def merged_prs(entry: LogEntry, patterns: Sequence[re.Pattern[str]] = ()) -> dic
             found.setdefault(
                 match.group("pr"), Merged(entry.commit, subject, "gitlab", match.group("project"))
             )
-    for pattern in patterns:
-        for match in pattern.finditer(entry.message):
-            pr = parse_pr(match.group("pr") or "")
-            if pr is not None:
-                named = _named_review(match.group(0), pr.number) if pr.where is None else pr.where
-                found.setdefault(pr.number, Merged(entry.commit, subject, "pattern", None, named))
+    for text in pattern_hits.get(entry.commit, ()):
+        pr = parse_pr(text)
+        if pr is not None:
+            named = _named_review(entry.message, pr.number) if pr.where is None else pr.where
+            found.setdefault(pr.number, Merged(entry.commit, subject, "pattern", None, named))
     return found
 
 
@@ -161,17 +168,41 @@ def _named_review(text: str, number: str) -> Project | None:
     return None
 
 
-def compiled_patterns(config: Config) -> list[re.Pattern[str]]:
-    return [re.compile(p, re.MULTILINE) for p in config.pr_patterns]
+def pattern_prs(config: Config, entries: Sequence[LogEntry]) -> dict[str, list[str]]:
+    """Commit -> the ``pr`` group of every ``upstream.pr_patterns`` match in its message,
+    each pattern under the user-regex time limit (exit 2 naming the pattern's line)."""
+    if not config.pr_patterns or not entries:
+        return {}
+    try:
+        found = run_limited(config.pr_patterns, [e.message for e in entries], "pr")
+    except RegexTimeout as stop:
+        line = config.lines.get(f"upstream.pr_patterns.{stop.pattern}", 0)
+        raise FatalError(
+            f"{config.rel(config.path)}:{line}: upstream.pr_patterns pattern "
+            f"{config.pr_patterns[stop.pattern]!r} did not finish within {stop.seconds:g} s "
+            f"on the message of {entries[stop.text].commit} (catastrophic backtracking?)",
+            "simplify the pattern: anchor it and avoid repeating overlapping alternatives "
+            "like (?:\\d|\\d)+",
+        ) from None
+    except RuntimeError as exc:
+        raise FatalError(
+            f"could not search commit messages with upstream.pr_patterns: {exc}"
+        ) from None
+    hits: dict[str, list[str]] = {}
+    for entry, per_pattern in zip(entries, found, strict=True):
+        for spans in per_pattern:
+            texts = [entry.message[start:end] for start, end in spans if start >= 0]
+            if texts:
+                hits.setdefault(entry.commit, []).extend(texts)
+    return hits
 
 
-def merged_index(
-    entries: Iterable[LogEntry], compiled: Sequence[re.Pattern[str]]
-) -> dict[str, list[Merged]]:
+def merged_index(entries: Sequence[LogEntry], config: Config) -> dict[str, list[Merged]]:
     """PR number -> every commit that merged it, oldest first."""
     index: dict[str, list[Merged]] = {}
+    hits = pattern_prs(config, entries)
     for entry in entries:
-        for number, merged in merged_prs(entry, compiled).items():
+        for number, merged in merged_prs(entry, hits).items():
             index.setdefault(number, []).insert(0, merged)
     return index
 
@@ -265,7 +296,7 @@ def _branch_fetch_hint(config: Config, git: Git) -> str:
             f"set upstream.branch: {other} in forktool.yaml"
         )
     if source == remote:
-        how = f"git fetch {source} {branch}, or drop --no-fetch"
+        how = f"{command_line('git', 'fetch', source, branch)}, or drop --no-fetch"
     elif source is None:
         how = no_source_hint(config)
     else:
@@ -378,7 +409,7 @@ def resolve(fork: Fork, git: Git, *, fetch: bool) -> ResolveResult:
         fetch_upstream_branch(config, git)
     tip = upstream_branch_commit(config, git)
     pending = [p for p in fork.patches if tracked(p)]
-    index = merged_index(git.first_parent_log(tip), compiled_patterns(config)) if pending else {}
+    index = merged_index(git.first_parent_log(tip), config) if pending else {}
     upstream, unknown = upstream_project(config, git)
     found = [_resolve_one(p, index, upstream, unknown) for p in pending]
     contradicted = _already_in_pin(fork, git, found)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from forktool.config import Config
 from forktool.engine.absorbed import AbsorbedResult, PatchAbsorption, Verdict
-from forktool.errors import FatalError
+from forktool.errors import FatalError, command_line
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git, is_hex40, short
@@ -251,8 +251,9 @@ def _pin_refusal(fork: Fork, commits: Sequence[str], tag: str) -> str:
     named = ", ".join(short(c) for c in commits)
     return (
         f"the fork pins {fork.config.pin_tag}, which does not contain {named}: the fork "
-        f"would build without the fix; retire after 'forktool pin bump {tag}', or through "
-        f"'forktool sync {tag}'"
+        "would build without the fix; retire after "
+        f"'{command_line('forktool', 'pin', 'bump', tag)}', or through "
+        f"'{command_line('forktool', 'sync', tag)}'"
     )
 
 
@@ -315,7 +316,7 @@ def lost_fixes(config: Config, git: Git, pin_commit: str) -> list[LostFix]:
             raise FatalError(
                 f"{config.record}: '{commits[commit]}' was retired for {commit}, which is "
                 "not a commit in this repository",
-                f"fetch it: git fetch {config.upstream_remote} {commit}",
+                f"fetch it: {command_line('git', 'fetch', config.upstream_remote, commit)}",
             )
     missing = git.not_ancestors(commits, pin_commit)
     return [

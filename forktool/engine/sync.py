@@ -24,7 +24,7 @@ import secrets
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -47,13 +47,13 @@ from forktool.engine.refresh import (
 )
 from forktool.engine.retire import record_date, retire, witnesses
 from forktool.engine.upstream import fetch_upstream
-from forktool.errors import FatalError, Interrupted, rolled_back
+from forktool.errors import FatalError, Interrupted, command_line, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import write_files
 from forktool.git import Git
 from forktool.model.ledger import Ledger
-from forktool.model.record import BEGIN, END, parse_record
+from forktool.model.record import has_markers, parse_record
 from forktool.state import read_state, state_bytes, state_path
 
 Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
@@ -383,7 +383,7 @@ def sync_blockers(
     if git.branch_commit(name) is not None and _already_synced(config, git, name, tag) is None:
         blockers.append(
             f"branch '{name}' already exists and is not a finished sync to {tag}: "
-            f"delete it (git branch -D {name})"
+            f"delete it ({command_line('git', 'branch', '-D', name)})"
         )
     checks: list[Callable[[], object]] = [
         lambda: commit_identity(git, env),
@@ -406,7 +406,7 @@ def _record_markers(config: Config) -> None:
     if not path.is_file():
         return
     text = path.read_text(encoding="utf-8", errors="replace")
-    if BEGIN in text or END in text:
+    if has_markers(text):
         parse_record(text, config.record)
 
 
@@ -425,6 +425,7 @@ class _Run:
     progress: Progress | None = None
     commits: list[str] = field(default_factory=list)
     markdown: ReportWriter | None = None  # writes report.md (a renderer, passed in)
+    drop_files: tuple[str, ...] = ()  # sync --continue --drop-file: confirmed dropped files
 
     def config(self) -> Config:
         return load_config(self.fork_root / "forktool.yaml")
@@ -499,7 +500,7 @@ def start_sync(
     if git.branch_commit(name) is not None:
         raise FatalError(
             f"branch '{name}' already exists and is not a finished sync to {tag}",
-            f"delete it (git branch -D {name}) or pass --branch NAME",
+            f"delete it ({command_line('git', 'branch', '-D', name)}) or pass --branch NAME",
         )
     if config.pin_tag == tag:
         raise FatalError(f"the fork is already pinned to {tag}", "nothing to sync")
@@ -564,11 +565,22 @@ def continue_sync(
     env: Mapping[str, str],
     progress: Progress | None = None,
     markdown: ReportWriter | None = None,
+    drop_files: Sequence[str] = (),
 ) -> SyncReport:
+    """Resume a stopped sync; ``drop_files``: the files of the conflicting patch its
+    resolution leaves out on purpose (``--drop-file``)."""
     state = load_sync_state(git)
     if state is None:
         raise FatalError("no sync is in progress", "start one with 'forktool sync TAG'")
-    return _drive(git, state, commit_identity(git, env), progress, resume=True, markdown=markdown)
+    return _drive(
+        git,
+        state,
+        commit_identity(git, env),
+        progress,
+        resume=True,
+        markdown=markdown,
+        drop_files=tuple(drop_files),
+    )
 
 
 def abort_sync(git: Git) -> SyncReport:
@@ -676,6 +688,7 @@ def _drive(
     *,
     resume: bool = False,
     markdown: ReportWriter | None = None,
+    drop_files: tuple[str, ...] = (),
 ) -> SyncReport:
     worktree = Path(state.worktree)
     _ensure_worktree(main, state, resume=resume)
@@ -688,6 +701,7 @@ def _drive(
         progress,
         list(state.report.commits),
         markdown,
+        drop_files,
     )
     steps: dict[Stage, Callable[[_Run, bool], bool]] = {
         "retire": _stage_retire,
@@ -747,7 +761,9 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
     fork = run.fork()
     pin_commit = fork.config.pin_commit
     if resume and load_refresh_state(run.wt) is not None:
-        result = refresh_continue(fork, run.wt, pin_commit=pin_commit, command="sync")
+        result = refresh_continue(
+            fork, run.wt, pin_commit=pin_commit, command="sync", drop_files=run.drop_files
+        )
     elif not fork.patches:
         run.advance("bump", refreshed=(), conflicts=())
         return True

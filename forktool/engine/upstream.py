@@ -10,11 +10,12 @@ with git's cause line and a hint.
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forktool.config import Config
-from forktool.errors import FatalError, GitError, git_said
+from forktool.config import Config, url_problem
+from forktool.errors import FatalError, GitError, command_line, git_said
 from forktool.git import Git
 from forktool.model.project_url import Project, repository_project
 
@@ -33,8 +34,18 @@ class Fetched:
 
 
 def upstream_source(config: Config, git: Git) -> str | None:
-    """The remote to fetch from if this repository has it, else ``upstream.url``, else None."""
+    """The remote to fetch from if this repository has it, else ``upstream.url``, else None.
+    The remote's URL (from git's config, which forktool.yaml's checks do not reach) is
+    held to the same rule as ``upstream.url``."""
     if config.upstream_remote in git.remotes():
+        for url in git.remote_urls(config.upstream_remote):
+            if problem := url_problem(url):
+                raise FatalError(
+                    f"remote '{config.upstream_remote}' has the URL {url!r}, which {problem}; "
+                    "refusing to fetch from it",
+                    "point the remote at the repository: "
+                    + command_line("git", "remote", "set-url", config.upstream_remote, "URL"),
+                )
         return config.upstream_remote
     return config.upstream_url
 
@@ -69,7 +80,7 @@ def remote_default_branch(git: Git, remote: str) -> str | None:
 
 def no_source_hint(config: Config) -> str:
     return (
-        f"add the remote (git remote add {config.upstream_remote} <url>) "
+        f"add the remote ({command_line('git', 'remote', 'add', config.upstream_remote)} <url>) "
         "or set upstream.url in forktool.yaml"
     )
 
@@ -120,13 +131,15 @@ def fetch_upstream(
     if unshallow and git.is_shallow():
         _fetch(git, source, [], offline, unshallow=True)
         fetched.append("--unshallow")
+    remote: dict[str, str] | None = None
     if all_tags:
-        _fetch_all_tags(git, source, offline)
-        fetched.append("tags")
-    else:
-        for tag in _tags_to_fetch(git, source, wanted, notices):
-            _fetch(git, source, [f"refs/tags/{tag}:refs/tags/{tag}"], offline)
-            fetched.append(tag)
+        remote = _remote_tags(git, source, offline)
+        releases = _release_tags_of(config, remote)
+        wanted = list(dict.fromkeys([*releases, *wanted]))
+    missing_tags = _tags_to_fetch(git, source, wanted, notices, remote)
+    if missing_tags:
+        _fetch(git, source, [f"refs/tags/{t}:refs/tags/{t}" for t in missing_tags], offline)
+    fetched += ["tags"] if all_tags else missing_tags
     if branch is not None:
         try:
             git.fetch_branch(source, branch, config.upstream_remote)
@@ -140,13 +153,21 @@ def fetch_upstream(
     return Fetched(source, tuple(fetched), tuple(notices))
 
 
-def _tags_to_fetch(git: Git, source: str, tags: list[str], notices: list[str]) -> list[str]:
-    """The tags that are not here yet; the ones that are, checked against ``source``."""
-    local = {tag: git.tag_commit(tag) for tag in tags}
+def _tags_to_fetch(
+    git: Git,
+    source: str,
+    tags: list[str],
+    notices: list[str],
+    known: dict[str, str] | None = None,
+) -> list[str]:
+    """The tags that are not here yet; the ones that are, checked against ``source``
+    (``known``: its tags, when they were already listed)."""
+    here = git.tag_commits() if tags else {}  # one for-each-ref, however many tags
+    local = {tag: here.get(tag) for tag in tags}
     present = [tag for tag, commit in local.items() if commit is not None]
     if present:
         try:
-            remote = git.remote_tag_commits(source, present)
+            remote = known if known is not None else git.remote_tag_commits(source, present)
         except GitError as exc:
             notices.append(
                 f"could not reach {source} ({cause_line(exc)}): using the local "
@@ -164,7 +185,7 @@ def _tags_to_fetch(git: Git, source: str, tags: list[str], notices: list[str]) -
                     f"tag '{tag}' moved upstream: here it is {str(local[tag])[:12]}, "
                     f"on {source} {theirs[:12]}",
                     "a moved release tag is never taken silently: ask upstream why; to take "
-                    f"theirs, delete yours (git tag -d {tag}) and run again",
+                    f"theirs, delete yours ({command_line('git', 'tag', '-d', tag)}) and run again",
                 )
     return [tag for tag, commit in local.items() if commit is None]
 
@@ -178,11 +199,21 @@ def _fetch(
         raise _fetch_error(source, exc, offline) from exc
 
 
-def _fetch_all_tags(git: Git, source: str, offline: str) -> None:
+def _remote_tags(git: Git, source: str, offline: str) -> dict[str, str]:
     try:
-        git.fetch_all_tags(source)
+        return git.remote_tags(source)
     except GitError as exc:
         raise _fetch_error(source, exc, offline) from exc
+
+
+def _release_tags_of(config: Config, remote: dict[str, str]) -> list[str]:
+    """The tags of upstream (``remote``) that ``release_tags`` names, and the pin's tag:
+    the only tags forktool fetches when it looks for new releases. Any other tag
+    (``nightly``, moved every night) is never fetched, so never refused as moved."""
+    names = [t for t in remote if fnmatch.fnmatchcase(t, config.release_tags)]
+    if config.pin_tag in remote:
+        names.append(config.pin_tag)
+    return sorted(set(names))
 
 
 def _branch_fetch_error(source: str, branch: str, exc: GitError, offline: str) -> FatalError:
@@ -192,7 +223,8 @@ def _branch_fetch_error(source: str, branch: str, exc: GitError, offline: str) -
     return FatalError(
         exc.message,
         f"{source} has no branch '{branch}': set upstream.branch in forktool.yaml to "
-        f"upstream's development branch (git ls-remote --symref {source} HEAD names it)",
+        "upstream's development branch "
+        f"({command_line('git', 'ls-remote', '--symref', source, 'HEAD')} names it)",
     )
 
 
@@ -200,17 +232,18 @@ def _fetch_error(source: str, exc: GitError, offline: str) -> FatalError:
     """git's own words (the remote, its URL and the cause line), with a hint that fits."""
     if "couldn't find remote ref" in cause_line(exc):
         hint = (
-            f"{source} does not have it: check the name (git ls-remote --tags {source}), "
+            f"{source} does not have it: check the name "
+            f"({command_line('git', 'ls-remote', '--tags', source)}), "
             f"or {offline} to use what is here"
         )
     elif "would clobber existing tag" in exc.stderr or "(already exists)" in exc.stderr:
         hint = (
             "a tag here differs from upstream's (a moved tag is never taken silently): "
-            "compare them with git ls-remote --tags " + source
+            "compare them with " + command_line("git", "ls-remote", "--tags", source)
         )
     else:
         hint = (
-            f"check that {source} is reachable (git ls-remote {source}), "
+            f"check that {source} is reachable ({command_line('git', 'ls-remote', source)}), "
             f"or {offline} to use what is here"
         )
     return FatalError(exc.message, hint)

@@ -2,6 +2,12 @@
 
 Everything outside the markers belongs to the fork's maintainers and is kept
 byte for byte. Inside, one markdown table row per retirement or restoration.
+
+A marker counts only as a whole line (the line, stripped of surrounding blanks, is the
+marker), and lines are split at ``\\n`` alone. A marker's text quoted in prose, or in a
+table cell (a retirement reason, an upstream revert's subject), is no marker; and a
+cell can never become a line of its own: every line break in cell text is written as
+a space.
 """
 
 from __future__ import annotations
@@ -89,12 +95,28 @@ SECTION_INTRO = (
 SectionState = Literal["ok", "missing", "broken"]
 
 
+def marker_lines(text: str, marker: str) -> list[int]:
+    """The character offsets of the lines of ``text`` that are ``marker`` (whole lines)."""
+    found: list[int] = []
+    offset = 0
+    for line in text.split("\n"):
+        if line.strip() == marker:
+            found.append(offset)
+        offset += len(line) + 1
+    return found
+
+
+def has_markers(text: str) -> bool:
+    """Whether ``text`` has a record marker line (either one)."""
+    return bool(marker_lines(text, BEGIN) or marker_lines(text, END))
+
+
 def section_state(text: str) -> SectionState:
     """``ok``: one begin marker, then one end marker; ``missing``: neither; else ``broken``."""
-    begins, ends = text.count(BEGIN), text.count(END)
-    if begins == 0 and ends == 0:
+    begins, ends = marker_lines(text, BEGIN), marker_lines(text, END)
+    if not begins and not ends:
         return "missing"
-    if begins == 1 and ends == 1 and text.find(BEGIN) < text.find(END):
+    if len(begins) == 1 and len(ends) == 1 and begins[0] < ends[0]:
         return "ok"
     return "broken"
 
@@ -109,7 +131,7 @@ def with_section(text: str) -> str:
 
 def broken_markers(text: str) -> str:
     """What is wrong with the markers, in words (for a ``broken`` section)."""
-    begins, ends = text.count(BEGIN), text.count(END)
+    begins, ends = len(marker_lines(text, BEGIN)), len(marker_lines(text, END))
     if begins > 1 or ends > 1:
         return f"the record markers appear more than once ({begins} begin, {ends} end)"
     if begins != ends:
@@ -118,8 +140,12 @@ def broken_markers(text: str) -> str:
     return "the record's end marker comes before its begin marker"
 
 
+# Every character str.splitlines breaks a line at: none may reach FORK.md inside a cell.
+_LINE_BREAKS = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
+
+
 def _escape(cell: str) -> str:
-    return cell.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return cell.replace("\\", "\\\\").replace("|", "\\|").translate(_LINE_BREAKS)
 
 
 def _unescape(cell: str) -> str:
@@ -171,15 +197,15 @@ def parse_record(text: str, path: str = "FORK.md", *, add_missing: bool = False)
             f"{path}: {problem}",
             f"{path} needs exactly one '{BEGIN}' line followed by one '{END}' line",
         )
-    begin = text.find(BEGIN)
-    end = text.find(END)
-    head_end = text.index("\n", begin) + 1 if "\n" in text[begin:end] else begin + len(BEGIN)
+    begin = marker_lines(text, BEGIN)[0]
+    end = marker_lines(text, END)[0]
+    head_end = text.index("\n", begin) + 1
     before = text[:head_end]
     if not before.endswith("\n"):
         before += "\n"
     entries: list[RecordEntry] = []
     first_line = text.count("\n", 0, head_end) + 1
-    for offset, row in enumerate(text[head_end:end].splitlines()):
+    for offset, row in enumerate(text[head_end:end].split("\n")):
         if (
             not row.strip()
             or row.strip() in (_HEADER, _RULE)

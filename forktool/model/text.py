@@ -70,3 +70,13 @@ def split_comment(line: str) -> str:
         if char == "#" and stripped[index - 1].isspace():
             return stripped[:index].rstrip()
     return stripped
+
+
+def whole_number(text: str, max_digits: int = 18) -> int | None:
+    """``text`` as a non-negative whole number written in ASCII digits (at most
+    ``max_digits`` of them); None otherwise. ``str.isdigit`` accepts ``²`` and other
+    Unicode digits that ``int`` refuses, and ``int`` refuses more than 4,300 digits:
+    every number forktool reads from a file, a name or the environment goes through here."""
+    if not 0 < len(text) <= max_digits or not text.isascii() or not text.isdigit():
+        return None
+    return int(text)

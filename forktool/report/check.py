@@ -36,8 +36,12 @@ def render_text(out: Output, result: GateResult) -> None:
     if result.ok:
         out.result(Text("OK: all checks passed", style="green"))
     else:
-        failed = ", ".join(c.id for c in result.checks if not c.ok)
-        out.result(Text(f"FAILED: {failed}", style="bold red"))
+        out.result(Text(f"FAILED: {_failed(result)}", style="bold red"))
+
+
+def _failed(result: GateResult) -> str:
+    """What failed, in words: the failed checks, or that no check ran at all."""
+    return result.nothing_ran or ", ".join(c.id for c in result.checks if not c.ok)
 
 
 def render_json(result: GateResult) -> str:
@@ -45,15 +49,16 @@ def render_json(result: GateResult) -> str:
 
 
 def render_junit(result: GateResult) -> str:
-    failures = sum(1 for c in result.checks if not c.ok)
+    failures = sum(1 for c in result.checks if not c.ok) + (1 if result.nothing_ran else 0)
     skipped = sum(1 for c in result.checks if c.skipped)
     total_time = sum(c.seconds for c in result.checks)
-    suites = ET.Element("testsuites", name="forktool", tests=str(len(result.checks)))
+    tests = len(result.checks) + (1 if result.nothing_ran else 0)
+    suites = ET.Element("testsuites", name="forktool", tests=str(tests))
     suite = ET.SubElement(
         suites,
         "testsuite",
         name="forktool check",
-        tests=str(len(result.checks)),
+        tests=str(tests),
         failures=str(failures),
         errors="0",
         skipped=str(skipped),
@@ -76,6 +81,10 @@ def render_junit(result: GateResult) -> str:
         elif check.findings:
             out = ET.SubElement(case, "system-out")
             out.text = "\n".join(f"{f.severity}: {f.render()}" for f in check.findings)
+    if result.nothing_ran:
+        # A suite of skipped cases reads as green in most CI dashboards: say it failed.
+        case = ET.SubElement(suite, "testcase", classname="forktool.check", name="gate", time="0")
+        ET.SubElement(case, "failure", message=result.nothing_ran, type="forktool")
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
@@ -105,7 +114,11 @@ def github_annotation(check_id: str, finding: Finding) -> str:
 
 def render_github(result: GateResult) -> str:
     lines = [github_annotation(c.id, f) for c in result.checks for f in c.findings]
+    if result.nothing_ran:
+        lines.append(github_annotation("gate", Finding("error", result.nothing_ran)))
     verdict = "all checks passed" if result.ok else "FAILED"
+    if result.nothing_ran:
+        verdict += f": {result.nothing_ran}"
     lines.append(f"forktool check: {verdict}")
     return "\n".join(lines) + "\n"
 
@@ -123,6 +136,8 @@ def render_check_markdown(result: GateResult) -> str:
     for check in result.checks:
         verdict = "skipped" if check.skipped else ("ok" if check.ok else "**failed**")
         lines.append(f"| `{check.id}` {check.title} | {verdict} | {len(check.findings)} |")
+    if result.nothing_ran:
+        lines += ["", f"**failed**: {result.nothing_ran}"]
     details = [(c.id, f) for c in result.checks for f in c.findings]
     if details:
         lines += ["", "### Findings", ""]

@@ -8,6 +8,7 @@ from forktool.engine.arms import ArmsReport
 from forktool.engine.freeze import FreezeResult
 from forktool.engine.image import BuildResult, GateRecord
 from forktool.engine.promote import PromoteResult
+from forktool.errors import command_line
 from forktool.output import Output
 
 
@@ -25,7 +26,9 @@ def render_build(out: Output, result: BuildResult) -> None:
         for key, value in sorted(result.labels.items()):
             out.print(f"label    : {key}={value}", markup=False)
         out.result(Text(f"candidate {result.candidate} ({result.image_id})", style="green"))
-        out.print(f"next: forktool image gate {result.candidate}", markup=False)
+        out.print(
+            f"next: {command_line('forktool', 'image', 'gate', result.candidate)}", markup=False
+        )
         return
     out.result(Text(f"FAILED: the build of {result.candidate} failed:", style="red"))
     for line in result.failing_lines:
@@ -88,8 +91,8 @@ def render_freeze(out: Output, result: FreezeResult) -> None:
 def render_arms(out: Output, report: ArmsReport) -> None:
     out.print(f"pin {report.pin}, patch set {report.patch_set}")
     for arm in report.arms:
-        args = " ".join(arm.args)
-        out.print(f"  {arm.name:<50} forktool image build {args}".rstrip(), markup=False)
+        build = command_line("forktool", "image", "build", *arm.args)
+        out.print(f"  {arm.name:<50} {build}".rstrip(), markup=False)
     for waiver in report.waivers:
         out.print(f"  waived {waiver.patch}: {waiver.reason}", markup=False)
     if not report.checked:

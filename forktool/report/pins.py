@@ -6,6 +6,7 @@ from rich.text import Text
 
 from forktool.engine.pin_sites import BumpResult, PinsResult
 from forktool.engine.pin_state import PinState
+from forktool.errors import command_line
 from forktool.git import short
 from forktool.output import Output
 from forktool.report.table import new_table
@@ -109,7 +110,7 @@ def render_bump(out: Output, result: BumpResult) -> None:
         out.print(
             Text(
                 f"next: HEAD does not contain {result.tag} yet; merge it "
-                f"(git merge {result.tag}) before 'forktool pin check'.",
+                f"({command_line('git', 'merge', result.tag)}) before 'forktool pin check'.",
                 style="yellow",
             )
         )

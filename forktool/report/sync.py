@@ -6,6 +6,7 @@ from rich.text import Text
 
 from forktool.engine.poll import PollResult
 from forktool.engine.sync import SyncReport, pending_patches
+from forktool.errors import command_line
 from forktool.output import Output
 from forktool.report.table import new_table
 
@@ -97,17 +98,18 @@ def check_failures(check: dict[str, object]) -> list[str]:
 
 def next_step(report: SyncReport) -> str:
     """What to run after this sync (or plan), in one line."""
+    sync = command_line("forktool", "sync", report.tag)
     if report.dry_run and report.notes:
-        return f"settle what needs a human (above), then 'forktool sync {report.tag}'"
+        return f"settle what needs a human (above), then '{sync}'"
     if report.dry_run and report.conflicts:
-        return f"forktool sync {report.tag} (it stops at the conflict for you to resolve)"
+        return f"{sync} (it stops at the conflict for you to resolve)"
     if report.dry_run:
-        return f"forktool sync {report.tag}"
+        return sync
     if report.stage != "done":
         return "resolve what is above, then 'forktool sync --continue' (or 'forktool sync --abort')"
     if report.check_ok is False:
         return f"fix what check found on branch {report.branch}, then review it"
-    return f"review branch {report.branch} and merge it (git merge {report.branch})"
+    return f"review branch {report.branch} and merge it ({command_line('git', 'merge', report.branch)})"
 
 
 def render_merged(out: Output, result: PollResult) -> None:
@@ -138,7 +140,8 @@ def render_poll(out: Output, result: PollResult) -> None:
     else:
         out.result(
             Text(
-                f"{result.plan.tag}: clean plan, 'forktool sync {result.plan.tag}' can run (exit 3)",
+                f"{result.plan.tag}: clean plan, "
+                f"'{command_line('forktool', 'sync', result.plan.tag)}' can run (exit 3)",
                 style="green",
             )
         )
