@@ -119,7 +119,21 @@ def broken_markers(text: str) -> str:
 
 
 def _escape(cell: str) -> str:
-    return cell.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    """A cell's text as it is written: it reads back the same (``_unescape``; a
+    control character reads back as a space), stays one table row and one cell,
+    and renders as text, never as markup.
+
+    ``\\``, ``|`` and ``<`` are backslash-escaped: the cell cannot end early, and no
+    ``<!-- forktool:retirement-record:... -->`` marker nor raw HTML can form in it.
+    Every character that breaks a line for some reader (``str.splitlines``, the
+    markdown renderer) and every other control character becomes a space.
+    """
+    flat = "".join(" " if _breaks_row(ch) else ch for ch in cell)
+    return flat.replace("\\", "\\\\").replace("|", "\\|").replace("<", "\\<")
+
+
+def _breaks_row(ch: str) -> bool:
+    return ch in "\x85\u2028\u2029" or ord(ch) < 0x20 or ord(ch) == 0x7F
 
 
 def _unescape(cell: str) -> str:

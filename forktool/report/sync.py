@@ -6,6 +6,7 @@ from rich.text import Text
 
 from forktool.engine.poll import PollResult
 from forktool.engine.sync import SyncReport, pending_patches
+from forktool.escape import md_code, md_fence, md_text
 from forktool.output import Output
 from forktool.report.table import new_table
 
@@ -120,27 +121,32 @@ def render_poll(out: Output, result: PollResult) -> None:
 
 
 def render_sync_markdown(report: SyncReport) -> str:
-    """The sync report as a pull-request body."""
+    """The sync report as a pull-request body (data escaped: see forktool.escape)."""
     title = "Sync plan" if report.dry_run else "Sync"
-    lines = [f"# {title}: {report.previous_tag} → {report.tag}", ""]
+    tag = md_code(report.tag)
+    lines = [f"# {title}: {md_text(report.previous_tag)} → {md_text(report.tag)}", ""]
     if report.branch:
         lines += [
-            f"Branch `{report.branch}`, upstream tag `{report.tag}` ({report.tag_commit[:12]}).",
+            f"Branch {md_code(report.branch)}, upstream tag {tag} ({report.tag_commit[:12]}).",
             "",
         ]
     lines += ["## Retired (absorbed by ancestry)", ""]
     if report.retired:
         lines += ["| patch | upstream commit(s) | first release | witnesses |", "|---|---|---|---|"]
         lines += [
-            f"| `{r.patch}` | {', '.join(c[:12] for c in r.commits)} | {r.first_release or '-'} | {r.witnesses} |"
+            f"| {md_code(r.patch, table=True)} | {', '.join(c[:12] for c in r.commits)} "
+            f"| {md_text(r.first_release or '-')} | {md_text(r.witnesses)} |"
             for r in report.retired
         ]
     else:
-        lines.append(f"None: {report.tag} contains no patch's upstream commit.")
+        lines.append(f"None: {tag} contains no patch's upstream commit.")
     lines += ["", "## Kept and refreshed", ""]
     if report.refreshed:
         lines += ["| patch | refresh | note |", "|---|---|---|"]
-        lines += [f"| `{e.patch}` | {e.status} | {e.message} |" for e in report.refreshed]
+        lines += [
+            f"| {md_code(e.patch, table=True)} | {md_text(e.status)} | {md_text(e.message)} |"
+            for e in report.refreshed
+        ]
     else:
         lines.append("No patch left to refresh.")
     if report.range_diff:
@@ -148,25 +154,27 @@ def render_sync_markdown(report: SyncReport) -> str:
             "",
             "<details><summary>range-diff of the refreshed series</summary>",
             "",
-            "```",
-            report.range_diff.rstrip(),
-            "```",
+            md_fence(report.range_diff.rstrip()),
             "</details>",
         ]
     waiting = pending_patches(report)
     if waiting:
         lines += ["", "## Waiting for upstream (pending: kept, never retired)", ""]
-        lines += [f"- `{name}`: PR {pr or '(none named)'}" for name, pr in waiting]
+        lines += [f"- {md_code(name)}: PR {md_text(pr or '(none named)')}" for name, pr in waiting]
     lines += ["", "## Pins", ""]
     if report.pins:
         lines += ["| file | line | old | new |", "|---|---|---|---|"]
-        lines += [f"| `{p.file}` | {p.line} | `{p.old}` | `{p.new}` |" for p in report.pins]
+        lines += [
+            f"| {md_code(p.file, table=True)} | {p.line} | {md_code(p.old, table=True)} "
+            f"| {md_code(p.new, table=True)} |"
+            for p in report.pins
+        ]
     else:
         lines.append("No pin site changed.")
     if report.conflicts or report.notes:
         lines += ["", "## Needs a human", ""]
-        lines += [f"- **conflict** {c}" for c in report.conflicts]
-        lines += [f"- {n}" for n in report.notes]
+        lines += [f"- **conflict** {md_text(c)}" for c in report.conflicts]
+        lines += [f"- {md_text(n)}" for n in report.notes]
     if report.check is not None:
         verdict = "passed" if report.check_ok else "**failed**"
         lines += ["", f"## Check: {verdict}", ""]
@@ -179,7 +187,7 @@ def render_sync_markdown(report: SyncReport) -> str:
                     if check.get("skipped")
                     else ("ok" if check.get("ok") else "**failed**")
                 )
-                lines.append(f"| `{check.get('id')}` | {result} |")
+                lines.append(f"| {md_code(str(check.get('id')), table=True)} | {result} |")
     if report.message:
-        lines += ["", report.message]
+        lines += ["", md_text(report.message)]
     return "\n".join(lines) + "\n"

@@ -3,12 +3,11 @@ markdown for a CI job summary, one self-contained HTML file)."""
 
 from __future__ import annotations
 
-import html
-import json
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from forktool.escape import html_text, md_code, md_text, script_json
 from forktool.git import short
 from forktool.output import Output
 from forktool.report.retirement import VERDICT_STYLE
@@ -139,27 +138,23 @@ def render_forecast(out: Output, result: ForecastResult) -> None:
 _MD_MARK = {"exact": "✅", "offset": "⚠️", "conflict": "❌", "absorbed": "🗑️", "not-tried": "⏸️"}
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def forecast_markdown(result: ForecastResult) -> str:
     """The matrix for a CI job summary (GitHub-flavoured markdown)."""
-    lines = [f"## Forecast from {_md(result.pin)}", ""]
+    lines = [f"## Forecast from {md_text(result.pin)}", ""]
     if not result.targets:
-        return "\n".join([*lines, f"No release newer than {_md(result.pin)}.", ""])
+        return "\n".join([*lines, f"No release newer than {md_text(result.pin)}.", ""])
     for summary in result.summaries():
-        lines.append(f"- {_md(summary_line(summary))}")
-    lines += ["", "| patch | " + " | ".join(_md(t.ref) for t in result.targets) + " |"]
+        lines.append(f"- {md_text(summary_line(summary))}")
+    lines += ["", "| patch | " + " | ".join(md_text(t.ref) for t in result.targets) + " |"]
     lines.append("|---" * (len(result.targets) + 1) + "|")
     for row in result.patches:
         cells = []
         for cell in row.cells:
-            text = f"{_MD_MARK.get(cell.apply, '')} {cell.verdict} / {cell.apply}"
+            text = f"{_MD_MARK.get(cell.apply, '')} {md_text(cell.verdict)} / {md_text(cell.apply)}"
             if cell.first_break:
-                text += f" (first broken by `{cell.first_break.commit[:7]}`)"
-            cells.append(_md(text))
-        lines.append(f"| `{_md(row.patch)}` | " + " | ".join(cells) + " |")
+                text += f" (first broken by {md_code(cell.first_break.commit[:7], table=True)})"
+            cells.append(text)
+        lines.append(f"| {md_code(row.patch, table=True)} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "Legend: " + "; ".join(f"{_MD_MARK.get(k, '')} **{k}**: {v}" for k, v in LEGEND.items()),
@@ -187,6 +182,8 @@ white-space:pre-wrap}ul.summary li{margin:.2em 0}.legend span{display:inline-blo
 padding:.1em .5em;margin:.1em;color:#fff;border-radius:3px}
 """
 _SCRIPT = """
+var data=JSON.parse(document.getElementById('forecast-data').textContent);
+document.body.dataset.patches=String(data.patches.length);
 document.querySelectorAll('td.cell').forEach(function(td){
   var show=function(){document.getElementById('details').textContent=td.dataset.details;};
   td.addEventListener('click',show);td.addEventListener('mouseenter',show);
@@ -211,7 +208,7 @@ def _details(row: str, cell: Cell) -> str:
 def forecast_html(result: ForecastResult) -> str:
     """The matrix as one HTML file: no network, no external assets; each cell's details
     show on hover, click or Enter. The JSON result is embedded for scripts."""
-    esc = html.escape
+    esc = html_text
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -251,7 +248,7 @@ def forecast_html(result: ForecastResult) -> str:
             for state, colour in _CSS_COLOUR.items()
         ]
         parts.append("</p>")
-    data = json.dumps(result.to_json()).replace("</", "<\\/")
+    data = script_json(result.to_json())
     parts.append(f'<script type="application/json" id="forecast-data">{data}</script>')
     parts.append(f"<script>{_SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
