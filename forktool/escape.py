@@ -118,11 +118,22 @@ def _md_char(ch: str) -> str:
     return ch
 
 
+# What starts a block when it opens a line (a list item's text is such a line).
+_MD_BLOCK_START = re.compile(r"(?P<head>\d{1,9})(?P<mark>[.)])|(?P<sign>[-+>=])")
+
+
 def md_text(text: str) -> str:
     """``text`` as literal markdown prose on one line (a table cell, a list item):
     markdown syntax backslash-escaped, ``< > &`` as entities (no raw HTML, no
     image, no link from data), ``@`` kept from mentioning, line breaks as spaces."""
-    return "".join(_md_char(ch) for ch in text)
+    shown = "".join(_md_char(ch) for ch in text)
+    body = shown.lstrip(" ")
+    start = _MD_BLOCK_START.match(body)
+    if start and start.group("sign"):
+        body = "\\" + body
+    elif start:
+        body = start.group("head") + "\\" + body[start.end("head") :]
+    return "&#32;" * (len(shown) - len(shown.lstrip(" "))) + body
 
 
 def md_code(text: str, *, table: bool = False) -> str:

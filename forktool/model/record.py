@@ -6,6 +6,7 @@ byte for byte. Inside, one markdown table row per retirement or restoration.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -123,13 +124,14 @@ def _escape(cell: str) -> str:
     control character reads back as a space), stays one table row and one cell,
     and renders as text, never as markup.
 
-    ``\\``, ``|`` and ``<`` are backslash-escaped: the cell cannot end early, and no
-    ``<!-- forktool:retirement-record:... -->`` marker nor raw HTML can form in it.
+    ``\\``, ``|``, ``<``, ``!``, ``[`` and ``]`` are backslash-escaped: the cell cannot
+    end early, and no ``<!-- forktool:retirement-record:... -->`` marker, raw HTML,
+    image or link can form in it.
     Every character that breaks a line for some reader (``str.splitlines``, the
     markdown renderer) and every other control character becomes a space.
     """
     flat = "".join(" " if _breaks_row(ch) else ch for ch in cell)
-    return flat.replace("\\", "\\\\").replace("|", "\\|").replace("<", "\\<")
+    return re.sub(r"[\\|<!\[\]]", lambda m: "\\" + m.group(), flat)
 
 
 def _breaks_row(ch: str) -> bool:
