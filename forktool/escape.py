@@ -43,9 +43,7 @@ def terminal(text: str, *, keep: str = "") -> str:
     several lines on purpose) pass as they are."""
     if text.isprintable():
         return text
-    return "".join(
-        _shown(ch) if ch not in keep and _unsafe_on_screen(ch) else ch for ch in text
-    )
+    return "".join(_shown(ch) if ch not in keep and _unsafe_on_screen(ch) else ch for ch in text)
 
 
 # -- HTML ---------------------------------------------------------------------------

@@ -32,7 +32,9 @@ def safe_text(text: Text) -> Text:
     plain = text.plain
     if plain.isprintable() or terminal(plain, keep="\n") == plain:
         return text
-    cuts = sorted({cut for i, ch in enumerate(plain) if terminal(ch, keep="\n") != ch for cut in (i, i + 1)})
+    cuts = sorted(
+        {cut for i, ch in enumerate(plain) if terminal(ch, keep="\n") != ch for cut in (i, i + 1)}
+    )
     made = text.blank_copy()
     for piece in text.divide(cuts):
         shown = terminal(piece.plain, keep="\n")

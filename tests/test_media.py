@@ -105,9 +105,7 @@ def test_html_text_is_character_data_only(text: str) -> None:
 
 def _md_expected(text: str) -> str:
     """What the reader sees of ``md_text(text)``: the text, on one line."""
-    shown = "".join(
-        " " if ch in "\r\n\u2028\u2029\x85" else terminal(xml_text(ch)) for ch in text
-    )
+    shown = "".join(" " if ch in "\r\n\u2028\u2029\x85" else terminal(xml_text(ch)) for ch in text)
     return shown.replace("@", "@\u200b")
 
 
@@ -263,7 +261,9 @@ def test_fork_md_cells_read_back_and_never_form_a_marker(text: str) -> None:
     written = record.render()
     again = parse_record(written)
     assert len(again.entries) == 1
-    flat = "".join(" " if ch in "\x85\u2028\u2029" or ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text)
+    flat = "".join(
+        " " if ch in "\x85\u2028\u2029" or ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text
+    )
     assert again.entries[0].witnesses == flat.strip()
     assert written.count(BEGIN) == 1 and written.count(END) == 1
     section = written.split(BEGIN + "\n")[1].split(END)[0]

@@ -10,7 +10,6 @@ rather than cut a name in two.
 from __future__ import annotations
 
 from collections.abc import Iterable
-
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
