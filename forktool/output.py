@@ -47,6 +47,12 @@ def safe_text(text: Text) -> Text:
     return made
 
 
+def styled(text: str, style: str = "") -> Text:
+    """``text`` in ``style`` for the terminal, its control characters shown (rich's
+    ``Text`` would drop BEL, BS, VT, FF and CR unseen)."""
+    return Text(terminal(text, keep="\n"), style=style)
+
+
 class DataConsole(Console):
     """A rich console on which text is never markup and never a control sequence.
 

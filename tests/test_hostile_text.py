@@ -205,3 +205,8 @@ def test_init_from_quilt_with_yocto_headers(
     assert result.code == 0, result.err
     assert "[/usr/lib paths [/b]]" in " ".join(result.out.split())
     terminal_ok(result.out)
+
+
+def test_a_history_subject_shows_every_control_character(hostile_fork: RepoBuilder) -> None:
+    shown = _run(hostile_fork, "check-history", "fork-history").out
+    assert "Fork: \\x1b[31mred\\x1b[0m \\x01\\x08 control <!--" in shown

@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from rich.text import Text
-
 from forktool.engine.check import GateResult
 from forktool.errors import Finding
 from forktool.escape import github_data, github_property, md_code, md_text, xml_text
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 
@@ -20,23 +18,23 @@ def render_text(out: Output, result: GateResult) -> None:
     table.columns[2].justify = "right"
     for check in result.checks:
         if check.skipped:
-            verdict = Text(f"skipped: {check.skipped}", style="dim")
+            verdict = styled(f"skipped: {check.skipped}", style="dim")
         else:
-            verdict = Text("ok", style="green") if check.ok else Text("FAILED", style="red")
+            verdict = styled("ok", style="green") if check.ok else styled("FAILED", style="red")
         table.add_row(f"{check.id} ({check.title})", verdict, str(len(check.findings)))
     out.print(table)
     for check in result.checks:
         for finding in check.findings:
             style = {"error": "red", "warning": "yellow"}.get(finding.severity, "cyan")
             label = "notice" if finding.severity == "info" else finding.severity
-            out.result(Text(f"{label}: [{check.id}] {finding.render()}", style=style))
+            out.result(styled(f"{label}: [{check.id}] {finding.render()}", style=style))
             if finding.hint:
-                out.print(Text(f"  hint: {finding.hint}", style="dim"))
+                out.print(styled(f"  hint: {finding.hint}", style="dim"))
     if result.ok:
-        out.result(Text("OK: all checks passed", style="green"))
+        out.result(styled("OK: all checks passed", style="green"))
     else:
         failed = ", ".join(c.id for c in result.checks if not c.ok)
-        out.result(Text(f"FAILED: {failed}", style="bold red"))
+        out.result(styled(f"FAILED: {failed}", style="bold red"))
 
 
 def render_json(result: GateResult) -> str:

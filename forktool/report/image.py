@@ -8,7 +8,7 @@ from forktool.engine.arms import ArmsReport
 from forktool.engine.freeze import FreezeResult
 from forktool.engine.image import BuildResult, GateRecord
 from forktool.engine.promote import PromoteResult
-from forktool.output import Output
+from forktool.output import Output, styled
 
 
 def escaped(text: str) -> str:
@@ -24,18 +24,18 @@ def render_build(out: Output, result: BuildResult) -> None:
         out.print(f"revision : {result.revision}")
         for key, value in sorted(result.labels.items()):
             out.print(f"label    : {key}={value}", markup=False)
-        out.result(Text(f"candidate {result.candidate} ({result.image_id})", style="green"))
+        out.result(styled(f"candidate {result.candidate} ({result.image_id})", style="green"))
         out.print(f"next: forktool image gate {result.candidate}", markup=False)
         return
-    out.result(Text(f"FAILED: the build of {result.candidate} failed:", style="red"))
+    out.result(styled(f"FAILED: the build of {result.candidate} failed:", style="red"))
     for line in result.failing_lines:
-        out.result(Text(f"  {escaped(line)}"), markup=False)
+        out.result(styled(f"  {escaped(line)}"), markup=False)
 
 
 def render_gate(out: Output, record: GateRecord) -> None:
     out.print(f"candidate: {escaped(record.candidate)} ({record.digest})", markup=False)
     for check in record.checks:
-        verdict = Text("ok  ", style="green") if check.ok else Text("FAIL", style="red")
+        verdict = styled("ok  ", style="green") if check.ok else styled("FAIL", style="red")
         where = " [host]" if check.where == "host" else ""
         line = Text.assemble(
             verdict, f" {check.kind:<7} exit {check.exit_code:<3} ", " ".join(check.command), where
@@ -43,17 +43,17 @@ def render_gate(out: Output, record: GateRecord) -> None:
         out.print(line)
         if not check.ok and check.output:
             for text in check.output.splitlines()[-10:]:
-                out.print(Text(f"     {escaped(text)}", style="dim"))
+                out.print(styled(f"     {escaped(text)}", style="dim"))
     out.print(f"record: {record.record_path}", markup=False)
     if record.ok:
-        out.result(Text(f"PASSED: the gate passed for {record.digest}", style="green"))
+        out.result(styled(f"PASSED: the gate passed for {record.digest}", style="green"))
     else:
-        out.result(Text(f"FAILED: the gate failed for {record.digest}", style="red"))
+        out.result(styled(f"FAILED: the gate failed for {record.digest}", style="red"))
 
 
 def render_promote(out: Output, result: PromoteResult) -> None:
     if not result.ok:
-        out.result(Text(f"REFUSED: {escaped(result.message)}", style="red"), markup=False)
+        out.result(styled(f"REFUSED: {escaped(result.message)}", style="red"), markup=False)
         return
     if result.pushed_as:
         out.print(
@@ -66,7 +66,7 @@ def render_promote(out: Output, result: PromoteResult) -> None:
             f"tagged {result.repository}:{tag} on the registry: {result.digest}", markup=False
         )
     out.result(
-        Text(f"PROMOTED: {result.reference} (image {result.image_id})", style="green"),
+        styled(f"PROMOTED: {result.reference} (image {result.image_id})", style="green"),
         markup=False,
     )
 
@@ -75,14 +75,14 @@ def render_freeze(out: Output, result: FreezeResult) -> None:
     for name, value in result.values.items():
         out.print(f"{name}: {value}", markup=False)
     if not result.ok:
-        out.result(Text(f"REFUSED: {result.tag} already records something else:", style="red"))
+        out.result(styled(f"REFUSED: {result.tag} already records something else:", style="red"))
         for name, (recorded, wanted) in result.conflicts.items():
             out.result(
-                Text(f"  {name}: tag has {recorded}, this release has {wanted}"), markup=False
+                styled(f"  {name}: tag has {recorded}, this release has {wanted}"), markup=False
             )
         return
     verb = "created" if result.created else "already frozen, unchanged:"
-    out.result(Text(f"{verb} {result.tag} at {result.commit[:12]}", style="green"))
+    out.result(styled(f"{verb} {result.tag} at {result.commit[:12]}", style="green"))
 
 
 def render_arms(out: Output, report: ArmsReport) -> None:
@@ -95,6 +95,6 @@ def render_arms(out: Output, report: ArmsReport) -> None:
     if not report.checked:
         return
     for finding in report.findings:
-        out.result(Text(f"error: {finding.render()}", style="red"), markup=False)
+        out.result(styled(f"error: {finding.render()}", style="red"), markup=False)
     if report.ok:
-        out.result(Text("OK: every patch has an arm result or a waiver", style="green"))
+        out.result(styled("OK: every patch has an arm result or a waiver", style="green"))

@@ -7,13 +7,13 @@ from rich.text import Text
 from forktool.engine.poll import PollResult
 from forktool.engine.sync import SyncReport, pending_patches
 from forktool.escape import md_code, md_fence, md_text
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 
 def render_plan_body(out: Output, report: SyncReport) -> None:
     if report.retired:
-        out.print(Text(f"retire ({len(report.retired)}): absorbed by {report.tag}", style="bold"))
+        out.print(styled(f"retire ({len(report.retired)}): absorbed by {report.tag}", style="bold"))
         table = new_table("patch", "first release", "witnesses")
         for r in report.retired:
             table.add_row(r.patch, r.first_release or "-", r.witnesses)
@@ -21,19 +21,21 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
     else:
         out.print(f"retire: nothing ({report.tag} contains no patch's upstream commit)")
     if report.refreshed:
-        out.print(Text(f"refresh ({len(report.refreshed)}) onto {report.tag}", style="bold"))
+        out.print(styled(f"refresh ({len(report.refreshed)}) onto {report.tag}", style="bold"))
         table = new_table("patch", "refresh", "note")
         for e in report.refreshed:
             style = {"conflict": "red", "rebased": "yellow"}.get(e.status, "green")
-            table.add_row(e.patch, Text(e.status, style=style), e.message)
+            table.add_row(e.patch, styled(e.status, style=style), e.message)
         out.print(table)
     waiting = pending_patches(report)
     if waiting:
-        out.print(Text(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold"))
+        out.print(
+            styled(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold")
+        )
         for name, pr in waiting:
             out.print(f"  {name}: pending, PR {pr or '(none named)'}", markup=False)
     if report.pins:
-        out.print(Text(f"pins ({len(report.pins)})", style="bold"))
+        out.print(styled(f"pins ({len(report.pins)})", style="bold"))
         for p in report.pins:
             out.print(f"  {p.file}:{p.line}: {p.old} -> {p.new}", markup=False)
     if report.merge_tag:
@@ -44,9 +46,9 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
             markup=False,
         )
     for conflict in report.conflicts:
-        out.result(Text(f"conflict: {conflict}", style="red"), markup=False)
+        out.result(styled(f"conflict: {conflict}", style="red"), markup=False)
     for note in report.notes:
-        out.print(Text(f"needs a human: {note}", style="yellow"), markup=False)
+        out.print(styled(f"needs a human: {note}", style="yellow"), markup=False)
 
 
 def render_aborted(out: Output, report: SyncReport) -> None:
@@ -56,16 +58,18 @@ def render_aborted(out: Output, report: SyncReport) -> None:
 
 def render_sync(out: Output, report: SyncReport) -> None:
     head = "sync plan" if report.dry_run else "sync"
-    out.print(Text(f"{head}: {report.previous_tag} -> {report.tag}", style="bold"))
+    out.print(styled(f"{head}: {report.previous_tag} -> {report.tag}", style="bold"))
     if report.branch:
         out.print(f"branch : {report.branch}")
     render_plan_body(out, report)
     if report.check is not None:
-        verdict = Text("passed", style="green") if report.check_ok else Text("FAILED", style="red")
+        verdict = (
+            styled("passed", style="green") if report.check_ok else styled("FAILED", style="red")
+        )
         out.print(Text.assemble("check  : ", verdict))
     if report.message:
         style = "green" if report.ok else "red"
-        out.result(Text(report.message, style=style), markup=False)
+        out.result(styled(report.message, style=style), markup=False)
     step = next_step(report)
     if step:
         out.print(f"next: {step}", markup=False)
@@ -101,19 +105,19 @@ def render_poll(out: Output, result: PollResult) -> None:
     out.print(f"pinned : {result.pin}")
     render_merged(out, result)
     if not result.newer:
-        out.result(Text(f"nothing new: no release newer than {result.pin}", style="green"))
+        out.result(styled(f"nothing new: no release newer than {result.pin}", style="green"))
         return
     out.print("newer  : " + ", ".join(r.tag for r in result.newer))
     assert result.plan is not None
-    out.print(Text(f"plan for {result.plan.tag}:", style="bold"))
+    out.print(styled(f"plan for {result.plan.tag}:", style="bold"))
     render_plan_body(out, result.plan)
     for blocker in result.blockers:
-        out.print(Text(f"sync cannot start: {blocker}", style="yellow"), markup=False)
+        out.print(styled(f"sync cannot start: {blocker}", style="yellow"), markup=False)
     if result.needs_hands:
-        out.result(Text(f"{result.plan.tag}: a sync needs hands (exit 4)", style="yellow"))
+        out.result(styled(f"{result.plan.tag}: a sync needs hands (exit 4)", style="yellow"))
     else:
         out.result(
-            Text(
+            styled(
                 f"{result.plan.tag}: clean plan, 'forktool sync {result.plan.tag}' can run (exit 3)",
                 style="green",
             )

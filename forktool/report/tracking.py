@@ -9,7 +9,7 @@ from rich.text import Text
 
 from forktool.escape import html_text, md_code, md_text, script_json
 from forktool.git import short
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.retirement import VERDICT_STYLE
 from forktool.report.table import new_table
 
@@ -59,8 +59,8 @@ def render_resolve(out: Output, result: ResolveResult) -> None:
         return
     table = new_table("patch", "PR", "commit", "how", "subject")
     for p in result.patches:
-        commit = Text(short(p.commit), style="green") if p.commit else Text("-", style="dim")
-        how = Text(_HOW_WORDS[p.how], style="yellow" if p.how == "ambiguous" else "")
+        commit = styled(short(p.commit), style="green") if p.commit else styled("-", style="dim")
+        how = styled(_HOW_WORDS[p.how], style="yellow" if p.how == "ambiguous" else "")
         table.add_row(p.patch, p.pr or "-", commit, how, p.subject)
     out.print(table)
     for p in result.patches:
@@ -104,7 +104,7 @@ def summary_line(summary: TargetSummary) -> str:
 
 
 def _cell_text(cell: Cell) -> Text:
-    text = Text(cell.verdict, style=VERDICT_STYLE.get(cell.verdict, ""))
+    text = styled(cell.verdict, style=VERDICT_STYLE.get(cell.verdict, ""))
     text.append(" / ")
     text.append(cell.apply, style=APPLY_STYLE.get(cell.apply, ""))
     if cell.first_break:
@@ -121,7 +121,7 @@ def render_forecast(out: Output, result: ForecastResult) -> None:
     for row in result.patches:
         table.add_row(row.patch, *(_cell_text(c) for c in row.cells))
     out.print(table)
-    legend = Text("legend: ")
+    legend = styled("legend: ")
     for word, style in (*VERDICT_STYLE.items(), *APPLY_STYLE.items()):
         legend.append(word, style=style)
         legend.append(" ")
@@ -129,7 +129,7 @@ def render_forecast(out: Output, result: ForecastResult) -> None:
     out.print(legend)
     for summary in result.summaries():
         style = "red" if summary.breaks else "green"
-        out.result(Text(summary_line(summary), style=style))
+        out.result(styled(summary_line(summary), style=style))
 
 
 # -- forecast: markdown ------------------------------------------------------------------
