@@ -8,14 +8,8 @@ from forktool.engine.arms import ArmsReport
 from forktool.engine.freeze import FreezeResult
 from forktool.engine.image import BuildResult, GateRecord
 from forktool.engine.promote import PromoteResult
+from forktool.escape import terminal
 from forktool.output import Output, styled
-
-
-def escaped(text: str) -> str:
-    """Build and container output with control sequences shown, never obeyed."""
-    from forktool.cli import one_line
-
-    return one_line(text)
 
 
 def render_build(out: Output, result: BuildResult) -> None:
@@ -29,11 +23,11 @@ def render_build(out: Output, result: BuildResult) -> None:
         return
     out.result(styled(f"FAILED: the build of {result.candidate} failed:", style="red"))
     for line in result.failing_lines:
-        out.result(styled(f"  {escaped(line)}"), markup=False)
+        out.result(styled(f"  {terminal(line)}"), markup=False)
 
 
 def render_gate(out: Output, record: GateRecord) -> None:
-    out.print(f"candidate: {escaped(record.candidate)} ({record.digest})", markup=False)
+    out.print(f"candidate: {terminal(record.candidate)} ({record.digest})", markup=False)
     for check in record.checks:
         verdict = styled("ok  ", style="green") if check.ok else styled("FAIL", style="red")
         where = " [host]" if check.where == "host" else ""
@@ -43,7 +37,7 @@ def render_gate(out: Output, record: GateRecord) -> None:
         out.print(line)
         if not check.ok and check.output:
             for text in check.output.splitlines()[-10:]:
-                out.print(styled(f"     {escaped(text)}", style="dim"))
+                out.print(styled(f"     {terminal(text)}", style="dim"))
     out.print(f"record: {record.record_path}", markup=False)
     if record.ok:
         out.result(styled(f"PASSED: the gate passed for {record.digest}", style="green"))
@@ -53,7 +47,7 @@ def render_gate(out: Output, record: GateRecord) -> None:
 
 def render_promote(out: Output, result: PromoteResult) -> None:
     if not result.ok:
-        out.result(styled(f"REFUSED: {escaped(result.message)}", style="red"), markup=False)
+        out.result(styled(f"REFUSED: {terminal(result.message)}", style="red"), markup=False)
         return
     if result.pushed_as:
         out.print(
