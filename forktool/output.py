@@ -151,7 +151,7 @@ class Output:
 
             def start(name: str) -> None:
                 nonlocal count
-                tick(1 if count else 0, description=f"{what}: {name}")
+                tick(1 if count else 0, description=terminal(f"{what}: {name}"))
                 count += 1
 
             yield start

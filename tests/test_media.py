@@ -313,3 +313,23 @@ def test_a_styled_text_keeps_its_styles_around_an_escaped_character() -> None:
     assert made.plain == "ok bad\\x1b[31m end"
     styles = {made.plain[s.start : s.end]: str(s.style) for s in made.spans}
     assert styles == {"bad": "red", "\\x1b": "red", "[31m": "red", " end": "bold"}
+
+
+def test_a_progress_bar_shows_a_step_named_with_markup_and_escapes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    from forktool import output
+
+    monkeypatch.setattr(output, "PROGRESS_DELAY_SECONDS", 0.0)
+    out, buffer = _outputs(colour=True)
+    with out.steps(2, "verify") as start:
+        start("a[/b]fork.patch")
+        time.sleep(0.3)
+        start("b\x1b]8;;x\x07.patch")
+        time.sleep(0.3)
+    shown = buffer.getvalue()
+    assert "verify: a[/b]fork.patch" in shown
+    assert "verify: b\\x1b]8;;x\\x07.patch" in shown
+    assert "\x1b]8" not in shown and "\x07" not in shown
