@@ -210,3 +210,14 @@ def test_init_from_quilt_with_yocto_headers(
 def test_a_history_subject_shows_every_control_character(hostile_fork: RepoBuilder) -> None:
     shown = _run(hostile_fork, "check-history", "fork-history").out
     assert "Fork: \\x1b[31mred\\x1b[0m \\x01\\x08 control <!--" in shown
+
+
+def test_json_carries_hostile_text_unchanged(hostile_fork: RepoBuilder) -> None:
+    status = _run(hostile_fork, "status", "--format", "json").json()
+    assert [p["patch"] for p in status["patches"]] == [P1, P2, P3]  # type: ignore[attr-defined]
+    suggest = _run(hostile_fork, "map", "suggest", "--format", "json").json()
+    sources = {s["patch"]: s["source"] for s in suggest["suggestions"]}  # type: ignore[attr-defined]
+    assert sources[P3] == "Upstream-Status: Submitted [oe-core@lists.openembedded.org]"
+    history = _run(hostile_fork, "check-history", "fork-history", "--format", "json").json()
+    subjects = [c["subject"] for c in history["commits"]]  # type: ignore[attr-defined]
+    assert subjects == ["Fork: \x1b[31mred\x1b[0m \x01\x08 control <!--"]
