@@ -99,6 +99,10 @@ TEXT_AND_JSON = [
     ("upstream", "resolve", "--no-fetch"),
     ("map", "suggest"),
     ("sync", "v2", "--dry-run"),
+    ("align",),
+    ("pin", "show"),
+    ("pin", "check"),
+    ("upstream", "poll", "--no-fetch"),
 ]
 
 
@@ -221,3 +225,12 @@ def test_json_carries_hostile_text_unchanged(hostile_fork: RepoBuilder) -> None:
     history = _run(hostile_fork, "check-history", "fork-history", "--format", "json").json()
     subjects = [c["subject"] for c in history["commits"]]  # type: ignore[attr-defined]
     assert subjects == ["Fork: \x1b[31mred\x1b[0m \x01\x08 control <!--"]
+
+
+def test_refresh_stopped_by_a_hostile_commit_shows_it_as_data(hostile_fork: RepoBuilder) -> None:
+    stopped = _run(hostile_fork, "refresh", "--onto", "v2")
+    assert stopped.code == 1
+    terminal_ok(stopped.out)
+    assert P2 in stopped.out, stopped.out
+    again = _run(hostile_fork, "refresh", "--onto", "v2", "--format", "json").json()
+    assert [e["patch"] for e in again["patches"]][:2] == [P1, P2]  # type: ignore[index]
