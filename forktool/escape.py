@@ -8,7 +8,8 @@ renderer of a medium calls that medium's function here, and no other:
 - terminal: :func:`terminal` (control characters and escape sequences are shown as
   ``\\x1b``, never sent; rich markup is switched off in forktool's consoles);
 - HTML: :func:`html_text`, and :func:`script_json` for JSON inside ``<script>``;
-- markdown: :func:`md_text` for prose, :func:`md_code` for a code span;
+- markdown: :func:`md_text` for prose, :func:`md_code` for a code span,
+  :func:`md_fence` for a block of lines;
 - XML (JUnit): :func:`xml_text`;
 - GitHub workflow commands: :func:`github_data` and :func:`github_property`;
 - FORK.md's record cells: ``model/record.py`` (its cells must also read back).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from typing import Any
 
 # Characters that reorder what follows on screen (bidirectional overrides and
@@ -46,7 +48,7 @@ def terminal(text: str, *, keep: str = "") -> str:
     return "".join(_shown(ch) if ch not in keep and _unsafe_on_screen(ch) else ch for ch in text)
 
 
-# -- HTML ---------------------------------------------------------------------------
+# -- HTML and XML ---------------------------------------------------------------------
 
 
 def _xml_forbidden(ch: str) -> bool:
@@ -56,7 +58,7 @@ def _xml_forbidden(ch: str) -> bool:
     return 0xD800 <= code <= 0xDFFF or code in (0xFFFE, 0xFFFF)
 
 
-def _visible(text: str, forbidden: Any) -> str:
+def _visible(text: str, forbidden: Callable[[str], bool]) -> str:
     if text.isprintable():
         return text
     return "".join(_shown(ch) if forbidden(ch) else ch for ch in text)

@@ -39,10 +39,10 @@ def safe_text(text: Text) -> Text:
     for piece in text.divide(cuts):
         shown = terminal(piece.plain, keep="\n")
         if shown != piece.plain:
-            styled = Text(shown, style=piece.style)
+            escaped = Text(shown, style=piece.style)
             for span in piece.spans:
-                styled.stylize(span.style, 0, len(shown))
-            piece = styled
+                escaped.stylize(span.style, 0, len(shown))
+            piece = escaped
         made.append_text(piece)
     return made
 
