@@ -110,7 +110,9 @@ class App:
 
 def notice(message: str) -> None:
     """One line on stderr about something forktool did on its own (never wrapped)."""
-    click.echo(f"notice: {message}", err=True)
+    from forktool.escape import terminal
+
+    click.echo(f"notice: {terminal(message)}", err=True)
 
 
 pass_app = click.make_pass_decorator(App)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import os
 import sys
-import unicodedata
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from importlib import import_module
@@ -23,6 +22,7 @@ import click
 from forktool import __version__
 from forktool.app import App, format_option, notice, pass_app
 from forktool.errors import FatalError, Interrupted
+from forktool.escape import terminal
 from forktool.faults import faultpoint
 
 if TYPE_CHECKING:
@@ -186,14 +186,7 @@ def one_line(text: str) -> str:
     Messages quote user input (a tag, a path, a file's line); a newline in it
     must not forge a second ``error:`` line or split the one a script reads.
     """
-    if text.isprintable():
-        return text
-    return "".join(
-        ch.encode("unicode_escape").decode("ascii")
-        if unicodedata.category(ch) in ("Cc", "Zl", "Zp")
-        else ch
-        for ch in text
-    )
+    return terminal(text)
 
 
 def _git_narrator(output: Output) -> Callable[[str, Sequence[str], int], None]:

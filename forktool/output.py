@@ -16,16 +16,74 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.segment import Segment
+from rich.text import Text
+
+from forktool.escape import terminal
 
 PROGRESS_DELAY_SECONDS = 1.0
 
 
+def safe_text(text: Text) -> Text:
+    """``text`` with its control characters and escape sequences shown (``\\x1b``),
+    its styles kept on the characters they covered; line breaks stay."""
+    plain = text.plain
+    if plain.isprintable() or terminal(plain, keep="\n") == plain:
+        return text
+    cuts = sorted(
+        {cut for i, ch in enumerate(plain) if terminal(ch, keep="\n") != ch for cut in (i, i + 1)}
+    )
+    made = text.blank_copy()
+    for piece in text.divide(cuts):
+        shown = terminal(piece.plain, keep="\n")
+        if shown != piece.plain:
+            escaped = Text(shown, style=piece.style)
+            for span in piece.spans:
+                escaped.stylize(span.style, 0, len(shown))
+            piece = escaped
+        made.append_text(piece)
+    return made
+
+
+def styled(text: str, style: str = "") -> Text:
+    """``text`` in ``style`` for the terminal, its control characters shown (rich's
+    ``Text`` would drop BEL, BS, VT, FF and CR unseen)."""
+    return Text(terminal(text, keep="\n"), style=style)
+
+
+class DataConsole(Console):
+    """A rich console on which text is never markup and never a control sequence.
+
+    forktool writes what others wrote (subjects, author names, patch names): a
+    ``[/b]`` in it is two characters to show, an ESC is shown as ``\\x1b``. Styles
+    come only from forktool's own ``Text`` objects; rich markup is off for every
+    string, and the segments rich is about to write are checked once more, so a
+    renderer that forgot cannot send a raw escape sequence.
+    """
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        kwargs["markup"] = False
+        return super().render_str(terminal(text, keep="\n"), **kwargs)
+
+    def render(
+        self, renderable: RenderableType, options: ConsoleOptions | None = None
+    ) -> Iterator[Segment]:
+        if isinstance(renderable, Text):
+            renderable = safe_text(renderable)
+        for segment in super().render(renderable, options):
+            if segment.control or segment.text.isprintable():
+                yield segment
+            else:
+                yield Segment(terminal(segment.text, keep="\n"), segment.style)
+
+
 def _console(stream: Any) -> Console:
     plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
-    return Console(
+    return DataConsole(
         file=stream,
+        markup=False,
         no_color=plain,
         highlight=False,
         soft_wrap=True,
@@ -93,7 +151,7 @@ class Output:
 
             def start(name: str) -> None:
                 nonlocal count
-                tick(1 if count else 0, description=f"{what}: {name}")
+                tick(1 if count else 0, description=terminal(f"{what}: {name}"))
                 count += 1
 
             yield start
@@ -105,7 +163,7 @@ class Output:
             yield _null_tick
             return
         bar = Progress(
-            TextColumn("{task.description}"),
+            TextColumn("{task.description}", markup=False),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),

@@ -287,15 +287,14 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def test_forecast_html_renders_in_a_headless_browser(forecast_fork, tmp_path: Path) -> None:
+def _browser_dom(page: Path, tmp_path: Path) -> str:
+    """Render ``page`` in headless Chromium: check a screenshot is drawn and return the
+    DOM after the page's script ran."""
     browser = _chromium()
     if browser is None:
         if os.environ.get("CI"):
             pytest.fail("CI installs chromium (.ci/run): the browser check must run there")
         pytest.skip("no chromium here (apt-get install chromium)")
-    fork, c = forecast_fork
-    page = tmp_path / "forecast.html"
-    page.write_text(fork.cli("forecast", "--no-fetch", "--format", "html").out)
     shot = tmp_path / "forecast.png"
     common = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1000,700"]
     # Chromium puts its singleton socket under TMPDIR: a test's deep temp path is
@@ -311,7 +310,7 @@ def test_forecast_html_renders_in_a_headless_browser(forecast_fork, tmp_path: Pa
             env=env,
         )
         assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-        dom = subprocess.run(
+        return subprocess.run(
             [*common, "--dump-dom", page.as_uri()],
             check=True,
             capture_output=True,
@@ -319,11 +318,61 @@ def test_forecast_html_renders_in_a_headless_browser(forecast_fork, tmp_path: Pa
             env=env,
             text=True,
         ).stdout
-        assert dom.count('class="cell apply-') == 8
-        assert "Hover or click a cell for its details." in dom
     finally:
         shutil.rmtree(short_tmp, ignore_errors=True)
+
+
+def test_forecast_html_renders_in_a_headless_browser(forecast_fork, tmp_path: Path) -> None:
+    fork, c = forecast_fork
+    page = tmp_path / "forecast.html"
+    page.write_text(fork.cli("forecast", "--no-fetch", "--format", "html").out)
+    dom = _browser_dom(page, tmp_path)
+    assert dom.count('class="cell apply-') == 8
+    assert "Hover or click a cell for its details." in dom
+    assert '<body data-patches="4">' in dom  # the script ran and read the embedded JSON
     del c
+
+
+HOSTILE_SUBJECT = (
+    "config: handle <!--<script> in templates </script><img src=x "
+    "onerror=\"document.title='pwned'\"> & </table> @octocat \x1b[31m"
+)
+
+
+def test_forecast_html_with_hostile_subjects_runs_its_script_in_a_browser(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    repo = builder
+    repo.commit("import\n", FILES)
+    repo.tag("v1.0.0")
+    x = _change(repo, "a", "a10", "A10 fixed", "Fix a <!--<script> (#12)")
+    breaker = repo.commit(
+        HOSTILE_SUBJECT + "\n",
+        {"b": edit(repo.read("b"), "b9", "b9 reworked")},
+        author="Eve \"' & [/b] @octocat <eve@example.org>",
+    )
+    repo.tag("v1.1.0")
+    fork = write_series(repo, repo.rev("v1.0.0"), x)
+    out = fork.cli("forecast", "--no-fetch", "--format", "html").out
+    page = tmp_path / "forecast.html"
+    page.write_text(out)
+    dom = _browser_dom(page, tmp_path)
+    assert '<body data-patches="4">' in dom  # the script ran and parsed the embedded JSON
+    assert "<title>forktool forecast from v1.0.0</title>" in dom  # onerror never ran
+    assert "<img" not in dom and dom.count("<script") == 2
+    data = json.loads(fork.cli("forecast", "--no-fetch", "--format", "json").out)
+    first = next(
+        cell["first_break"]
+        for row in data["patches"]
+        for cell in row["cells"]
+        if cell["first_break"]
+    )
+    assert first["commit"] == breaker and first["subject"] == HOSTILE_SUBJECT
+    page_parser = _Matrix()
+    page_parser.feed(out)
+    assert json.loads(page_parser.json) == data
+    broken = next(cell for cell in page_parser.cells if "conflict" in (cell.get("class") or ""))
+    assert "</script><img src=x" in (broken["data-details"] or "")
 
 
 def test_forecast_names_the_commit_that_moved_a_patch_to_an_offset(builder: RepoBuilder) -> None:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from io import BytesIO
 from pathlib import Path
 
+from rich.text import Text
+
 from forktool.builder import RepoBuilder
 from forktool.config import Config
 from forktool.demo.example import EXAMPLE_FILES, PATCHES_DIR, PIN_TAG, example_root
@@ -46,7 +48,7 @@ class Demo:
     def step(self, title: str, why: str) -> None:
         self.steps_done += 1
         self.out.print()
-        self.out.print(f"[bold cyan]== {self.steps_done}. {title}[/]")
+        self.out.print(Text(f"== {self.steps_done}. {title}", style="bold cyan"))
         for line in why.strip().splitlines():
             self.out.print(f"   {line.strip()}", markup=False)
 
@@ -55,13 +57,13 @@ class Demo:
         from forktool.cli import run as cli_run
 
         shown = " ".join(args)
-        self.out.print(f"[bold]$ forktool {shown}[/]")
+        self.out.print(Text(f"$ forktool {shown}", style="bold"))
         code = cli_run(["-C", str(self.fork_path), *args])
         if code != expect:
             self.failures.append(f"forktool {shown}: exit {code}, expected {expect}")
-            self.out.print(f"[red]   (unexpected exit {code}; expected {expect})[/]")
+            self.out.print(Text(f"   (unexpected exit {code}; expected {expect})", style="red"))
         else:
-            self.out.print(f"[dim]   exit {code}[/]")
+            self.out.print(Text(f"   exit {code}", style="dim"))
         return code
 
 
@@ -361,10 +363,13 @@ def run_demo(root: Path, out: Output) -> int:
     out.print()
     if demo.failures:
         for failure in demo.failures:
-            out.print(f"[red]unexpected: {failure}[/]")
+            out.print(Text(f"unexpected: {failure}", style="red"))
         return 1
     out.print(
-        f"[green]Demo complete.[/] Everything is in {root}: upstream/, fork/, site-packages/."
+        Text.assemble(
+            ("Demo complete.", "green"),
+            f" Everything is in {root}: upstream/, fork/, site-packages/.",
+        )
     )
     out.print(f"Try it yourself: forktool -C {fork.path} status")
     return 0

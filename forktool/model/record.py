@@ -12,6 +12,7 @@ a space.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -140,12 +141,23 @@ def broken_markers(text: str) -> str:
     return "the record's end marker comes before its begin marker"
 
 
-# Every character str.splitlines breaks a line at: none may reach FORK.md inside a cell.
-_LINE_BREAKS = str.maketrans(dict.fromkeys("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029", " "))
-
-
 def _escape(cell: str) -> str:
-    return cell.replace("\\", "\\\\").replace("|", "\\|").translate(_LINE_BREAKS)
+    """A cell's text as it is written: it reads back the same (``_unescape``; a
+    control character reads back as a space), stays one table row and one cell,
+    and renders as text, never as markup.
+
+    ``\\``, ``|``, ``<``, ``!``, ``[`` and ``]`` are backslash-escaped: the cell cannot
+    end early, and no ``<!-- forktool:retirement-record:... -->`` marker, raw HTML,
+    image or link can form in it.
+    Every character that breaks a line for some reader (``str.splitlines``, the
+    markdown renderer) and every other control character becomes a space.
+    """
+    flat = "".join(" " if _breaks_row(ch) else ch for ch in cell)
+    return re.sub(r"[\\|<!\[\]]", lambda m: "\\" + m.group(), flat)
+
+
+def _breaks_row(ch: str) -> bool:
+    return ch in "\x85\u2028\u2029" or ord(ch) < 0x20 or ord(ch) == 0x7F
 
 
 def _unescape(cell: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from forktool.engine.align import AlignResult
-from forktool.output import Output
+from forktool.output import Output, styled
 
 _ROWS = {
     "added": ("added", "files"),
@@ -26,7 +26,7 @@ def _row(key: str, total: int, failing: int) -> Text:
     if total == 1 and noun.endswith("files"):
         noun = noun[:-1]
     body = f"  {label:<12} {total:>4} {noun}{state}"
-    verdict = Text("OK", style="green") if not failing else Text("FAIL", style="bold red")
+    verdict = styled("OK", style="green") if not failing else styled("FAIL", style="bold red")
     return Text.assemble(f"{body:<44}", verdict)
 
 
@@ -49,12 +49,12 @@ def render_align(out: Output, result: AlignResult) -> None:
         out.print(f"  newest release: {newest.tag} ({behind})")
     for finding in result.findings:
         style = "red" if finding.severity == "error" else "yellow"
-        out.result(Text(f"{finding.severity}: {finding.render()}", style=style))
+        out.result(styled(f"{finding.severity}: {finding.render()}", style=style))
         if finding.hint:
-            out.print(Text(f"  hint: {finding.hint}", style="dim"))
+            out.print(styled(f"  hint: {finding.hint}", style="dim"))
     if result.ok:
         out.result(
-            Text(
+            styled(
                 f"OK: divergence from {result.tag} is exactly what the ledger declares.",
                 style="green",
             )
@@ -62,7 +62,7 @@ def render_align(out: Output, result: AlignResult) -> None:
     else:
         paths = result.undeclared
         out.result(
-            Text(
+            styled(
                 f"FAILED: {len(paths)} path(s) diverge from {result.tag} other than as "
                 f"declared: {', '.join(paths)}",
                 style="red",

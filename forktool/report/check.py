@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from rich.text import Text
-
 from forktool.engine.check import GateResult
 from forktool.errors import Finding
-from forktool.output import Output
+from forktool.escape import github_data, github_property, md_code, md_text, xml_text
+from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 
@@ -19,24 +18,24 @@ def render_text(out: Output, result: GateResult) -> None:
     table.columns[2].justify = "right"
     for check in result.checks:
         if check.skipped:
-            verdict = Text(f"skipped: {check.skipped}", style="dim")
+            verdict = styled(f"skipped: {check.skipped}", style="dim")
         else:
-            verdict = Text("ok", style="green") if check.ok else Text("FAILED", style="red")
+            verdict = styled("ok", style="green") if check.ok else styled("FAILED", style="red")
         table.add_row(f"{check.id} ({check.title})", verdict, str(len(check.findings)))
     out.print(table)
     for check in result.checks:
         for finding in check.findings:
             style = {"error": "red", "warning": "yellow"}.get(finding.severity, "cyan")
             label = "notice" if finding.severity == "info" else finding.severity
-            line = Text(f"{label}: [{check.id}] {finding.render()}", style=style)
+            line = styled(f"{label}: [{check.id}] {finding.render()}", style=style)
             # A notice changes no verdict: -q leaves it out, like the table.
             (out.print if finding.severity == "info" else out.result)(line)
             if finding.hint:
-                out.print(Text(f"  hint: {finding.hint}", style="dim"))
+                out.print(styled(f"  hint: {finding.hint}", style="dim"))
     if result.ok:
-        out.result(Text("OK: all checks passed", style="green"))
+        out.result(styled("OK: all checks passed", style="green"))
     else:
-        out.result(Text(f"FAILED: {_failed(result)}", style="bold red"))
+        out.result(styled(f"FAILED: {_failed(result)}", style="bold red"))
 
 
 def _failed(result: GateResult) -> str:
@@ -73,30 +72,23 @@ def render_junit(result: GateResult) -> str:
             time=f"{check.seconds:.3f}",
         )
         if check.skipped:
-            ET.SubElement(case, "skipped", message=check.skipped)
+            ET.SubElement(case, "skipped", message=xml_text(check.skipped))
         elif not check.ok:
             errors = [f for f in check.findings if f.severity == "error"]
-            failure = ET.SubElement(case, "failure", message=errors[0].render(), type="forktool")
-            failure.text = "\n".join(f.render() for f in check.findings)
+            message = xml_text(errors[0].render())
+            failure = ET.SubElement(case, "failure", message=message, type="forktool")
+            failure.text = xml_text("\n".join(f.render() for f in check.findings))
         elif check.findings:
             out = ET.SubElement(case, "system-out")
-            out.text = "\n".join(f"{f.severity}: {f.render()}" for f in check.findings)
+            out.text = xml_text("\n".join(f"{f.severity}: {f.render()}" for f in check.findings))
     if result.nothing_ran:
         # A suite of skipped cases reads as green in most CI dashboards: say it failed.
         case = ET.SubElement(suite, "testcase", classname="forktool.check", name="gate", time="0")
-        ET.SubElement(case, "failure", message=result.nothing_ran, type="forktool")
+        ET.SubElement(case, "failure", message=xml_text(result.nothing_ran), type="forktool")
     ET.indent(suites)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
     )
-
-
-def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def github_annotation(check_id: str, finding: Finding) -> str:
@@ -104,12 +96,12 @@ def github_annotation(check_id: str, finding: Finding) -> str:
     level = {"error": "error", "warning": "warning"}.get(finding.severity, "notice")
     props = []
     if finding.path:
-        props.append(f"file={_escape_property(finding.path)}")
+        props.append(f"file={github_property(finding.path)}")
         if finding.line:
             props.append(f"line={finding.line}")
-    props.append(f"title={_escape_property(f'forktool {check_id}')}")
+    props.append(f"title={github_property(f'forktool {check_id}')}")
     message = finding.message + (f" (hint: {finding.hint})" if finding.hint else "")
-    return f"::{level} {','.join(props)}::{_escape_data(message)}"
+    return f"::{level} {','.join(props)}::{github_data(message)}"
 
 
 def render_github(result: GateResult) -> str:
@@ -135,13 +127,14 @@ def render_check_markdown(result: GateResult) -> str:
     ]
     for check in result.checks:
         verdict = "skipped" if check.skipped else ("ok" if check.ok else "**failed**")
-        lines.append(f"| `{check.id}` {check.title} | {verdict} | {len(check.findings)} |")
+        name = f"{md_code(check.id, table=True)} {md_text(check.title)}"
+        lines.append(f"| {name} | {verdict} | {len(check.findings)} |")
     if result.nothing_ran:
-        lines += ["", f"**failed**: {result.nothing_ran}"]
+        lines += ["", f"**failed**: {md_text(result.nothing_ran)}"]
     details = [(c.id, f) for c in result.checks for f in c.findings]
     if details:
         lines += ["", "### Findings", ""]
         for check_id, finding in details:
-            where = f"`{finding.location()}` " if finding.path else ""
-            lines.append(f"- **{finding.severity}** [{check_id}] {where}{finding.message}")
+            where = f"{md_code(finding.location())} " if finding.path else ""
+            lines.append(f"- **{finding.severity}** [{check_id}] {where}{md_text(finding.message)}")
     return "\n".join(lines) + "\n"

@@ -9,14 +9,8 @@ from forktool.engine.freeze import FreezeResult
 from forktool.engine.image import BuildResult, GateRecord
 from forktool.engine.promote import PromoteResult
 from forktool.errors import command_line
-from forktool.output import Output
-
-
-def escaped(text: str) -> str:
-    """Build and container output with control sequences shown, never obeyed."""
-    from forktool.cli import one_line
-
-    return one_line(text)
+from forktool.escape import terminal
+from forktool.output import Output, styled
 
 
 def render_build(out: Output, result: BuildResult) -> None:
@@ -25,20 +19,20 @@ def render_build(out: Output, result: BuildResult) -> None:
         out.print(f"revision : {result.revision}")
         for key, value in sorted(result.labels.items()):
             out.print(f"label    : {key}={value}", markup=False)
-        out.result(Text(f"candidate {result.candidate} ({result.image_id})", style="green"))
+        out.result(styled(f"candidate {result.candidate} ({result.image_id})", style="green"))
         out.print(
             f"next: {command_line('forktool', 'image', 'gate', result.candidate)}", markup=False
         )
         return
-    out.result(Text(f"FAILED: the build of {result.candidate} failed:", style="red"))
+    out.result(styled(f"FAILED: the build of {result.candidate} failed:", style="red"))
     for line in result.failing_lines:
-        out.result(Text(f"  {escaped(line)}"), markup=False)
+        out.result(styled(f"  {terminal(line)}"), markup=False)
 
 
 def render_gate(out: Output, record: GateRecord) -> None:
-    out.print(f"candidate: {escaped(record.candidate)} ({record.digest})", markup=False)
+    out.print(f"candidate: {terminal(record.candidate)} ({record.digest})", markup=False)
     for check in record.checks:
-        verdict = Text("ok  ", style="green") if check.ok else Text("FAIL", style="red")
+        verdict = styled("ok  ", style="green") if check.ok else styled("FAIL", style="red")
         where = " [host]" if check.where == "host" else ""
         line = Text.assemble(
             verdict, f" {check.kind:<7} exit {check.exit_code:<3} ", " ".join(check.command), where
@@ -46,17 +40,17 @@ def render_gate(out: Output, record: GateRecord) -> None:
         out.print(line)
         if not check.ok and check.output:
             for text in check.output.splitlines()[-10:]:
-                out.print(Text(f"     {escaped(text)}", style="dim"))
+                out.print(styled(f"     {terminal(text)}", style="dim"))
     out.print(f"record: {record.record_path}", markup=False)
     if record.ok:
-        out.result(Text(f"PASSED: the gate passed for {record.digest}", style="green"))
+        out.result(styled(f"PASSED: the gate passed for {record.digest}", style="green"))
     else:
-        out.result(Text(f"FAILED: the gate failed for {record.digest}", style="red"))
+        out.result(styled(f"FAILED: the gate failed for {record.digest}", style="red"))
 
 
 def render_promote(out: Output, result: PromoteResult) -> None:
     if not result.ok:
-        out.result(Text(f"REFUSED: {escaped(result.message)}", style="red"), markup=False)
+        out.result(styled(f"REFUSED: {terminal(result.message)}", style="red"), markup=False)
         return
     if result.pushed_as:
         out.print(
@@ -69,7 +63,7 @@ def render_promote(out: Output, result: PromoteResult) -> None:
             f"tagged {result.repository}:{tag} on the registry: {result.digest}", markup=False
         )
     out.result(
-        Text(f"PROMOTED: {result.reference} (image {result.image_id})", style="green"),
+        styled(f"PROMOTED: {result.reference} (image {result.image_id})", style="green"),
         markup=False,
     )
 
@@ -78,14 +72,14 @@ def render_freeze(out: Output, result: FreezeResult) -> None:
     for name, value in result.values.items():
         out.print(f"{name}: {value}", markup=False)
     if not result.ok:
-        out.result(Text(f"REFUSED: {result.tag} already records something else:", style="red"))
+        out.result(styled(f"REFUSED: {result.tag} already records something else:", style="red"))
         for name, (recorded, wanted) in result.conflicts.items():
             out.result(
-                Text(f"  {name}: tag has {recorded}, this release has {wanted}"), markup=False
+                styled(f"  {name}: tag has {recorded}, this release has {wanted}"), markup=False
             )
         return
     verb = "created" if result.created else "already frozen, unchanged:"
-    out.result(Text(f"{verb} {result.tag} at {result.commit[:12]}", style="green"))
+    out.result(styled(f"{verb} {result.tag} at {result.commit[:12]}", style="green"))
 
 
 def render_arms(out: Output, report: ArmsReport) -> None:
@@ -98,6 +92,6 @@ def render_arms(out: Output, report: ArmsReport) -> None:
     if not report.checked:
         return
     for finding in report.findings:
-        out.result(Text(f"error: {finding.render()}", style="red"), markup=False)
+        out.result(styled(f"error: {finding.render()}", style="red"), markup=False)
     if report.ok:
-        out.result(Text("OK: every patch has an arm result or a waiver", style="green"))
+        out.result(styled("OK: every patch has an arm result or a waiver", style="green"))

@@ -9,7 +9,7 @@ from forktool.engine.fmt import FmtResult
 from forktool.engine.history_contract import HistoryResult
 from forktool.engine.import_ import ImportResult
 from forktool.engine.refresh import RefreshResult
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 _STYLE = {
@@ -28,20 +28,20 @@ _STYLE = {
 
 
 def _status(status: str) -> Text:
-    return Text(status, style=_STYLE.get(status, ""))
+    return styled(status, style=_STYLE.get(status, ""))
 
 
 def _diff(out: Output, diff: str) -> None:
     for line in diff.splitlines():
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else ""
-        out.print(Text(line, style=style), markup=False, highlight=False)
+        out.print(styled(line, style=style), markup=False, highlight=False)
 
 
 def render_fmt(out: Output, result: FmtResult) -> None:
     verb = "check" if result.check else "fmt"
     out.print(f"{verb} on {result.base} ({result.base_commit[:10]})")
     if not result.entries:
-        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
+        out.result(styled(f"FAILED: {result.message}", style="red"), markup=False)
         return
     table = new_table("patch", "status", "detail")
     for entry in result.entries:
@@ -53,20 +53,20 @@ def render_fmt(out: Output, result: FmtResult) -> None:
             if entry.diff:
                 _diff(out, entry.diff)
     if result.message:
-        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
+        out.result(styled(f"FAILED: {result.message}", style="red"), markup=False)
     elif result.check and result.ok:
-        out.result(Text(f"OK: {len(result.entries)} patch file(s) are canonical.", style="green"))
+        out.result(styled(f"OK: {len(result.entries)} patch file(s) are canonical.", style="green"))
     elif result.check:
         bad = ", ".join(e.patch for e in result.left)
         out.result(
-            Text(f"FAILED: not canonical: {bad}; run 'forktool fmt'", style="red"), markup=False
+            styled(f"FAILED: not canonical: {bad}; run 'forktool fmt'", style="red"), markup=False
         )
     elif result.dry_run:
         left = ", ".join(e.patch for e in result.left) or "nothing"
-        out.result(Text(f"DRY RUN: would rewrite {left}; nothing was written."), markup=False)
+        out.result(styled(f"DRY RUN: would rewrite {left}; nothing was written."), markup=False)
     else:
         written = [e for e in result.entries if e.written]
-        out.result(Text(f"OK: rewrote {len(written)} patch file(s).", style="green"))
+        out.result(styled(f"OK: rewrote {len(written)} patch file(s).", style="green"))
 
 
 def render_history(out: Output, result: HistoryResult) -> None:
@@ -75,11 +75,11 @@ def render_history(out: Output, result: HistoryResult) -> None:
         f"({result.rev_commit[:10]}): {len(result.commits)} commit(s)"
     )
     if result.message:
-        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
+        out.result(styled(f"FAILED: {result.message}", style="red"), markup=False)
         return
     for violation in result.violations:
         out.result(
-            Text(
+            styled(
                 f"error: {violation.commit[:12]} {violation.subject}: {violation.message} "
                 f"[{violation.check}]",
                 style="red",
@@ -87,10 +87,10 @@ def render_history(out: Output, result: HistoryResult) -> None:
             markup=False,
         )
     if result.ok:
-        out.result(Text("OK: every commit keeps the history contract.", style="green"))
+        out.result(styled("OK: every commit keeps the history contract.", style="green"))
     else:
         out.result(
-            Text(f"FAILED: {len(result.violations)} violation(s)", style="red"), markup=False
+            styled(f"FAILED: {len(result.violations)} violation(s)", style="red"), markup=False
         )
 
 
@@ -98,7 +98,7 @@ def _range_diff(out: Output, text: str, note: str) -> None:
     if text:
         out.print("range-diff of the old series against the new:")
         for line in text.splitlines():
-            out.print(Text("  " + line), markup=False, highlight=False)
+            out.print(styled("  " + line), markup=False, highlight=False)
     elif note:
         out.print(f"no range-diff: {note}", markup=False)
 
@@ -129,7 +129,7 @@ def render_export(out: Output, result: ExportResult) -> None:
         out.warn(f"{name} belongs to no patch any more; rename or delete it")
     _range_diff(out, result.range_diff, result.message)
     written = ", ".join(result.written) or "nothing (already up to date)"
-    out.result(Text(f"OK: wrote {written}", style="green"), markup=False)
+    out.result(styled(f"OK: wrote {written}", style="green"), markup=False)
 
 
 def render_import(out: Output, result: ImportResult) -> None:
@@ -138,14 +138,14 @@ def render_import(out: Output, result: ImportResult) -> None:
         out.print(f"  {commit[:10]} {patch}", markup=False)
     replaced = f" (was {result.replaced[:10]})" if result.replaced else ""
     out.result(
-        Text(f"OK: {result.branch} is at {result.tip[:10]}{replaced}", style="green"),
+        styled(f"OK: {result.branch} is at {result.tip[:10]}{replaced}", style="green"),
         markup=False,
     )
 
 
 def render_refresh(out: Output, result: RefreshResult) -> None:
     if result.aborted:
-        out.result(Text(f"OK: {result.message}", style="green"), markup=False)
+        out.result(styled(f"OK: {result.message}", style="green"), markup=False)
         return
     out.print(f"refresh onto {result.onto} ({result.onto_commit[:10]}); the pin stays {result.pin}")
     table = new_table("patch", "status", "detail")
@@ -155,9 +155,9 @@ def render_refresh(out: Output, result: RefreshResult) -> None:
     if result.ok:
         _range_diff(out, result.range_diff, "")
         written = ", ".join(result.written) or "nothing (the files were already current)"
-        out.result(Text(f"OK: wrote {written}", style="green"), markup=False)
+        out.result(styled(f"OK: wrote {written}", style="green"), markup=False)
         # refreshed in place on the pin: there is nothing to bump
         step = "verify" if result.onto == result.pin else f"pin bump {result.onto}"
         out.print(f"next: forktool {step}", markup=False)
     else:
-        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
+        out.result(styled(f"FAILED: {result.message}", style="red"), markup=False)

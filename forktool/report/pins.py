@@ -8,18 +8,18 @@ from forktool.engine.pin_sites import BumpResult, PinsResult
 from forktool.engine.pin_state import PinState
 from forktool.errors import command_line
 from forktool.git import short
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 
 def pin_line(pin: PinState, label: str = "pin") -> Text:
     """``pin : v1.2.0 (<commit>)  <whether the tag still peels to it>``."""
     if not pin.present:
-        note = Text("tag missing: fetch upstream tags", style="red")
+        note = styled("tag missing: fetch upstream tags", style="red")
     elif pin.moved:
-        note = Text(f"MOVED: tag now peels to {short(pin.actual)}", style="bold red")
+        note = styled(f"MOVED: tag now peels to {short(pin.actual)}", style="bold red")
     else:
-        note = Text("tag peels to the recorded commit", style="green")
+        note = styled("tag peels to the recorded commit", style="green")
     return Text.assemble(f"{label} : ", (pin.tag, "bold"), f" ({short(pin.recorded)})  ", note)
 
 
@@ -46,7 +46,7 @@ def render_show(out: Output, result: PinsResult) -> None:
             site.file,
             str(site.line) if site.line else "-",
             site.value or "-",
-            Text(note, style=style),
+            styled(note, style=style),
         )
     out.print(table)
 
@@ -55,9 +55,9 @@ def render_check(out: Output, result: PinsResult) -> None:
     _pin_line(out, result)
     for finding in result.findings:
         style = "red" if finding.severity == "error" else "yellow"
-        out.result(Text(f"{finding.severity}: {finding.render()}", style=style))
+        out.result(styled(f"{finding.severity}: {finding.render()}", style=style))
         if finding.hint:
-            out.print(Text(f"  hint: {finding.hint}", style="dim"))
+            out.print(styled(f"  hint: {finding.hint}", style="dim"))
     sites = len(result.sites)
     if result.ok:
         head = ""
@@ -66,7 +66,7 @@ def render_check(out: Output, result: PinsResult) -> None:
         elif result.layout == "overlay":
             head = "; overlay layout: HEAD is not required to contain it"
         out.result(
-            Text(
+            styled(
                 f"OK: {sites} pin site(s) name {result.pin.tag}, which peels to the recorded "
                 f"commit {short(result.pin.recorded)}{head}.",
                 style="green",
@@ -74,13 +74,13 @@ def render_check(out: Output, result: PinsResult) -> None:
         )
     else:
         errors = sum(1 for f in result.findings if f.severity == "error")
-        out.result(Text(f"FAILED: {errors} pin problem(s).", style="red"))
+        out.result(styled(f"FAILED: {errors} pin problem(s).", style="red"))
 
 
 def render_bump(out: Output, result: BumpResult) -> None:
     if not result.changed:
         out.result(
-            Text(
+            styled(
                 f"Already pinned: every pin site names {result.tag} ({short(result.commit)}); "
                 "nothing to change.",
                 style="green",
@@ -90,7 +90,7 @@ def render_bump(out: Output, result: BumpResult) -> None:
     if result.dry_run:
         out.print(result.diff, markup=False, end="")
         out.result(
-            Text(
+            styled(
                 f"DRY RUN: would pin {result.tag} ({short(result.commit)}) in "
                 f"{len({e.file for e in result.edits})} file(s); nothing was written.",
                 style="yellow",
@@ -100,7 +100,7 @@ def render_bump(out: Output, result: BumpResult) -> None:
     for edit in result.edits:
         out.print(f"  {edit.file}:{edit.line}: {edit.what} {edit.old} -> {edit.new}", markup=False)
     out.result(
-        Text(
+        styled(
             f"Pinned {result.tag} ({short(result.commit)}), was {result.previous_tag}: "
             f"rewrote {len(result.written)} file(s).",
             style="green",
@@ -108,7 +108,7 @@ def render_bump(out: Output, result: BumpResult) -> None:
     )
     if result.head_contains_tag is False:
         out.print(
-            Text(
+            styled(
                 f"next: HEAD does not contain {result.tag} yet; merge it "
                 f"({command_line('git', 'merge', result.tag)}) before 'forktool pin check'.",
                 style="yellow",

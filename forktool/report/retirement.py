@@ -7,7 +7,7 @@ from rich.text import Text
 from forktool.engine.absorbed import HARMFUL_OUTCOMES, AbsorbedResult
 from forktool.engine.retire import RetireResult, UndoResult
 from forktool.git import short
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 VERDICT_STYLE = {
@@ -30,14 +30,14 @@ def render_absorbed(out: Output, result: AbsorbedResult) -> None:
         ancestor = "-" if patch.ancestor is None else ("yes" if patch.ancestor else "no")
         row: list[str | Text] = [
             patch.patch,
-            Text(patch.verdict, style=VERDICT_STYLE[patch.verdict]),
+            styled(patch.verdict, style=VERDICT_STYLE[patch.verdict]),
             upstream,
             ancestor,
             patch.first_release or "-",
         ]
         if patch.probe is not None:
             style = "bold red" if patch.probe.outcome in HARMFUL_OUTCOMES else ""
-            row.append(Text(patch.probe.outcome, style=style))
+            row.append(styled(patch.probe.outcome, style=style))
         table.add_row(*row)
     out.print(table)
     for patch in result.patches:
@@ -58,7 +58,7 @@ def render_absorbed(out: Output, result: AbsorbedResult) -> None:
     out.result(summary, markup=False)
     if result.harmful:
         out.result(
-            Text(
+            styled(
                 "FAILED: the probe shows a patch that breaks the tag, or a tag broken without it",
                 style="red",
             )
@@ -69,7 +69,7 @@ def render_retire(out: Output, result: RetireResult) -> None:
     verb = "would retire" if result.dry_run else "retired"
     for refusal in result.refused:
         out.result(
-            Text(
+            styled(
                 f"refused: {refusal.patch}: verdict '{refusal.verdict}' at {result.tag} "
                 f"({refusal.reason}); to retire it anyway: --force --reason TEXT",
                 style="red",
@@ -77,7 +77,7 @@ def render_retire(out: Output, result: RetireResult) -> None:
             markup=False,
         )
     if result.refused:
-        out.result(Text("nothing was changed", style="red"))
+        out.result(styled("nothing was changed", style="red"))
         return
     if not result.retired:
         out.result(f"{result.tag} absorbed no patch: nothing to retire", markup=False)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.text import Text
-
 from forktool.git import short
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.pins import pin_line
 from forktool.report.table import new_table
 from forktool.report.verify import STATUS_STYLE
@@ -42,7 +40,7 @@ def render_status(out: Output, result: StatusResult) -> None:
             if patch.pending
             else ",".join(short(c) for c in patch.upstream_commits)
         )
-        at_pin = Text(patch.apply or "-", style=STATUS_STYLE.get(patch.apply or "", ""))
+        at_pin = styled(patch.apply or "-", style=STATUS_STYLE.get(patch.apply or "", ""))
         table.add_row(str(index), patch.patch, upstream or "-", patch.upstream_pr or "-", at_pin)
     out.print(table)
     for patch in result.patches:

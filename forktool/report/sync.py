@@ -7,13 +7,14 @@ from rich.text import Text
 from forktool.engine.poll import PollResult
 from forktool.engine.sync import SyncReport, pending_patches
 from forktool.errors import command_line
-from forktool.output import Output
+from forktool.escape import md_code, md_fence, md_text
+from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 
 def render_plan_body(out: Output, report: SyncReport) -> None:
     if report.retired:
-        out.print(Text(f"retire ({len(report.retired)}): absorbed by {report.tag}", style="bold"))
+        out.print(styled(f"retire ({len(report.retired)}): absorbed by {report.tag}", style="bold"))
         table = new_table("patch", "first release", "witnesses")
         for r in report.retired:
             table.add_row(r.patch, r.first_release or "-", r.witnesses)
@@ -21,19 +22,21 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
     else:
         out.print(f"retire: nothing ({report.tag} contains no patch's upstream commit)")
     if report.refreshed:
-        out.print(Text(f"refresh ({len(report.refreshed)}) onto {report.tag}", style="bold"))
+        out.print(styled(f"refresh ({len(report.refreshed)}) onto {report.tag}", style="bold"))
         table = new_table("patch", "refresh", "note")
         for e in report.refreshed:
             style = {"conflict": "red", "rebased": "yellow"}.get(e.status, "green")
-            table.add_row(e.patch, Text(e.status, style=style), e.message)
+            table.add_row(e.patch, styled(e.status, style=style), e.message)
         out.print(table)
     waiting = pending_patches(report)
     if waiting:
-        out.print(Text(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold"))
+        out.print(
+            styled(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold")
+        )
         for name, pr in waiting:
             out.print(f"  {name}: pending, PR {pr or '(none named)'}", markup=False)
     if report.pins:
-        out.print(Text(f"pins ({len(report.pins)})", style="bold"))
+        out.print(styled(f"pins ({len(report.pins)})", style="bold"))
         for p in report.pins:
             out.print(f"  {p.file}:{p.line}: {p.old} -> {p.new}", markup=False)
     if report.merge_tag:
@@ -44,9 +47,9 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
             markup=False,
         )
     for conflict in report.conflicts:
-        out.result(Text(f"conflict: {conflict}", style="red"), markup=False)
+        out.result(styled(f"conflict: {conflict}", style="red"), markup=False)
     for note in report.notes:
-        out.print(Text(f"needs a human: {note}", style="yellow"), markup=False)
+        out.print(styled(f"needs a human: {note}", style="yellow"), markup=False)
 
 
 def render_aborted(out: Output, report: SyncReport) -> None:
@@ -56,18 +59,20 @@ def render_aborted(out: Output, report: SyncReport) -> None:
 
 def render_sync(out: Output, report: SyncReport) -> None:
     head = "sync plan" if report.dry_run else "sync"
-    out.print(Text(f"{head}: {report.previous_tag} -> {report.tag}", style="bold"))
+    out.print(styled(f"{head}: {report.previous_tag} -> {report.tag}", style="bold"))
     if report.branch:
         out.print(f"branch : {report.branch}")
     render_plan_body(out, report)
     if report.check is not None:
-        verdict = Text("passed", style="green") if report.check_ok else Text("FAILED", style="red")
+        verdict = (
+            styled("passed", style="green") if report.check_ok else styled("FAILED", style="red")
+        )
         out.print(Text.assemble("check  : ", verdict))
         for reason in check_failures(report.check):
             out.print(f"  {reason}", markup=False)
     if report.message:
         style = "green" if report.ok else "red"
-        out.result(Text(report.message, style=style), markup=False)
+        out.result(styled(report.message, style=style), markup=False)
     step = next_step(report)
     if step:
         out.print(f"next: {step}", markup=False)
@@ -127,19 +132,19 @@ def render_poll(out: Output, result: PollResult) -> None:
     out.print(f"pinned : {result.pin}")
     render_merged(out, result)
     if not result.newer:
-        out.result(Text(f"nothing new: no release newer than {result.pin}", style="green"))
+        out.result(styled(f"nothing new: no release newer than {result.pin}", style="green"))
         return
     out.print("newer  : " + ", ".join(r.tag for r in result.newer))
     assert result.plan is not None
-    out.print(Text(f"plan for {result.plan.tag}:", style="bold"))
+    out.print(styled(f"plan for {result.plan.tag}:", style="bold"))
     render_plan_body(out, result.plan)
     for blocker in result.blockers:
-        out.print(Text(f"sync cannot start: {blocker}", style="yellow"), markup=False)
+        out.print(styled(f"sync cannot start: {blocker}", style="yellow"), markup=False)
     if result.needs_hands:
-        out.result(Text(f"{result.plan.tag}: a sync needs hands (exit 4)", style="yellow"))
+        out.result(styled(f"{result.plan.tag}: a sync needs hands (exit 4)", style="yellow"))
     else:
         out.result(
-            Text(
+            styled(
                 f"{result.plan.tag}: clean plan, "
                 f"'{command_line('forktool', 'sync', result.plan.tag)}' can run (exit 3)",
                 style="green",
@@ -148,27 +153,32 @@ def render_poll(out: Output, result: PollResult) -> None:
 
 
 def render_sync_markdown(report: SyncReport) -> str:
-    """The sync report as a pull-request body."""
+    """The sync report as a pull-request body (data escaped: see forktool.escape)."""
     title = "Sync plan" if report.dry_run else "Sync"
-    lines = [f"# {title}: {report.previous_tag} → {report.tag}", ""]
+    tag = md_code(report.tag)
+    lines = [f"# {title}: {md_text(report.previous_tag)} → {md_text(report.tag)}", ""]
     if report.branch:
         lines += [
-            f"Branch `{report.branch}`, upstream tag `{report.tag}` ({report.tag_commit[:12]}).",
+            f"Branch {md_code(report.branch)}, upstream tag {tag} ({report.tag_commit[:12]}).",
             "",
         ]
     lines += ["## Retired (absorbed by ancestry)", ""]
     if report.retired:
         lines += ["| patch | upstream commit(s) | first release | witnesses |", "|---|---|---|---|"]
         lines += [
-            f"| `{r.patch}` | {', '.join(c[:12] for c in r.commits)} | {r.first_release or '-'} | {r.witnesses} |"
+            f"| {md_code(r.patch, table=True)} | {', '.join(c[:12] for c in r.commits)} "
+            f"| {md_text(r.first_release or '-')} | {md_text(r.witnesses)} |"
             for r in report.retired
         ]
     else:
-        lines.append(f"None: {report.tag} contains no patch's upstream commit.")
+        lines.append(f"None: {tag} contains no patch's upstream commit.")
     lines += ["", "## Kept and refreshed", ""]
     if report.refreshed:
         lines += ["| patch | refresh | note |", "|---|---|---|"]
-        lines += [f"| `{e.patch}` | {e.status} | {e.message} |" for e in report.refreshed]
+        lines += [
+            f"| {md_code(e.patch, table=True)} | {md_text(e.status)} | {md_text(e.message)} |"
+            for e in report.refreshed
+        ]
     else:
         lines.append("No patch left to refresh.")
     if report.range_diff:
@@ -176,25 +186,27 @@ def render_sync_markdown(report: SyncReport) -> str:
             "",
             "<details><summary>range-diff of the refreshed series</summary>",
             "",
-            "```",
-            report.range_diff.rstrip(),
-            "```",
+            md_fence(report.range_diff.rstrip()),
             "</details>",
         ]
     waiting = pending_patches(report)
     if waiting:
         lines += ["", "## Waiting for upstream (pending: kept, never retired)", ""]
-        lines += [f"- `{name}`: PR {pr or '(none named)'}" for name, pr in waiting]
+        lines += [f"- {md_code(name)}: PR {md_text(pr or '(none named)')}" for name, pr in waiting]
     lines += ["", "## Pins", ""]
     if report.pins:
         lines += ["| file | line | old | new |", "|---|---|---|---|"]
-        lines += [f"| `{p.file}` | {p.line} | `{p.old}` | `{p.new}` |" for p in report.pins]
+        lines += [
+            f"| {md_code(p.file, table=True)} | {p.line} | {md_code(p.old, table=True)} "
+            f"| {md_code(p.new, table=True)} |"
+            for p in report.pins
+        ]
     else:
         lines.append("No pin site changed.")
     if report.conflicts or report.notes:
         lines += ["", "## Needs a human", ""]
-        lines += [f"- **conflict** {c}" for c in report.conflicts]
-        lines += [f"- {n}" for n in report.notes]
+        lines += [f"- **conflict** {md_text(c)}" for c in report.conflicts]
+        lines += [f"- {md_text(n)}" for n in report.notes]
     if report.check is not None:
         verdict = "passed" if report.check_ok else "**failed**"
         lines += ["", f"## Check: {verdict}", ""]
@@ -207,11 +219,11 @@ def render_sync_markdown(report: SyncReport) -> str:
                     if check.get("skipped")
                     else ("ok" if check.get("ok") else "**failed**")
                 )
-                lines.append(f"| `{check.get('id')}` | {result} |")
+                lines.append(f"| {md_code(str(check.get('id')), table=True)} | {result} |")
         failures = check_failures(report.check)
         if failures:
             lines.append("")
-            lines += [f"- {reason}" for reason in failures]
+            lines += [f"- {md_text(reason)}" for reason in failures]
     if report.message:
-        lines += ["", report.message]
+        lines += ["", md_text(report.message)]
     return "\n".join(lines) + "\n"

@@ -10,9 +10,14 @@ rather than cut a name in two.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
+from rich.text import Text
+
+from forktool.escape import terminal
+from forktool.output import safe_text
 
 PROSE_COLUMNS = frozenset(
     {"detail", "note", "witnesses", "reason", "message", "subject", "from header line"}
@@ -22,7 +27,14 @@ _UNCLAMPED = 1 << 20
 
 
 class TokenTable(Table):
-    """A table that widens past the console rather than split a token column."""
+    """A table that widens past the console rather than split a token column.
+
+    Its cells are data: a string is shown as it is (never rich markup, its control
+    characters escaped), and is measured as shown.
+    """
+
+    def add_row(self, *renderables: RenderableType | None, **kwargs: Any) -> None:
+        super().add_row(*(_cell(r) for r in renderables), **kwargs)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         needed = self._needed_width(console, options)
@@ -39,6 +51,14 @@ class TokenTable(Table):
             for column in self.columns
         )
         return sum(widths) + self._extra_width
+
+
+def _cell(renderable: RenderableType | None) -> RenderableType | None:
+    if isinstance(renderable, str):
+        return Text(terminal(renderable, keep="\n"))
+    if isinstance(renderable, Text):
+        return safe_text(renderable)
+    return renderable
 
 
 def new_table(*columns: str) -> Table:

@@ -3,14 +3,13 @@ markdown for a CI job summary, one self-contained HTML file)."""
 
 from __future__ import annotations
 
-import html
-import json
 from typing import TYPE_CHECKING
 
 from rich.text import Text
 
+from forktool.escape import html_text, md_code, md_text, script_json
 from forktool.git import short
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.retirement import VERDICT_STYLE
 from forktool.report.table import new_table
 
@@ -64,8 +63,8 @@ def render_resolve(out: Output, result: ResolveResult) -> None:
         return
     table = new_table("patch", "PR", "commit", "how", "subject")
     for p in result.patches:
-        commit = Text(short(p.commit), style="green") if p.commit else Text("-", style="dim")
-        how = Text(_HOW_WORDS[p.how], style="yellow" if p.how in _LEFT_PENDING else "")
+        commit = styled(short(p.commit), style="green") if p.commit else styled("-", style="dim")
+        how = styled(_HOW_WORDS[p.how], style="yellow" if p.how in _LEFT_PENDING else "")
         table.add_row(p.patch, p.pr or "-", commit, how, p.subject)
     out.print(table)
     for p in result.patches:
@@ -111,7 +110,7 @@ def summary_line(summary: TargetSummary) -> str:
 
 
 def _cell_text(cell: Cell) -> Text:
-    text = Text(cell.verdict, style=VERDICT_STYLE.get(cell.verdict, ""))
+    text = styled(cell.verdict, style=VERDICT_STYLE.get(cell.verdict, ""))
     text.append(" / ")
     text.append(cell.apply, style=APPLY_STYLE.get(cell.apply, ""))
     if cell.first_break:
@@ -128,7 +127,7 @@ def render_forecast(out: Output, result: ForecastResult) -> None:
     for row in result.patches:
         table.add_row(row.patch, *(_cell_text(c) for c in row.cells))
     out.print(table)
-    legend = Text("legend: ")
+    legend = styled("legend: ")
     for word, style in (*VERDICT_STYLE.items(), *APPLY_STYLE.items()):
         legend.append(word, style=style)
         legend.append(" ")
@@ -136,7 +135,7 @@ def render_forecast(out: Output, result: ForecastResult) -> None:
     out.print(legend)
     for summary in result.summaries():
         style = "red" if summary.breaks else "green"
-        out.result(Text(summary_line(summary), style=style))
+        out.result(styled(summary_line(summary), style=style))
 
 
 # -- forecast: markdown ------------------------------------------------------------------
@@ -145,27 +144,23 @@ def render_forecast(out: Output, result: ForecastResult) -> None:
 _MD_MARK = {"exact": "✅", "offset": "⚠️", "conflict": "❌", "absorbed": "🗑️", "not-tried": "⏸️"}
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def forecast_markdown(result: ForecastResult) -> str:
     """The matrix for a CI job summary (GitHub-flavoured markdown)."""
-    lines = [f"## Forecast from {_md(result.pin)}", ""]
+    lines = [f"## Forecast from {md_text(result.pin)}", ""]
     if not result.targets:
-        return "\n".join([*lines, f"No release newer than {_md(result.pin)}.", ""])
+        return "\n".join([*lines, f"No release newer than {md_text(result.pin)}.", ""])
     for summary in result.summaries():
-        lines.append(f"- {_md(summary_line(summary))}")
-    lines += ["", "| patch | " + " | ".join(_md(t.ref) for t in result.targets) + " |"]
+        lines.append(f"- {md_text(summary_line(summary))}")
+    lines += ["", "| patch | " + " | ".join(md_text(t.ref) for t in result.targets) + " |"]
     lines.append("|---" * (len(result.targets) + 1) + "|")
     for row in result.patches:
         cells = []
         for cell in row.cells:
-            text = f"{_MD_MARK.get(cell.apply, '')} {cell.verdict} / {cell.apply}"
+            text = f"{_MD_MARK.get(cell.apply, '')} {md_text(cell.verdict)} / {md_text(cell.apply)}"
             if cell.first_break:
-                text += f" (first broken by `{cell.first_break.commit[:7]}`)"
-            cells.append(_md(text))
-        lines.append(f"| `{_md(row.patch)}` | " + " | ".join(cells) + " |")
+                text += f" (first broken by {md_code(cell.first_break.commit[:7], table=True)})"
+            cells.append(text)
+        lines.append(f"| {md_code(row.patch, table=True)} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "Legend: " + "; ".join(f"{_MD_MARK.get(k, '')} **{k}**: {v}" for k, v in LEGEND.items()),
@@ -193,6 +188,8 @@ white-space:pre-wrap}ul.summary li{margin:.2em 0}.legend span{display:inline-blo
 padding:.1em .5em;margin:.1em;color:#fff;border-radius:3px}
 """
 _SCRIPT = """
+var data=JSON.parse(document.getElementById('forecast-data').textContent);
+document.body.dataset.patches=String(data.patches.length);
 document.querySelectorAll('td.cell').forEach(function(td){
   var show=function(){document.getElementById('details').textContent=td.dataset.details;};
   td.addEventListener('click',show);td.addEventListener('mouseenter',show);
@@ -217,7 +214,7 @@ def _details(row: str, cell: Cell) -> str:
 def forecast_html(result: ForecastResult) -> str:
     """The matrix as one HTML file: no network, no external assets; each cell's details
     show on hover, click or Enter. The JSON result is embedded for scripts."""
-    esc = html.escape
+    esc = html_text
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -257,7 +254,7 @@ def forecast_html(result: ForecastResult) -> str:
             for state, colour in _CSS_COLOUR.items()
         ]
         parts.append("</p>")
-    data = json.dumps(result.to_json()).replace("</", "<\\/")
+    data = script_json(result.to_json())
     parts.append(f'<script type="application/json" id="forecast-data">{data}</script>')
     parts.append(f"<script>{_SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"

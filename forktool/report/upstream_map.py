@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.text import Text
-
 from forktool.engine.map_suggest import Suggestion, SuggestResult
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 _ACTION = {"write": "fill", "unchanged": "already mapped", "kept": "kept (map says otherwise)"}
@@ -45,7 +43,7 @@ def render_suggest(out: Output, result: SuggestResult) -> None:
                 before = change.old if change.old is not None else "(no line)"
                 out.print(f"  {change.patch}: {before} -> {change.new}", markup=False)
             out.result(
-                Text(
+                styled(
                     f"OK: wrote {len(result.written)} entr(y/ies) to {result.map_file}",
                     style="green",
                 ),

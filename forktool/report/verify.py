@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rich.table import Table
-from rich.text import Text
 
 from forktool.git import short
-from forktool.output import Output
+from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # the result types only for annotations; keep start-up lean
@@ -34,7 +33,7 @@ def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
     table = new_table("patch", "status", "detail")
     for verdict in verdicts:
         style = STATUS_STYLE.get(verdict.status, "")
-        table.add_row(verdict.patch, Text(verdict.status, style=style), verdict.message)
+        table.add_row(verdict.patch, styled(verdict.status, style=style), verdict.message)
     return table
 
 
@@ -49,33 +48,35 @@ def render_verify(out: Output, result: VerifyResult) -> None:
         if shifted:  # --allow-offset: say so, never count them as exact
             how += f", {shifted} only at an offset (--allow-offset),"
         out.result(
-            Text(
+            styled(
                 f"OK: {how} and the round trip restores {result.base} exactly.",
                 style="green",
             )
         )
         return
     if result.message:
-        out.result(Text(f"FAILED: {result.message}", style="red"))
+        out.result(styled(f"FAILED: {result.message}", style="red"))
         return
     bad = [v for v in result.patches if v.status not in ("exact", "not-tried")]
     if bad and not out.quiet:  # the table above says why, once
         names = ", ".join(f"{v.patch}" + (f":{v.line}" if v.line else "") for v in bad)
         out.result(
-            Text(f"FAILED: {len(bad)} patch(es) do not apply exactly: {names}", style="red"),
+            styled(f"FAILED: {len(bad)} patch(es) do not apply exactly: {names}", style="red"),
             markup=False,
         )
     for verdict in bad if out.quiet else ():
         where = f"{verdict.patch}" + (f":{verdict.line}" if verdict.line else "")
-        out.result(Text(f"error: {where}: {verdict.message}", style="red"), markup=False)
+        out.result(styled(f"error: {where}: {verdict.message}", style="red"), markup=False)
     untried = sum(v.status == "not-tried" for v in result.patches)
     if untried:
         out.result(
-            Text(f"{untried} later patch(es) not tried: fix the first failure, then verify again")
+            styled(f"{untried} later patch(es) not tried: fix the first failure, then verify again")
         )
     if not result.round_trip and not bad:
         out.result(
-            Text("FAILED: reverting the series did not restore the base tree exactly", style="red")
+            styled(
+                "FAILED: reverting the series did not restore the base tree exactly", style="red"
+            )
         )
 
 
@@ -90,6 +91,6 @@ def render_apply(out: Output, result: DirResult) -> None:
     if result.changed:
         out.print(f"changed {len(result.changed)} file(s)")
     if result.ok:
-        out.result(Text("OK" + (f": {result.message}" if result.message else ""), style="green"))
+        out.result(styled("OK" + (f": {result.message}" if result.message else ""), style="green"))
     else:
-        out.result(Text(f"FAILED: {result.message}", style="red"), markup=False)
+        out.result(styled(f"FAILED: {result.message}", style="red"), markup=False)
