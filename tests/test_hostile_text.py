@@ -72,7 +72,7 @@ def hostile_fork(tmp_path: Path) -> RepoBuilder:
         f"{P1} {fix}\n{P2} none\n{P3} pending https://github.com/acme/app/pull/42\n"
     )
     files["forktool.yaml"] = (
-        f"upstream:\n  remote: origin\npin:\n  tag: v1\n  commit: {fork.rev('v1')}\n"
+        f"upstream:\n  remote: origin\n  url: https://github.com/acme/app.git\npin:\n  tag: v1\n  commit: {fork.rev('v1')}\n"
         "history:\n  branch: fork-history\n"
     )
     files["FORK.md"] = "# Fork notes\n"
