@@ -50,7 +50,7 @@ for text in job["texts"]:
     for regex in compiled:
         spans = []
         for m in regex.finditer(text):
-            spans.append([m.start(group), m.end(group)])
+            spans.append([m.start(group), m.end(group), m.start(), m.end()])
             if len(spans) >= limit:
                 break
         sys.stdout.write(json.dumps(spans) + "\\n")
@@ -77,9 +77,10 @@ def run_limited(
     *,
     timeout: float | None = None,
     limit: int = MAX_MATCHES,
+    whole: bool = False,
 ) -> list[list[Spans]]:
     """For each text, for each pattern, the spans of ``group`` in every match (at most
-    ``limit``), found in a child interpreter that may spend ``timeout`` seconds on any
+    ``limit``; with ``whole``, the spans of the whole matches), found in a child interpreter that may spend ``timeout`` seconds on any
     one (pattern, text) pair. Raises :class:`RegexTimeout` naming the pair that did not
     finish, and RuntimeError when the child fails otherwise."""
     if not patterns or not texts:
@@ -117,7 +118,9 @@ def run_limited(
             stream.close()
     if len(lines) != expected:
         raise RuntimeError(error[-1] if error else "the pattern matcher failed")
-    flat = [[(int(s), int(e)) for s, e in json.loads(line)] for line in lines]
+    flat = [[(int(s[0]), int(s[1])) for s in json.loads(line)] for line in lines]
+    if whole:
+        flat = [[(int(s[2]), int(s[3])) for s in json.loads(line)] for line in lines]
     width = len(patterns)
     return [flat[i : i + width] for i in range(0, expected, width)]
 

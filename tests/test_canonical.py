@@ -717,7 +717,7 @@ def test_refresh_continue_refuses_a_resolution_that_drops_files(
     [conflict] = opened.json()["patches"]  # type: ignore[misc]
     assert conflict["message"].startswith("b.py: hunk 1 does not apply")
     assert (
-        "applied with conflict markers; d.py was renamed upstream to e.py: carry its "
+        "; d.py was renamed upstream to e.py: carry its change there by hand"
         in (conflict["message"])
     )
     # The user resolves b.py, and leaves c.py and d.py as v2 has them.

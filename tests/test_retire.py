@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -379,3 +380,23 @@ def test_a_revert_subject_quoting_a_marker_stays_inside_its_cell() -> None:
     text = record.render()
     assert section_state(text) == "ok"
     assert parse_record(text).entries[0].witnesses.count(END) == 2
+
+
+def test_status_on_a_long_range_names_ancestry_and_skips_the_verdicts(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the preview's size the newest release is judged by ancestry alone, with a
+    note naming the command that gives the verdicts: one screen stays fast."""
+    from forktool.engine import absorbed
+
+    monkeypatch.setattr(absorbed, "PREVIEW_MAX_COMMITS", 1)
+    result = run_cli("-C", example_fork.path, "status", "--format", "json")
+    assert result.code == 0, result.err
+    newest = result.json()["newest_release"]
+    assert newest["would_retire"] is None  # type: ignore[index]
+    note = newest["note"]  # type: ignore[index]
+    assert re.fullmatch(
+        r"\d+ commits since the pin, more than status reads \(1\); 3 of 3 mapped patches "
+        r"have their commits in v1\.3\.0; `forktool absorbed --tag v1\.3\.0` gives the verdicts",
+        note,
+    ), note

@@ -426,7 +426,7 @@ def _open_worktree(
         _undo_open(git, directory, made=not existed)
         raise rolled_back(exc, "the refresh was rolled back: nothing changed") from exc
     faultpoint("refresh.apply_3way")
-    detail = _apply_3way(Git(directory), conflict, renamed)
+    detail = _apply_3way(Git(directory), conflict, onto, renamed)
     return _pending_result(
         fork, onto, onto_commit, kept, conflict, directory, f"{reason}; {detail}"
     )
@@ -460,22 +460,31 @@ def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
     _drop_state(git)
 
 
-def _apply_3way(wt: Git, patch: Patch, renamed: dict[str, str]) -> str:
-    """Apply ``patch`` in the hand-resolution worktree, leaving conflict markers (or .rej).
-    A file upstream renamed gets neither (git apply does not follow renames): said."""
-    res = wt.apply_3way(patch.path)
+def _apply_3way(wt: Git, patch: Patch, onto: str, renamed: dict[str, str]) -> str:
+    """Apply ``patch`` in the hand-resolution worktree, leaving conflict markers (or .rej),
+    and say what the worktree holds afterwards: git's own words ("with conflicts") are
+    not read, because a merge can end with nothing to resolve. A file upstream renamed
+    gets neither markers nor .rej (git apply does not follow renames): said."""
     moved = "".join(
         f"; {old} was renamed upstream to {new}: carry its change there by hand"
         for old, new in renamed.items()
     )
-    if res.ok:
-        return "applied cleanly with a 3-way merge: check the result" + moved
-    if "conflicts" in res.err or "with conflicts" in res.err:
-        return "applied with conflict markers" + moved
-    wt.apply_with_rejects(patch.path)
-    return (
-        "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files" + moved
-    )
+    res = wt.apply_3way(patch.path)
+    if not res.ok and "conflicts" not in res.err:
+        wt.apply_with_rejects(patch.path)
+        return (
+            "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
+            + moved
+        )
+    unmerged = wt.unmerged_paths()
+    if unmerged:
+        return f"applied with conflict markers in {', '.join(unmerged)}" + moved
+    if not wt.status_entries(["."]) and not renamed:
+        return (
+            f"applying it changed nothing, {onto} already has the change: retire the patch "
+            "or drop it (--abort); nothing to resolve"
+        )
+    return "applied cleanly with a 3-way merge: check the result" + moved
 
 
 def _pending_result(
@@ -690,7 +699,7 @@ def _move_worktree(
     renamed = _renamed_upstream(fork, git, state.onto_commit, conflict)
     wt.sparse_reset(base, _worktree_paths(conflict, renamed))
     wt.clean()
-    detail = _apply_3way(wt, conflict, renamed)
+    detail = _apply_3way(wt, conflict, state.onto, renamed)
     _save_state(
         git,
         RefreshState(
