@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from forktool.config import Config
 from forktool.engine.history_contract import fork_files
 from forktool.engine.pin_state import require_pin
-from forktool.engine.releases import release_tags
+from forktool.engine.releases import fork_releases
 from forktool.errors import FatalError, Finding, InputError
 from forktool.git import Git
 from forktool.inputs import read_input
@@ -230,7 +230,7 @@ def _retirable(config: Config, git: Git, ledger: Ledger, tag_commit: str) -> lis
 
 
 def _newest(config: Config, git: Git, tag_commit: str, head: str) -> NewestRelease | None:
-    releases = release_tags(git, config.release_tags, prereleases=config.prereleases)
+    releases = fork_releases(git, config)
     if not releases:
         return None
     tag, commit = releases[-1].tag, releases[-1].commit
