@@ -1320,6 +1320,24 @@ class Git:
             ["log", "-1", "--format=%cd", "--date=raw", rev], purpose=f"read the date of {rev}"
         )
 
+    def import_commit(self, stream: bytes, ref: str) -> str:
+        """``git fast-import`` of ``stream`` (one commit onto ``ref``, replacing what
+        ``ref`` held); the commit ``ref`` then names."""
+        self.run(
+            ["fast-import", "--quiet", "--done", "--date-format=raw", "--force"],
+            purpose=f"import the tarball as {ref}",
+            input=stream,
+        )
+        return self.out(["rev-parse", "--verify", f"{ref}^{{commit}}"], purpose=f"read {ref}")
+
+    def parents(self, commit: str) -> list[str]:
+        """The parents of ``commit``, in order."""
+        line = self.out(
+            ["rev-list", "--no-walk", "--parents", "-n1", commit, "--"],
+            purpose=f"read the parents of {commit}",
+        )
+        return line.split()[1:]
+
     def create_ref(self, ref: str, new: str, old: str, *, reason: str) -> None:
         """Point ``ref`` at ``new`` if it is still at ``old`` (the zero id: if it does
         not exist), logging ``reason``."""
