@@ -98,6 +98,11 @@ def _read_tarball(path: Path) -> tuple[list[Entry], list[str]]:
     total = 0
     with archive:
         for member in archive.getmembers():
+            problem = check_relative_path(member.name.rstrip("/") or ".")
+            if problem is not None:  # before stripping: '../x' must not pass as 'x'
+                raise FatalError(
+                    f"{path}: {problem}", "forktool imports only paths inside the tree"
+                )
             parts = [p for p in member.name.split("/") if p not in ("", ".")]
             if not parts:
                 continue

@@ -1,0 +1,224 @@
+"""The tarball-import pin: the release tarball's tree as a commit on the tag; the series
+applies on that tree, while ancestry and retirement are decided by the tag."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+from helpers import make_patch, run_cli
+
+from forktool.builder import RepoBuilder
+from forktool.engine.tarball import with_import_commit
+
+
+def lines(prefix: str, count: int = 30) -> str:
+    return "".join(f"{prefix}{i}\n" for i in range(1, count + 1))
+
+
+LTMAIN = lines("ltmain ")  # generated: in the release tarball, never in git
+CONFIGURE = "#!/bin/sh\n" + lines("configure ")
+
+
+class TarballFork:
+    """Upstream tagged ``curl-1_0_0`` (the pin) and ``curl-1_0_1`` (with the fix of
+    lib/a.c); a fork on the pin whose series patches lib/a.c and the tarball-only
+    ltmain.sh; the release tarball of the pin in ``tarball``."""
+
+    def __init__(self, builder: RepoBuilder, scratch: Path) -> None:
+        self.builder = builder
+        builder.commit("upstream: import\n", {"lib/a.c": lines("a"), "Makefile.am": "all:\n"})
+        self.tag_commit = builder.tag("curl-1_0_0")
+        builder.branch("fork")
+        fixed = {"lib/a.c": lines("a").replace("a3\n", "A3\n")}
+        self.fix = builder.commit("upstream: fix a\n", fixed)
+        builder.tag("curl-1_0_1")
+        builder.checkout("fork")
+        self.tarball = builder.release_tarball(
+            "curl-1_0_0",
+            scratch / "curl_1.0.0.orig.tar.gz",
+            top="curl-1.0.0",
+            extra={"ltmain.sh": LTMAIN, "configure": CONFIGURE},
+            executable=("configure",),
+        )
+        self.patches = {
+            "0001-fix-a.patch": make_patch(builder, "curl-1_0_0", fixed, "fix a"),
+            "0002-ltmain.patch": _ltmain_patch(),
+        }
+        root = self.root
+        assert run_cli("-C", root, "init", "--pin", "curl-1_0_0").code == 0
+        (root / "patches" / "notes").mkdir(parents=True, exist_ok=True)
+        for name, data in self.patches.items():
+            (root / "patches" / name).write_bytes(data)
+        (root / "series").write_text("".join(n + "\n" for n in self.patches))
+        (root / "upstream.map").write_text(f"0001-fix-a.patch {self.fix}\n0002-ltmain.patch none\n")
+
+    @property
+    def root(self) -> Path:
+        return self.builder.path
+
+    def cli(self, *args: str | Path) -> object:
+        return run_cli("-C", self.root, *args)
+
+
+def _ltmain_patch() -> bytes:
+    new = LTMAIN.replace("ltmain 5\n", "ltmain five\n")
+    old_lines, new_lines = LTMAIN.splitlines(), new.splitlines()
+    hunk = [f" {line}" for line in old_lines[1:4]]
+    hunk += [f"-{old_lines[4]}", f"+{new_lines[4]}"]
+    hunk += [f" {line}" for line in old_lines[5:8]]
+    text = (
+        "Description: work around the as-needed bug\nForwarded: not-needed\n---\n"
+        "--- a/ltmain.sh\n+++ b/ltmain.sh\n@@ -2,7 +2,7 @@\n" + "\n".join(hunk) + "\n"
+    )
+    return text.encode()
+
+
+@pytest.fixture
+def fork(builder: RepoBuilder, tmp_path: Path) -> TarballFork:
+    scratch = tmp_path / "downloads"
+    scratch.mkdir()
+    return TarballFork(builder, scratch)
+
+
+def test_a_patch_to_a_tarball_only_file_fails_on_the_tag_and_applies_on_the_import(
+    fork: TarballFork,
+) -> None:
+    before = run_cli("-C", fork.root, "verify", "--format", "json")
+    assert before.code == 1
+    statuses = {p["patch"]: p["status"] for p in before.json()["patches"]}  # type: ignore[union-attr]
+    assert statuses["0002-ltmain.patch"] == "fails"
+
+    imported = run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball, "--format", "json")
+    assert imported.code == 0, imported.err
+    commit = imported.json()["commit"]
+    assert imported.json()["recorded"] is True
+    assert f"  import_commit: {commit}\n" in (fork.root / "forktool.yaml").read_text()
+    assert fork.builder.git.parents(str(commit)) == [fork.tag_commit]
+
+    after = run_cli("-C", fork.root, "verify", "--format", "json")
+    assert after.code == 0, after.out
+    assert after.json()["base"] == "curl-1_0_0+tarball"
+    assert after.json()["base_commit"] == commit
+    assert after.json()["round_trip"] is True
+    check = run_cli("-C", fork.root, "check", "--only", "apply", "--only", "pin")
+    assert check.code == 0, check.out
+    status = run_cli("-C", fork.root, "status", "--format", "json")
+    assert status.code == 0, status.err
+    assert {p["apply"] for p in status.json()["patches"]} == {"exact"}  # type: ignore[union-attr]
+
+
+def test_the_same_tarball_gives_the_same_import_commit_and_its_contents_the_same_tree(
+    fork: TarballFork, tmp_path: Path
+) -> None:
+    """The same tarball (wherever it lies) gives the same commit; a repack of the same
+    files (other mtimes, member order, compression) the same tree: modes are
+    normalised and the top directory stripped. The commit names each tarball's sha256."""
+    first = run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball, "--format", "json")
+    assert first.code == 0, first.err
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    copy = other / fork.tarball.name
+    copy.write_bytes(fork.tarball.read_bytes())
+    same = run_cli("-C", fork.root, "pin", "import-tarball", copy, "--format", "json")
+    assert same.code == 0, same.err
+    assert same.json()["commit"] == first.json()["commit"]
+    assert same.json()["recorded"] is False  # already pinned: nothing written
+
+    repacked = fork.builder.release_tarball(
+        "curl-1_0_0",
+        other / "curl_1.0.0.orig.tar.xz",
+        top="curl-1.0.0",
+        extra={"ltmain.sh": LTMAIN, "configure": CONFIGURE},
+        executable=("configure",),
+        mtime=1_800_000_000,
+        reverse=True,
+    )
+    second = run_cli("-C", fork.root, "pin", "import-tarball", repacked, "--format", "json")
+    assert second.code == 0, second.err
+    first_commit, second_commit = str(first.json()["commit"]), str(second.json()["commit"])
+    assert second_commit != first_commit
+    git = fork.builder.git
+    assert git.tree_id(second_commit) == git.tree_id(first_commit)
+    message = git.commit_messages([first_commit])[first_commit]
+    import hashlib
+
+    digest = hashlib.sha256(fork.tarball.read_bytes()).hexdigest()
+    assert f"Tarball: curl_1.0.0.orig.tar.gz sha256:{digest}" in message
+    modes = {path: mode for mode, _, path in git.ls_tree(first_commit)}
+    assert modes["configure"] == "100755"
+    assert modes["ltmain.sh"] == "100644"
+    assert "curl-1.0.0" not in modes
+
+
+def test_a_component_tarball_goes_into_its_subdirectory(fork: TarballFork, tmp_path: Path) -> None:
+    docs = tmp_path / "curl_1.0.0.orig-docs.tar.xz"
+    with tarfile.open(docs, "w:xz") as out:
+        import io
+
+        for name, data in (("docs-1.0.0/", b""), ("docs-1.0.0/index.html", b"<p>docs</p>\n")):
+            info = tarfile.TarInfo(name.rstrip("/"))
+            if name.endswith("/"):
+                info.type = tarfile.DIRTYPE
+                out.addfile(info)
+            else:
+                info.size = len(data)
+                out.addfile(info, io.BytesIO(data))
+    result = run_cli(
+        "-C", fork.root, "pin", "import-tarball", fork.tarball, docs, "--format", "json"
+    )
+    assert result.code == 0, result.err
+    assert result.json()["tarballs"] == ["curl_1.0.0.orig.tar.gz", docs.name]
+    blob = fork.builder.git.blob(str(result.json()["commit"]), "docs/index.html")
+    assert blob == b"<p>docs</p>\n"
+
+
+def test_retirement_and_first_releases_are_decided_by_the_tag(fork: TarballFork) -> None:
+    assert run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball).code == 0
+    absorbed = run_cli("-C", fork.root, "absorbed", "--tag", "curl-1_0_1", "--format", "json")
+    assert absorbed.code == 0, absorbed.err
+    by_patch = {p["patch"]: p for p in absorbed.json()["patches"]}  # type: ignore[union-attr]
+    assert by_patch["0001-fix-a.patch"]["verdict"] == "retire"
+    assert by_patch["0001-fix-a.patch"]["first_release"] == "curl-1_0_1"
+    assert by_patch["0002-ltmain.patch"]["verdict"] == "fork-only"
+
+
+def test_an_import_commit_that_is_not_on_the_tag_is_refused(fork: TarballFork) -> None:
+    other = fork.tag_commit  # the tag itself: not a commit on the tag
+    config = fork.root / "forktool.yaml"
+    config.write_text(with_import_commit(config.read_text(), other))
+    result = run_cli("-C", fork.root, "verify")
+    assert result.code == 2
+    assert result.error_lines[0].startswith(
+        f"error: pin.import_commit {other[:12]} is not an import on curl-1_0_0: its parents are"
+    )
+    assert "forktool pin import-tarball FILE" in result.error_lines[1]
+    check = run_cli("-C", fork.root, "check", "--only", "pin")
+    assert check.code == 1
+
+
+def test_a_tarball_with_a_path_outside_the_tree_is_refused_and_nothing_changes(
+    fork: TarballFork, tmp_path: Path
+) -> None:
+    bad = tmp_path / "evil.orig.tar"
+    with tarfile.open(bad, "w") as out:
+        info = tarfile.TarInfo("../escape")
+        info.size = 1
+        import io
+
+        out.addfile(info, io.BytesIO(b"x"))
+    before = (fork.root / "forktool.yaml").read_bytes()
+    result = run_cli("-C", fork.root, "pin", "import-tarball", bad)
+    assert result.code == 2
+    assert "'..' segment" in result.error_lines[0]
+    assert (fork.root / "forktool.yaml").read_bytes() == before
+    assert fork.builder.git.try_resolve("refs/forktool/imports/curl-1_0_0") is None
+
+
+def test_import_commit_line_is_inserted_replaced_and_removed_in_place() -> None:
+    text = "# mine\npin:\n    tag: v1   # the pin\n    commit: " + "a" * 40 + "\nlayout: merged\n"
+    added = with_import_commit(text, "b" * 40)
+    assert added == text.replace("\nlayout", f"\n    import_commit: {'b' * 40}\nlayout")
+    assert with_import_commit(added, "c" * 40) == added.replace("b" * 40, "c" * 40)
+    assert with_import_commit(added, None) == text
