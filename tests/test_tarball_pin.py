@@ -222,3 +222,31 @@ def test_import_commit_line_is_inserted_replaced_and_removed_in_place() -> None:
     assert added == text.replace("\nlayout", f"\n    import_commit: {'b' * 40}\nlayout")
     assert with_import_commit(added, "c" * 40) == added.replace("b" * 40, "c" * 40)
     assert with_import_commit(added, None) == text
+
+
+def test_align_reports_what_the_tarball_adds_as_its_own_category(fork: TarballFork) -> None:
+    imported = run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball, "--format", "json")
+    commit = str(imported.json()["commit"])
+    fork.builder.merge(commit, "Merge the release tarball of curl-1_0_0\n")
+    fork.builder.commit("fork: forktool files\n")
+    result = run_cli("-C", fork.root, "align", "--format", "json")
+    assert result.code == 0, result.out
+    data = result.json()
+    assert data["tarball"] == {
+        "commit": commit,
+        "added": ["configure", "ltmain.sh"],
+        "modified": [],
+        "deleted": [],
+    }
+    changes = {c["path"]: c for c in data["changes"]}  # type: ignore[union-attr]
+    assert changes["ltmain.sh"]["tarball"] is True
+    assert changes["ltmain.sh"]["declared"] is True
+    assert data["undeclared"] == []
+    text = run_cli("-C", fork.root, "align")
+    assert "    adds        2  configure, ltmain.sh\n" in text.out
+
+    # A tarball file edited in place at HEAD is the fork's own divergence again.
+    fork.builder.commit("fork: edit ltmain.sh in place\n", {"ltmain.sh": LTMAIN + "extra\n"})
+    edited = run_cli("-C", fork.root, "align", "--format", "json")
+    assert edited.code == 1
+    assert edited.json()["undeclared"] == ["ltmain.sh"]
