@@ -250,3 +250,57 @@ def test_align_reports_what_the_tarball_adds_as_its_own_category(fork: TarballFo
     edited = run_cli("-C", fork.root, "align", "--format", "json")
     assert edited.code == 1
     assert edited.json()["undeclared"] == ["ltmain.sh"]
+
+
+def test_sync_to_a_new_tag_takes_its_tarball_and_moves_the_import_with_the_pin(
+    fork: TarballFork, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Sync Bot")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "sync@fork.example")
+    assert run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball).code == 0
+    fork.builder.commit("fork: forktool files on the release tarball\n")
+    next_tarball = fork.builder.release_tarball(
+        "curl-1_0_1",
+        tmp_path / "curl_1.0.1.orig.tar.gz",
+        top="curl-1.0.1",
+        extra={"ltmain.sh": LTMAIN.replace("ltmain 25\n", "ltmain 25 (1.0.1)\n")},
+    )
+
+    refused = run_cli("-C", fork.root, "sync", "curl-1_0_1", "--no-fetch")
+    assert refused.code == 2
+    assert refused.error_lines == [
+        "error: the fork pins the release tarball of curl-1_0_0 (pin.import_commit): a sync "
+        "to curl-1_0_1 needs curl-1_0_1's release tarball",
+        "hint: forktool sync curl-1_0_1 --tarball FILE... (the orig tarball and any "
+        "component tarballs)",
+    ]
+    plan = run_cli("-C", fork.root, "upstream", "poll", "--no-fetch", "--format", "json")
+    assert plan.code == 4  # a human fetches the next tarball
+    assert any("sync with '--tarball FILE...'" in n for n in plan.json()["plan"]["notes"])  # type: ignore[index]
+
+    synced = run_cli(
+        "-C",
+        fork.root,
+        "sync",
+        "curl-1_0_1",
+        "--no-fetch",
+        "--tarball",
+        next_tarball,
+        "--format",
+        "json",
+    )
+    assert synced.json()["stage"] == "done", synced.out
+    assert [r["patch"] for r in synced.json()["retired"]] == ["0001-fix-a.patch"]  # type: ignore[union-attr,index]
+    assert {e["patch"]: e["status"] for e in synced.json()["refreshed"]} == {  # type: ignore[union-attr]
+        "0002-ltmain.patch": "unchanged"
+    }
+    branch = str(synced.json()["branch"])
+    config = fork.builder.git.out(
+        ["show", f"{branch}:forktool.yaml"], purpose="read the synced config"
+    )
+    imported = fork.builder.rev("refs/forktool/imports/curl-1_0_1")
+    assert f"  tag: curl-1_0_1\n  commit: {fork.builder.rev('curl-1_0_1')}\n" in config + "\n"
+    assert f"  import_commit: {imported}" in config
+    assert fork.builder.git.parents(imported) == [fork.builder.rev("curl-1_0_1")]
+    check = next(c for c in synced.json()["check"]["checks"] if c["id"] == "apply")  # type: ignore[index]
+    assert check["ok"] is True

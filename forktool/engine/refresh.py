@@ -250,9 +250,12 @@ def _entry(link: Link) -> RefreshEntry:
     return RefreshEntry(patch.name, patch.rel, "rebased", message, commit=link.commit)
 
 
-def plan_refresh(git: Git, onto: str, patches: Sequence[Patch]) -> list[RefreshEntry]:
-    """What a refresh of ``patches`` onto ``onto`` would find; nothing is written."""
-    onto_commit = _onto_commit(git, onto)
+def plan_refresh(
+    git: Git, onto: str, patches: Sequence[Patch], *, onto_commit: str | None = None
+) -> list[RefreshEntry]:
+    """What a refresh of ``patches`` onto ``onto`` (``onto_commit`` when given: a
+    release tarball import) would find; nothing is written."""
+    onto_commit = onto_commit or _onto_commit(git, onto)
     with git.temp_index() as index:
         chain = build_chain(index, onto_commit, patches, base_name=onto)
         return _unwritten(_entries(chain, patches))
@@ -321,9 +324,16 @@ def _require_unchanged(fork: Fork, stamp: str) -> None:
 
 
 def refresh_onto(
-    fork: Fork, git: Git, onto: str, *, pin_commit: str, worktree: Path | None = None
+    fork: Fork,
+    git: Git,
+    onto: str,
+    *,
+    pin_commit: str,
+    worktree: Path | None = None,
+    onto_commit: str | None = None,
 ) -> RefreshResult:
-    """Regenerate the series against ``onto``; write only when every patch succeeds."""
+    """Regenerate the series against ``onto`` (named so; ``onto_commit`` when given, e.g.
+    a release tarball import); write only when every patch succeeds."""
     state = load_state(git)
     if state is not None and state.finished:
         _close(git, Path(state.worktree))  # written already; only its worktree was left
@@ -339,7 +349,7 @@ def refresh_onto(
         )
     if worktree is not None and worktree.exists() and any(worktree.iterdir()):
         raise FatalError(f"--worktree {worktree} exists and is not empty", "pick a new directory")
-    onto_commit = _onto_commit(git, onto)
+    onto_commit = onto_commit or _onto_commit(git, onto)
     stamp = fingerprint(fork)
     pin = fork.config.pin_tag
     with git.temp_index() as index:
