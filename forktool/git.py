@@ -416,6 +416,21 @@ class TempIndex:
             purpose=f"add {path} to the merge",
         )
 
+    def add_entries(self, entries: Sequence[tuple[str, str, str]]) -> None:
+        """Put each ``(mode, oid, path)`` into this index in one call (``update-index
+        -z --index-info``); the blobs must exist already."""
+        if not entries:
+            return
+        data = b"".join(
+            f"{mode} {oid}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0"
+            for mode, oid, path in entries
+        )
+        self.run(
+            ["update-index", "--add", "-z", "--index-info"],
+            purpose="add the release tarball's files",
+            input=data,
+        )
+
     def remove_entry(self, path: str) -> None:
         """Drop ``path`` from this index."""
         self.run(["update-index", "--force-remove", "--", path], purpose=f"drop {path}")

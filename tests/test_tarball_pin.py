@@ -304,3 +304,26 @@ def test_sync_to_a_new_tag_takes_its_tarball_and_moves_the_import_with_the_pin(
     assert fork.builder.git.parents(imported) == [fork.builder.rev("curl-1_0_1")]
     check = next(c for c in synced.json()["check"]["checks"] if c["id"] == "apply")  # type: ignore[index]
     assert check["ok"] is True
+
+
+def test_import_tarball_json_keeps_the_documented_shape(fork: TarballFork) -> None:
+    from test_contract import assert_contract
+
+    result = run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball, "--format", "json")
+    assert result.code == 0, result.err
+    assert_contract("pin import-tarball", result.json())
+
+
+def test_forecast_judges_tarball_only_files_as_the_next_tarball_will_have_them(
+    fork: TarballFork,
+) -> None:
+    def cells() -> tuple[dict[str, str], list[object]]:
+        result = run_cli("-C", fork.root, "forecast", "--no-fetch", "--format", "json")
+        assert result.code == 0, result.err
+        data = result.json()
+        rows = {r["patch"]: r["cells"][0]["apply"] for r in data["patches"]}  # type: ignore[union-attr,index]
+        return rows, [t["tarball_files"] for t in data["targets"]]  # type: ignore[union-attr,index]
+
+    assert cells() == ({"0001-fix-a.patch": "absorbed", "0002-ltmain.patch": "conflict"}, [0])
+    assert run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball).code == 0
+    assert cells() == ({"0001-fix-a.patch": "absorbed", "0002-ltmain.patch": "exact"}, [2])
