@@ -61,9 +61,13 @@ class Target:
     # A tarball-import pin: the files its release tarball adds to the pinned tag that this
     # target lacks, carried onto it (the next tarball will have them too).
     overlay: tuple[Entry, ...] = ()
+    tarball: bool = False  # judged with a tarball-import pin's files
 
     def to_json(self) -> dict[str, object]:
-        return {"ref": self.ref, "commit": self.commit, "tarball_files": len(self.overlay)}
+        out: dict[str, object] = {"ref": self.ref, "commit": self.commit}
+        if self.tarball:
+            out["tarball_files"] = len(self.overlay)
+        return out
 
 
 @dataclass(frozen=True)
@@ -502,7 +506,8 @@ def with_tarball_files(config: Config, git: Git, targets: Sequence[Target]) -> l
     out = []
     for target in targets:
         present = {path for _, _, path in git.ls_tree(target.commit)}
-        out.append(replace(target, overlay=tuple(e for e in added if e[2] not in present)))
+        carried = tuple(e for e in added if e[2] not in present)
+        out.append(replace(target, overlay=carried, tarball=True))
     return out
 
 
