@@ -277,6 +277,8 @@ def test_sync_to_a_new_tag_takes_its_tarball_and_moves_the_import_with_the_pin(
     plan = run_cli("-C", fork.root, "upstream", "poll", "--no-fetch", "--format", "json")
     assert plan.code == 4  # a human fetches the next tarball
     assert any("sync with '--tarball FILE...'" in n for n in plan.json()["plan"]["notes"])  # type: ignore[index]
+    planned = {e["patch"]: e["status"] for e in plan.json()["plan"]["refreshed"]}  # type: ignore[index]
+    assert planned == {"0002-ltmain.patch": "unchanged"}  # judged with the tarball's ltmain.sh
 
     synced = run_cli(
         "-C",

@@ -34,13 +34,13 @@ from forktool.engine.attempt import (
     read_git_apply,
     try_patch,
 )
-from forktool.engine.pin_state import require_tree
 from forktool.engine.poll import newer_releases
 from forktool.engine.resolve import (
     branch_ref,
     compiled_patterns,
     merged_prs,
 )
+from forktool.engine.tarball import carried_files
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -498,17 +498,9 @@ def with_tarball_files(config: Config, git: Git, targets: Sequence[Target]) -> l
     that the target lacks (none without a tarball-import pin): a patch to ``ltmain.sh``
     is judged on the target as its next tarball will have it, not failed for a file
     no git tag ever has."""
-    if config.pin_import is None or not targets:
+    if config.pin_import is None:
         return list(targets)
-    imported = require_tree(config, git)[1]
-    tagged = {path for _, _, path in git.ls_tree(config.pin_commit)}
-    added = [e for e in git.ls_tree(imported) if e[2] not in tagged]
-    out = []
-    for target in targets:
-        present = {path for _, _, path in git.ls_tree(target.commit)}
-        carried = tuple(e for e in added if e[2] not in present)
-        out.append(replace(target, overlay=carried, tarball=True))
-    return out
+    return [replace(t, overlay=carried_files(config, git, t.commit), tarball=True) for t in targets]
 
 
 def forecast(

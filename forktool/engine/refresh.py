@@ -251,14 +251,40 @@ def _entry(link: Link) -> RefreshEntry:
 
 
 def plan_refresh(
-    git: Git, onto: str, patches: Sequence[Patch], *, onto_commit: str | None = None
+    git: Git,
+    onto: str,
+    patches: Sequence[Patch],
+    *,
+    onto_commit: str | None = None,
+    carried: Sequence[tuple[str, str, str]] = (),
 ) -> list[RefreshEntry]:
     """What a refresh of ``patches`` onto ``onto`` (``onto_commit`` when given: a
-    release tarball import) would find; nothing is written."""
+    release tarball import) would find; nothing is written. ``carried`` files (mode,
+    blob, path) are added to ``onto``'s tree first, in the temporary index only."""
     onto_commit = onto_commit or _onto_commit(git, onto)
     with git.temp_index() as index:
+        if carried:
+            index.read_tree(f"{onto_commit}^{{tree}}")
+            index.add_entries(carried)
+            onto_commit = git.commit_tree(
+                index.write_tree(),
+                [onto_commit],
+                f"{onto} with the release tarball's files\n".encode(),
+                purpose="plan on the tag with the tarball's files",
+                env={**index.env, **CARRIED_IDENTITY},
+            )
         chain = build_chain(index, onto_commit, patches, base_name=onto)
         return _unwritten(_entries(chain, patches))
+
+
+CARRIED_IDENTITY = {
+    "GIT_AUTHOR_NAME": "forktool",
+    "GIT_AUTHOR_EMAIL": "forktool@forktool.invalid",
+    "GIT_AUTHOR_DATE": "1704067200 +0000",
+    "GIT_COMMITTER_NAME": "forktool",
+    "GIT_COMMITTER_EMAIL": "forktool@forktool.invalid",
+    "GIT_COMMITTER_DATE": "1704067200 +0000",
+}
 
 
 def _unwritten(entries: Sequence[RefreshEntry]) -> list[RefreshEntry]:

@@ -47,7 +47,7 @@ from forktool.engine.refresh import (
     load_state as load_refresh_state,
 )
 from forktool.engine.retire import record_date, retire, witnesses
-from forktool.engine.tarball import import_tarballs
+from forktool.engine.tarball import carried_files, import_tarballs
 from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Interrupted, rolled_back
 from forktool.faults import faultpoint
@@ -344,7 +344,12 @@ def plan_sync(
     retiring = {p.patch for p in report.retirable()}
     kept = [p for p in fork.patches if p.name not in retiring]
     onto = (f"{tag}+tarball", tree) if tree else (tag, None)
-    refreshed = tuple(plan_refresh(git, onto[0], kept, onto_commit=onto[1])) if kept else ()
+    carried = carried_files(fork.config, git, tag_commit) if tree is None else ()
+    refreshed = (
+        tuple(plan_refresh(git, onto[0], kept, onto_commit=onto[1], carried=carried))
+        if kept
+        else ()
+    )
     bump = plan_bump(fork.config, git, tag, fetch=False, dry_run=True, tree=tree)
     present = {e.patch for e in refreshed if e.status == "conflict" and _already_on(e)}
     conflicts = tuple(
@@ -360,7 +365,8 @@ def plan_sync(
     if fork.config.pin_import is not None and tree is None:
         notes += (
             f"the fork pins a release tarball: the refresh was planned on the tag {tag} "
-            f"alone; sync with '--tarball FILE...' ({tag}'s release tarball)",
+            "with the files the pinned tarball adds to its tag; sync with '--tarball "
+            f"FILE...' ({tag}'s release tarball)",
         )
     return SyncReport(
         tag=tag,

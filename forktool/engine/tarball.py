@@ -308,3 +308,17 @@ def with_import_commit(text: str, commit: str | None) -> str:
         lines[line] += "\n"
     lines.insert(line + 1, f"{indent}import_commit: {commit}\n")
     return "".join(lines)
+
+
+def carried_files(config: Config, git: Git, target_commit: str) -> tuple[tuple[str, str, str], ...]:
+    """``(mode, blob, path)`` of every file the pinned release tarball adds to the pinned
+    tag that ``target_commit`` lacks (none without a tarball-import pin): what a newer
+    tag's tarball will add too, so a patch to ``ltmain.sh`` can be judged on a tag."""
+    if config.pin_import is None:
+        return ()
+    from forktool.engine.pin_state import require_tree
+
+    imported = require_tree(config, git)[1]
+    tagged = {path for _, _, path in git.ls_tree(config.pin_commit)}
+    present = {path for _, _, path in git.ls_tree(target_commit)}
+    return tuple(e for e in git.ls_tree(imported) if e[2] not in tagged and e[2] not in present)
