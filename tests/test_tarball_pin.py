@@ -329,3 +329,16 @@ def test_forecast_judges_tarball_only_files_as_the_next_tarball_will_have_them(
     assert cells() == ({"0001-fix-a.patch": "absorbed", "0002-ltmain.patch": "conflict"}, [None])
     assert run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball).code == 0
     assert cells() == ({"0001-fix-a.patch": "absorbed", "0002-ltmain.patch": "exact"}, [2])
+
+
+def test_import_branch_and_check_history_stand_on_the_tarball_tree(fork: TarballFork) -> None:
+    imported = run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball, "--format", "json")
+    commit = str(imported.json()["commit"])
+    result = run_cli("-C", fork.root, "import", "--branch", "patches", "--format", "json")
+    assert result.code == 0, result.err
+    assert result.json()["base_commit"] == commit
+    first = str(result.json()["commits"][0]["commit"])  # type: ignore[index]
+    assert fork.builder.git.parents(first) == [commit]
+    history = run_cli("-C", fork.root, "check-history", "patches", "--format", "json")
+    assert history.json()["base_commit"] == commit
+    assert len(history.json()["commits"]) == 2  # type: ignore[arg-type]
