@@ -196,6 +196,10 @@ def test_an_import_commit_that_is_not_on_the_tag_is_refused(fork: TarballFork) -
     assert "forktool pin import-tarball FILE" in result.error_lines[1]
     check = run_cli("-C", fork.root, "check", "--only", "pin")
     assert check.code == 1
+    pins = run_cli("-C", fork.root, "pin", "check", "--format", "json")
+    assert pins.code == 1
+    [finding] = [f for f in pins.json()["findings"] if "import_commit" in f["message"]]  # type: ignore[union-attr]
+    assert finding["line"] == 6  # pin.import_commit's line in forktool.yaml
 
 
 def test_a_tarball_with_a_path_outside_the_tree_is_refused_and_nothing_changes(

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from forktool.config import Config, PinSite, parse_config
-from forktool.engine.pin_state import PinState, pin_state
+from forktool.engine.pin_state import PinState, pin_state, require_tree
 from forktool.engine.tarball import with_import_commit
 from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Finding, InputError
@@ -375,6 +375,16 @@ def _ancestry_finding(config: Config, git: Git, head: str | None) -> tuple[Findi
     )
 
 
+def _import_findings(config: Config, git: Git) -> list[Finding]:
+    """``pin.import_commit`` must be a commit whose only parent is the pinned commit."""
+    try:
+        require_tree(config, git)
+    except FatalError as exc:
+        line = config.lines.get("pin.import_commit")
+        return [Finding("error", exc.message, config.rel(config.path), line, exc.hint)]
+    return []
+
+
 def verify_pin_sites(config: Config, git: Git) -> PinsResult:
     """``pin check``: every site names pin.tag once, the tag is locked, HEAD carries it."""
     state = pin_state(config, git)
@@ -386,6 +396,8 @@ def verify_pin_sites(config: Config, git: Git) -> PinsResult:
     if drift is not None:
         findings.append(drift)
     findings += _tag_findings(config, git, state)
+    if state.ok and config.pin_import is not None:
+        findings += _import_findings(config, git)
     head = git.head()
     contains: bool | None = None
     if config.layout == "merged":
