@@ -346,3 +346,43 @@ def test_import_branch_and_check_history_stand_on_the_tarball_tree(fork: Tarball
     history = run_cli("-C", fork.root, "check-history", "patches", "--format", "json")
     assert history.json()["base_commit"] == commit
     assert len(history.json()["commits"]) == 2  # type: ignore[arg-type]
+
+
+def test_sync_of_a_branch_that_merged_the_import_merges_the_next_tarball(
+    fork: TarballFork, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git-buildpackage's shape: the packaging branch merges each tarball import, so the
+    sync merges TAG's import (its tarball files arrive), not the bare tag."""
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Sync Bot")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "sync@fork.example")
+    imported = run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball, "--format", "json")
+    fork.builder.merge(str(imported.json()["commit"]), "Merge the release tarball\n")
+    fork.builder.commit("fork: forktool files\n")
+    new_ltmain = LTMAIN.replace("ltmain 25\n", "ltmain 25 (1.0.1)\n")
+    next_tarball = fork.builder.release_tarball(
+        "curl-1_0_1",
+        tmp_path / "curl_1.0.1.orig.tar.gz",
+        top="curl-1.0.1",
+        extra={"ltmain.sh": new_ltmain, "configure": CONFIGURE},
+        executable=("configure",),
+    )
+    synced = run_cli(
+        "-C",
+        fork.root,
+        "sync",
+        "curl-1_0_1",
+        "--no-fetch",
+        "--tarball",
+        next_tarball,
+        "--format",
+        "json",
+    )
+    assert synced.code == 0, synced.out
+    data = synced.json()
+    assert not [n for n in data["notes"] if "edited in place" in n]  # type: ignore[union-attr]
+    git = fork.builder.git
+    tip = git.resolve_commit(str(data["branch"]))
+    new_import = fork.builder.rev("refs/forktool/imports/curl-1_0_1")
+    assert git.parents(tip)[1] == new_import
+    assert git.blob(tip, "ltmain.sh") == new_ltmain.encode()
+    assert {c["id"]: c["ok"] for c in data["check"]["checks"]}["align"] is True  # type: ignore[index]

@@ -172,10 +172,21 @@ class SyncState:
     fork_dir: str  # the fork root relative to the worktree root ("" at the top)
     report: SyncReport
     tree_commit: str | None = None  # TAG's release tarball import (a tarball-import pin)
+    # The fork's branch merged the pinned tarball import (git-buildpackage's shape): the
+    # sync merges TAG's import, not the bare tag. The previous import, else None.
+    previous_import: str | None = None
+
+    @property
+    def merge_commit(self) -> str:
+        """What the merge stage merges: TAG's import on a branch that merged imports."""
+        if self.previous_import is not None and self.tree_commit is not None:
+            return self.tree_commit
+        return self.tag_commit
 
     def to_json(self) -> dict[str, object]:
         return {
             "tree_commit": self.tree_commit,
+            "previous_import": self.previous_import,
             "tag": self.tag,
             "tag_commit": self.tag_commit,
             "branch": self.branch,
@@ -218,6 +229,7 @@ def load_sync_state(git: Git) -> SyncState | None:
             data["fork_dir"],
             report,
             data.get("tree_commit"),
+            data.get("previous_import"),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise FatalError(
@@ -540,8 +552,20 @@ def start_sync(
     report = SyncReport(
         tag, tag_commit, config.pin_tag, name, "retire", merge_tag=config.layout == "merged"
     )
+    previous_import = config.pin_import
+    if previous_import is None or not git.is_ancestor(previous_import, start):
+        previous_import = None  # the branch merged the bare tag: keep merging tags
     state = SyncState(
-        tag, tag_commit, name, str(worktree), start, "retire", fork_dir, report, tree_commit
+        tag,
+        tag_commit,
+        name,
+        str(worktree),
+        start,
+        "retire",
+        fork_dir,
+        report,
+        tree_commit,
+        previous_import,
     )
     try:
         _save_state(git, state)
@@ -845,12 +869,14 @@ def _fork_paths(
 
 
 def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
-    """(tree, conflicts, notes) of TAG plus the fork's own files minus declared deletions."""
+    """(tree, conflicts, notes) of TAG (or TAG's tarball import, on a branch that merged
+    the pinned one) plus the fork's own files minus declared deletions."""
     fork = run.fork()
     ledger = fork.ledger
     prefix = f"{run.state.fork_dir}/" if run.state.fork_dir else ""
     head_files = run.wt.ls_tree("HEAD")
-    tag_files = {path: (mode, oid) for mode, oid, path in run.wt.ls_tree(run.state.tag_commit)}
+    merging = run.state.merge_commit
+    tag_files = {path: (mode, oid) for mode, oid, path in run.wt.ls_tree(merging)}
     ours = {
         path: meta
         for path, meta in _fork_paths(
@@ -869,7 +895,7 @@ def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
         return None, conflicts, []
     notes = []
     head_paths = {p for _, _, p in head_files}
-    with run.wt.temp_index(run.state.tag_commit, keep_objects=True) as index:
+    with run.wt.temp_index(merging, keep_objects=True) as index:
         for path, (mode, oid) in ours.items():
             index.add_entry(mode, oid, f"{prefix}{path}")
         for path in tag_files:
@@ -881,7 +907,7 @@ def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
                 notes.append(
                     f"{path}: the fork deletes it (ledger 'del'); {run.state.tag} still ships it"
                 )
-        previous = run.wt.tag_commit(run.state.report.previous_tag)
+        previous = run.state.previous_import or run.wt.tag_commit(run.state.report.previous_tag)
         pinned = {p: (m, o) for m, o, p in run.wt.ls_tree(previous)} if previous else {}
         edited = [
             p
@@ -911,10 +937,11 @@ def _stage_merge(run: _Run, resume: bool) -> bool:
             "fix the ledger or the files on the sync branch, then 'forktool sync --continue'",
         )
         return False
-    message = f"Merge upstream release {run.state.tag} into the fork\n\nforktool sync: the tree is {run.state.tag} plus the fork's own files.\n"
+    what = f"{run.state.tag}'s release tarball" if run.state.previous_import else run.state.tag
+    message = f"Merge upstream release {what} into the fork\n\nforktool sync: the tree is {what} plus the fork's own files.\n"
     commit = run.wt.commit_tree(
         tree,
-        ["HEAD", run.state.tag_commit],
+        ["HEAD", run.state.merge_commit],
         message.encode(),
         purpose=f"merge {run.state.tag}",
         env=run.identity,
