@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from helpers import make_patch, run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from forktool.builder import RepoBuilder
 from forktool.engine.tarball import with_import_commit
@@ -386,3 +388,54 @@ def test_sync_of_a_branch_that_merged_the_import_merges_the_next_tarball(
     assert git.parents(tip)[1] == new_import
     assert git.blob(tip, "ltmain.sh") == new_ltmain.encode()
     assert {c["id"]: c["ok"] for c in data["check"]["checks"]}["align"] is True  # type: ignore[index]
+
+
+_NAMES = st.text(
+    alphabet=st.sampled_from(list('ab_-. "\\\t\u00e9\u4e2d')), min_size=1, max_size=8
+).filter(
+    # '..' or '.git' between backslashes is refused on purpose (model/paths.py)
+    lambda n: n.strip(".") != "" and not {"..", ".git"} & set(n.lower().split("\\"))
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.dictionaries(
+        st.lists(_NAMES, min_size=1, max_size=3).map("/".join),
+        st.tuples(st.binary(max_size=40), st.booleans()),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_any_tarball_tree_imports_exactly(
+    builder: RepoBuilder, tmp_path: Path, files: dict[str, tuple[bytes, bool]]
+) -> None:
+    """Whatever names and contents a tarball holds (quotes, backslashes, tabs, non-ASCII),
+    the import commit's tree holds exactly those files with normalised modes."""
+    import io
+
+    paths = sorted(files)
+    if any(other.startswith(p + "/") for p in paths for other in paths):
+        return  # a file and a directory of one name cannot both be in a tree
+    if not builder.git.try_resolve("HEAD"):
+        builder.commit("upstream\n", {"README": "r\n"})
+        builder.tag("v1")
+        (builder.path / "forktool.yaml").write_text(
+            f"pin:\n  tag: v1\n  commit: {builder.rev('v1')}\n"
+        )
+    tarball = tmp_path / "pkg_1.orig.tar"
+    with tarfile.open(tarball, "w") as out:
+        for path in paths:
+            data, executable = files[path]
+            info = tarfile.TarInfo(f"pkg-1/{path}")
+            info.size, info.mode = len(data), 0o775 if executable else 0o664
+            out.addfile(info, io.BytesIO(data))
+    result = run_cli("-C", builder.path, "pin", "import-tarball", tarball, "--format", "json")
+    assert result.code == 0, result.err
+    commit = str(result.json()["commit"])
+    tree = {path: mode for mode, _, path in builder.git.ls_tree(commit)}
+    assert tree == {p: "100755" if files[p][1] else "100644" for p in paths}
+    for path in paths:
+        assert builder.git.blob(commit, path) == files[path][0]
