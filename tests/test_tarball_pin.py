@@ -109,6 +109,7 @@ def test_a_patch_to_a_tarball_only_file_fails_on_the_tag_and_applies_on_the_impo
     status = run_cli("-C", fork.root, "status", "--format", "json")
     assert status.code == 0, status.err
     assert {p["apply"] for p in status.json()["patches"]} == {"exact"}  # type: ignore[union-attr]
+    assert status.json()["tree"] == {"name": "curl-1_0_0+tarball", "commit": commit}
 
 
 def test_the_same_tarball_gives_the_same_import_commit_and_its_contents_the_same_tree(

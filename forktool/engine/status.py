@@ -44,9 +44,11 @@ class StatusResult:
     layout: str
     patches: tuple[PatchStatus, ...]
     newest_release: ReleasePreview | None = None  # None: the fork names no release tags
+    tree: tuple[str, str] | None = None  # (name, commit) the series applies on
 
     def to_json(self) -> dict[str, object]:
         return {
+            "tree": {"name": self.tree[0], "commit": self.tree[1]} if self.tree else None,
             "pin": self.pin.to_json(),
             "layout": self.layout,
             "series_length": len(self.patches),
@@ -98,4 +100,5 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
         fork.config.layout,
         tuple(patches),
         newest_release_preview(fork, git),
+        (name, tree),
     )
