@@ -440,3 +440,35 @@ def test_any_tarball_tree_imports_exactly(
     assert tree == {p: "100755" if files[p][1] else "100644" for p in paths}
     for path in paths:
         assert builder.git.blob(commit, path) == files[path][0]
+
+
+def test_refresh_onto_a_tag_with_its_tarball_regenerates_against_the_tarball(
+    fork: TarballFork, tmp_path: Path
+) -> None:
+    assert run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball).code == 0
+    before = (fork.root / "forktool.yaml").read_bytes()
+    (fork.root / "series").write_text("0002-ltmain.patch\n")
+    (fork.root / "upstream.map").write_text("0002-ltmain.patch none\n")
+    (fork.root / "patches" / "0001-fix-a.patch").unlink()
+    shifted = "extra 1\nextra 2\n" + LTMAIN
+    next_tarball = fork.builder.release_tarball(
+        "curl-1_0_1", tmp_path / "curl_1.0.1.orig.tar.gz", top="c", extra={"ltmain.sh": shifted}
+    )
+    bare = run_cli("-C", fork.root, "refresh", "--onto", "curl-1_0_1", "--format", "json")
+    assert bare.code == 1  # no ltmain.sh on the bare tag
+    result = run_cli(
+        "-C",
+        fork.root,
+        "refresh",
+        "--onto",
+        "curl-1_0_1",
+        "--tarball",
+        next_tarball,
+        "--format",
+        "json",
+    )
+    assert result.code == 0, result.out
+    assert result.json()["onto"] == "curl-1_0_1+tarball"
+    assert [e["status"] for e in result.json()["patches"]] == ["rebased"]  # type: ignore[union-attr]
+    assert "@@ -4,7 +4,7 @@" in (fork.root / "patches" / "0002-ltmain.patch").read_text()
+    assert (fork.root / "forktool.yaml").read_bytes() == before  # the pin does not change

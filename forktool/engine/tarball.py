@@ -223,10 +223,10 @@ def fast_import_stream(
 
 
 def import_tarballs(
-    config: Config, git: Git, paths: Sequence[Path], tag: str | None = None
+    config: Config, git: Git, paths: Sequence[Path], tag: str | None = None, *, record: bool = True
 ) -> TarballImport:
-    """Import ``paths`` on ``tag`` (default: the pinned tag) as one commit, and record it
-    as ``pin.import_commit`` when ``tag`` is the pinned tag."""
+    """Import ``paths`` on ``tag`` (default: the pinned tag) as one commit, and (with
+    ``record``) record it as ``pin.import_commit`` when ``tag`` is the pinned tag."""
     tag = tag or config.pin_tag
     tag_commit = git.tag_commit(tag)
     if tag_commit is None:
@@ -251,7 +251,7 @@ def import_tarballs(
     commit = git.import_commit(stream, ref)
     recorded = False
     previous = config.pin_import
-    if tag == config.pin_tag and previous != commit:
+    if record and tag == config.pin_tag and previous != commit:
         record_import(config, commit)
         recorded = True
     return TarballImport(
