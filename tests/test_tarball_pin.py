@@ -472,3 +472,22 @@ def test_refresh_onto_a_tag_with_its_tarball_regenerates_against_the_tarball(
     assert [e["status"] for e in result.json()["patches"]] == ["rebased"]  # type: ignore[union-attr]
     assert "@@ -4,7 +4,7 @@" in (fork.root / "patches" / "0002-ltmain.patch").read_text()
     assert (fork.root / "forktool.yaml").read_bytes() == before  # the pin does not change
+
+
+def test_what_is_not_a_whole_tarball_is_refused_with_one_error_line(
+    fork: TarballFork, tmp_path: Path
+) -> None:
+    garbage = tmp_path / "curl_1.0.0.orig.tar.gz"
+    garbage.write_bytes(b"not a tarball\n")
+    truncated = tmp_path / "cut" / fork.tarball.name
+    truncated.parent.mkdir()
+    truncated.write_bytes(fork.tarball.read_bytes()[:200])
+    for bad in (garbage, truncated):
+        result = run_cli("-C", fork.root, "pin", "import-tarball", bad)
+        assert result.code == 2
+        assert result.error_lines[0].startswith(f"error: {bad}: not a tarball forktool can read")
+        assert "Traceback" not in result.err
+    two = run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball, garbage)
+    assert two.code == 2
+    assert two.error_lines[0].startswith("error: give exactly one main tarball")
+    assert fork.builder.git.try_resolve("refs/forktool/imports/curl-1_0_0") is None
