@@ -7,7 +7,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from helpers import make_patch, run_cli
+from helpers import CliResult, make_patch, run_cli
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -259,6 +259,20 @@ def test_align_reports_what_the_tarball_adds_as_its_own_category(fork: TarballFo
     assert edited.json()["undeclared"] == ["ltmain.sh"]
 
 
+def _sync(fork: TarballFork, tarball: Path) -> CliResult:
+    return run_cli(
+        "-C",
+        fork.root,
+        "sync",
+        "curl-1_0_1",
+        "--no-fetch",
+        "--tarball",
+        tarball,
+        "--format",
+        "json",
+    )
+
+
 def test_sync_to_a_new_tag_takes_its_tarball_and_moves_the_import_with_the_pin(
     fork: TarballFork, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -287,17 +301,7 @@ def test_sync_to_a_new_tag_takes_its_tarball_and_moves_the_import_with_the_pin(
     planned = {e["patch"]: e["status"] for e in plan.json()["plan"]["refreshed"]}  # type: ignore[index]
     assert planned == {"0002-ltmain.patch": "unchanged"}  # judged with the tarball's ltmain.sh
 
-    synced = run_cli(
-        "-C",
-        fork.root,
-        "sync",
-        "curl-1_0_1",
-        "--no-fetch",
-        "--tarball",
-        next_tarball,
-        "--format",
-        "json",
-    )
+    synced = _sync(fork, next_tarball)
     assert synced.json()["stage"] == "done", synced.out
     assert [r["patch"] for r in synced.json()["retired"]] == ["0001-fix-a.patch"]  # type: ignore[union-attr,index]
     assert {e["patch"]: e["status"] for e in synced.json()["refreshed"]} == {  # type: ignore[union-attr]
@@ -369,17 +373,7 @@ def test_sync_of_a_branch_that_merged_the_import_merges_the_next_tarball(
         extra={"ltmain.sh": new_ltmain, "configure": CONFIGURE},
         executable=("configure",),
     )
-    synced = run_cli(
-        "-C",
-        fork.root,
-        "sync",
-        "curl-1_0_1",
-        "--no-fetch",
-        "--tarball",
-        next_tarball,
-        "--format",
-        "json",
-    )
+    synced = _sync(fork, next_tarball)
     assert synced.code == 0, synced.out
     data = synced.json()
     assert not [n for n in data["notes"] if "edited in place" in n]  # type: ignore[union-attr]

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, pass_app, user_path
+from forktool.app import App, format_option, pass_app, tarball_option, user_path
 from forktool.engine.pin_state import require_tree
 from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
 from forktool.engine.tarball import import_tarballs
@@ -23,14 +23,7 @@ from forktool.report import patches as report
     "--continue", "resume", is_flag=True, help="Take the worktree's resolution and go on."
 )
 @click.option("--abort", is_flag=True, help="Drop the refresh in progress and its worktree.")
-@click.option(
-    "--tarball",
-    "tarballs",
-    multiple=True,
-    type=user_path(dir_okay=False),
-    help="TAG's release tarball (repeat for component tarballs): regenerate against its "
-    "tree, imported on TAG (pin import-tarball --tag TAG).",
-)
+@tarball_option("regenerate against its tree, imported on TAG (pin import-tarball --tag TAG).")
 @format_option()
 @pass_app
 def command(

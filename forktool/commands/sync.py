@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, notice, pass_app, user_path
+from forktool.app import App, format_option, notice, pass_app, tarball_option
 from forktool.engine.sync import (
     abort_sync,
     continue_sync,
@@ -32,14 +32,7 @@ from forktool.report import sync as report
     show_default=True,
     help="Fetch TAG from the upstream remote first.",
 )
-@click.option(
-    "--tarball",
-    "tarballs",
-    multiple=True,
-    type=user_path(dir_okay=False),
-    help="TAG's release tarball (repeat for component tarballs): needed when the fork "
-    "pins a release tarball (pin.import_commit).",
-)
+@tarball_option("needed when the fork pins a release tarball (pin.import_commit).")
 @format_option("text", "json", "markdown")
 @pass_app
 def command(
