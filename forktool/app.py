@@ -158,3 +158,15 @@ class UserPath(click.Path):
 def user_path(*, file_okay: bool = True, dir_okay: bool = True) -> UserPath:
     """A ``UserPath`` that yields a ``pathlib.Path``."""
     return UserPath(file_okay=file_okay, dir_okay=dir_okay, path_type=Path)
+
+
+def tarball_option(what: str) -> Callable[[F], F]:
+    """``--tarball FILE`` (repeatable, into ``tarballs``): TAG's release tarball and its
+    component tarballs; ``what`` says what the command does with them."""
+    return click.option(
+        "--tarball",
+        "tarballs",
+        multiple=True,
+        type=user_path(dir_okay=False),
+        help=f"TAG's release tarball (repeat for component tarballs): {what}",
+    )

@@ -9,7 +9,9 @@ same commit ids on any machine.
 
 from __future__ import annotations
 
+import io
 import re
+import tarfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -216,6 +218,55 @@ class RepoBuilder:
             [*args, "--end-of-options", name, rev], purpose=f"tag {rev} as {name}", env=self._tick()
         )
         return self.rev(f"refs/tags/{name}")
+
+    # -- release tarballs ----------------------------------------------------------
+
+    def release_tarball(
+        self,
+        rev: str,
+        dest: Path,
+        *,
+        top: str | None,
+        extra: Mapping[str, FileContent] | None = None,
+        executable: tuple[str, ...] = (),
+        symlinks: Mapping[str, str] | None = None,
+        mtime: int = EPOCH,
+        reverse: bool = False,
+    ) -> Path:
+        """A release tarball of ``rev`` at ``dest`` (compressed as its suffix says), as
+        upstreams make them: the tree under ``top/`` (None: at the root) plus ``extra``
+        generated files (``None`` drops a file), with ``executable`` paths mode 0755
+        and ``symlinks``. ``mtime`` and ``reverse`` (member order) vary what an import
+        must not depend on."""
+        files: dict[str, bytes] = {}
+        with tarfile.open(fileobj=io.BytesIO(self.git.archive(rev))) as tree:
+            for member in tree.getmembers():
+                handle = tree.extractfile(member) if member.isfile() else None
+                if handle is not None:
+                    files[member.name] = handle.read()
+        for name, content in (extra or {}).items():
+            if content is None:
+                files.pop(name, None)
+            else:
+                files[name] = content.encode() if isinstance(content, str) else content
+        entries = sorted(files.items(), reverse=reverse)
+        mode = {".gz": "w:gz", ".xz": "w:xz", ".bz2": "w:bz2"}.get(Path(dest).suffix, "w")
+        prefix = f"{top}/" if top else ""
+        with tarfile.open(dest, mode) as out:  # type: ignore[call-overload]
+            if top:
+                directory = tarfile.TarInfo(top)
+                directory.type, directory.mode, directory.mtime = tarfile.DIRTYPE, 0o755, mtime
+                out.addfile(directory)
+            for name, data in entries:
+                info = tarfile.TarInfo(prefix + name)
+                info.size, info.mtime = len(data), mtime
+                info.mode = 0o755 if name in executable else 0o644
+                out.addfile(info, io.BytesIO(data))
+            for name, target in sorted((symlinks or {}).items()):
+                info = tarfile.TarInfo(prefix + name)
+                info.type, info.linkname, info.mtime = tarfile.SYMTYPE, target, mtime
+                out.addfile(info)
+        return Path(dest)
 
     # -- reading ----------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from forktool.errors import FatalError
 from forktool.git import is_hex40
 from forktool.inputs import LINK_HINT, linked_directory, read_input
 from forktool.model.text import whole_number
+from forktool.model.versions import SEPARATORS, VersionScheme, effective_scheme
 from forktool.regex_safety import nested_repeat
 
 CONFIG_NAME = "forktool.yaml"
@@ -71,7 +72,9 @@ class Config:
     pr_patterns: tuple[str, ...] = ()  # extra regexes with a (?P<pr>...) group
     layout: Layout = "merged"
     release_tags: str = "v*"
+    release_version: VersionScheme | None = None  # as written; see version_scheme
     prereleases: bool = True
+    pin_import: str | None = None  # pin.import_commit: the release tarball's tree on the tag
     series: str = "series"
     patches: str = "patches"
     upstream_map: str = "upstream.map"
@@ -84,6 +87,12 @@ class Config:
 
     def file(self, relative: str) -> Path:
         return self.root / relative
+
+    @property
+    def version_scheme(self) -> VersionScheme:
+        """How a version is read from a release tag: ``release_version``, else the
+        pinned tag's shape (when it is one of the release tags), else the pattern's."""
+        return self.release_version or effective_scheme(self.release_tags, self.pin_tag)
 
     @property
     def series_path(self) -> Path:
@@ -274,6 +283,30 @@ def remote_name_problem(name: str) -> str | None:
     return None
 
 
+def _release_version(node: _Node) -> VersionScheme:
+    """``release_version: {prefix: 'curl-', separator: '_'}``: how a version is read."""
+    items = node.mapping("release_version")
+    _check_keys(node, items, "release_version", {"prefix", "separator"}, {"separator"})
+    prefix = ""
+    if "prefix" in items:
+        raw = items["prefix"]
+        plain = isinstance(raw.node, yaml.ScalarNode) and raw.node.tag not in _NOT_TEXT
+        if not plain:
+            raise raw.fail("release_version.prefix must be a string ('' for none)")
+        prefix = str(raw.node.value)
+        if any(c in prefix for c in "*?[") or any(c.isspace() for c in prefix):
+            raise raw.fail(
+                f"release_version.prefix '{prefix}' must be the tags' literal text, not a pattern"
+            )
+    separator = items["separator"].string("release_version.separator")
+    if separator not in SEPARATORS:
+        raise items["separator"].fail(
+            f"release_version.separator '{separator}' must be one of "
+            + ", ".join(f"'{s}'" for s in SEPARATORS)
+        )
+    return VersionScheme(prefix, separator)
+
+
 def _branch_name(node: _Node) -> str:
     name = node.string("upstream.branch")
     bad = name.startswith(("-", "/")) or name.endswith("/") or ".." in name
@@ -392,6 +425,7 @@ _TOP_KEYS = {
     "pin",
     "layout",
     "release_tags",
+    "release_version",
     "prereleases",
     "series",
     "patches",
@@ -414,13 +448,17 @@ def parse_config(text: str, path: Path) -> Config:
     lines: dict[str, int] = {key: node.line for key, node in top.items()}
 
     pin = top["pin"].mapping("pin")
-    _check_keys(top["pin"], pin, "pin", {"tag", "commit"}, {"tag", "commit"})
+    _check_keys(top["pin"], pin, "pin", {"tag", "commit", "import_commit"}, {"tag", "commit"})
     values["pin_tag"] = pin["tag"].string("pin.tag")
-    commit = pin["commit"].string("pin.commit")
-    if not is_hex40(commit):
-        raise pin["commit"].fail(f"pin.commit '{commit}' must be a full 40-hex lowercase commit id")
-    values["pin_commit"] = commit
-    lines["pin.tag"], lines["pin.commit"] = pin["tag"].line, pin["commit"].line
+    for key, name in (("commit", "pin_commit"), ("import_commit", "pin_import")):
+        if key not in pin:
+            continue
+        commit = pin[key].string(f"pin.{key}")
+        if not is_hex40(commit):
+            raise pin[key].fail(f"pin.{key} '{commit}' must be a full 40-hex lowercase commit id")
+        values[name] = commit
+        lines[f"pin.{key}"] = pin[key].line
+    lines["pin.tag"] = pin["tag"].line
 
     if "upstream" in top:
         upstream = top["upstream"].mapping("upstream")
@@ -461,6 +499,8 @@ def parse_config(text: str, path: Path) -> Config:
         values["layout"] = layout
     if "release_tags" in top:
         values["release_tags"] = top["release_tags"].string("release_tags")
+    if "release_version" in top:
+        values["release_version"] = _release_version(top["release_version"])
     if "prereleases" in top:
         values["prereleases"] = top["prereleases"].boolean("prereleases")
     for key in _PATH_KEYS:

@@ -536,6 +536,21 @@ class TempIndex:
             purpose=f"add {path} to the merge",
         )
 
+    def add_entries(self, entries: Sequence[tuple[str, str, str]]) -> None:
+        """Put each ``(mode, oid, path)`` into this index in one call (``update-index
+        -z --index-info``); the blobs must exist already."""
+        if not entries:
+            return
+        data = b"".join(
+            f"{mode} {oid}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0"
+            for mode, oid, path in entries
+        )
+        self.run(
+            ["update-index", "--add", "-z", "--index-info"],
+            purpose="add the release tarball's files",
+            input=data,
+        )
+
     def remove_entry(self, path: str) -> None:
         """Drop ``path`` from this index."""
         self.run(["update-index", "--force-remove", "--", path], purpose=f"drop {path}")
@@ -1707,6 +1722,24 @@ class Git:
         return self.out(
             ["log", "-1", "--format=%cd", "--date=raw", rev], purpose=f"read the date of {rev}"
         )
+
+    def import_commit(self, stream: bytes, ref: str) -> str:
+        """``git fast-import`` of ``stream`` (one commit onto ``ref``, replacing what
+        ``ref`` held); the commit ``ref`` then names."""
+        self.run(
+            ["fast-import", "--quiet", "--done", "--date-format=raw", "--force"],
+            purpose=f"import the tarball as {ref}",
+            input=stream,
+        )
+        return self.out(["rev-parse", "--verify", f"{ref}^{{commit}}"], purpose=f"read {ref}")
+
+    def parents(self, commit: str) -> list[str]:
+        """The parents of ``commit``, in order."""
+        line = self.out(
+            ["rev-list", "--no-walk", "--parents", "-n1", commit, "--"],
+            purpose=f"read the parents of {commit}",
+        )
+        return line.split()[1:]
 
     def create_ref(self, ref: str, new: str, old: str, *, reason: str) -> None:
         """Point ``ref`` at ``new`` if it is still at ``old`` (the zero id: if it does

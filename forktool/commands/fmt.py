@@ -6,7 +6,7 @@ import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.fmt import fmt_fork
-from forktool.engine.pin_state import require_pin
+from forktool.engine.pin_state import require_tree
 from forktool.errors import require_no_errors
 from forktool.report import patches as report
 
@@ -47,8 +47,7 @@ def command(app: App, check: bool, dry_run: bool, force: bool, fmt: str) -> int:
     with contextlib.nullcontext() if check or dry_run else app.lock(git):
         fork = app.fork(strict=False)  # read under the lock
         require_no_errors(fork.findings)
-        commit = require_pin(fork.config, git)
-        tag = fork.config.pin_tag
+        tag, commit = require_tree(fork.config, git)
         with app.output.progress(len(fork.patches), f"regenerating on {tag}") as tick:
             result = fmt_fork(
                 fork,

@@ -4,7 +4,7 @@ import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.import_ import import_series
-from forktool.engine.pin_state import require_pin
+from forktool.engine.pin_state import require_tree
 from forktool.report import patches as report
 
 
@@ -33,7 +33,7 @@ def command(app: App, branch: str, force: bool, fmt: str) -> int:
     git = app.git()
     with app.lock(git):
         fork = app.fork(strict=True)  # read under the lock
-        commit = require_pin(fork.config, git)
+        commit = require_tree(fork.config, git)[1]
         result = import_series(fork, git, branch, base_commit=commit, force=force)
     app.emit(result, fmt, report.render_import)
     return 0

@@ -80,5 +80,7 @@ def command(
             layout=layout,
             quilt_dir=quilt_dir,
         )
+    for warning in result.warnings:
+        app.output.warn(warning)
     app.emit(result, fmt, report_init.render_init)
     return 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
-from forktool.app import App, format_option, notice, pass_app
+from forktool.app import App, format_option, notice, pass_app, user_path
 from forktool.engine.pin_sites import plan_bump, read_pins, verify_pin_sites
 from forktool.report import pins as report
 
@@ -97,4 +99,37 @@ def bump(app: App, tag: str, fetch: bool, dry_run: bool, fmt: str) -> int:
     for line in result.notices:
         notice(line)
     app.emit(result, fmt, report.render_bump)
+    return 0
+
+
+@command.command("import-tarball")
+@click.argument("files", nargs=-1, required=True, type=user_path(dir_okay=False))
+@click.option(
+    "--tag", default=None, help="The release tag the tarball was made from (default: pin.tag)."
+)
+@format_option()
+@pass_app
+def import_tarball(app: App, files: tuple[Path, ...], tag: str | None, fmt: str) -> int:
+    """Import the release tarball as a commit on its tag, and pin its tree.
+
+    The tarball's tree (its single top-level directory stripped; Debian
+    component tarballs, pkg_1.2.orig-COMP.tar.xz, under COMP/) becomes one
+    commit whose parent is the tag's commit, under refs/forktool/imports/TAG:
+    git-buildpackage's upstream-vcs-tag shape. The same tarballs on the same tag
+    always give the same commit id. When TAG is the pinned tag the commit is
+    recorded as pin.import_commit: verify, check, status and fmt then apply the
+    series to the tarball's tree, while retirement and first releases are still
+    decided by the tag.
+
+    \b
+    Examples:
+      forktool pin import-tarball ../curl_7.88.1.orig.tar.gz
+      forktool pin import-tarball ../pkg_1.2.orig.tar.xz ../pkg_1.2.orig-docs.tar.xz
+    """
+    from forktool.engine.tarball import import_tarballs
+
+    git = app.git()
+    with app.lock(git):  # the config is read under the lock
+        result = import_tarballs(app.config(), git, files, tag)
+    app.emit(result, fmt, report.render_import)
     return 0

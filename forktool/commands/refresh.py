@@ -4,9 +4,10 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, drop_file_option, format_option, pass_app, user_path
-from forktool.engine.pin_state import require_pin
+from forktool.app import App, drop_file_option, format_option, pass_app, tarball_option, user_path
+from forktool.engine.pin_state import require_tree
 from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
+from forktool.engine.tarball import import_tarballs
 from forktool.report import patches as report
 
 
@@ -23,6 +24,7 @@ from forktool.report import patches as report
 )
 @click.option("--abort", is_flag=True, help="Drop the refresh in progress and its worktree.")
 @drop_file_option()
+@tarball_option("regenerate against its tree, imported on TAG (pin import-tarball --tag TAG).")
 @format_option()
 @pass_app
 def command(
@@ -32,6 +34,7 @@ def command(
     resume: bool,
     abort: bool,
     drop_files: tuple[str, ...],
+    tarballs: tuple[Path, ...],
     fmt: str,
 ) -> int:
     """Regenerate every patch of the series against TAG, in series order.
@@ -53,24 +56,31 @@ def command(
       forktool refresh --onto v1.3.0 --worktree ../resolve
       forktool refresh --continue
       forktool refresh --abort
+      forktool refresh --onto curl-8_0_0 --tarball ../curl_8.0.0.orig.tar.gz
     """
     modes = sum([onto is not None, resume, abort])
     if modes != 1:
         raise click.UsageError("give exactly one of --onto TAG, --continue, --abort")
-    if worktree is not None and onto is None:
-        raise click.UsageError("--worktree goes with --onto")
+    if (worktree is not None or tarballs) and onto is None:
+        raise click.UsageError("--worktree and --tarball go with --onto")
     if drop_files and not resume:
         raise click.UsageError("--drop-file goes with --continue")
     git = app.git()
     with app.lock(git):
         fork = app.fork(strict=True)  # read under the lock
-        pin_commit = require_pin(fork.config, git)
+        pin_commit = require_tree(fork.config, git)[1]
         if abort:
             result = refresh_abort(fork, git)
         elif resume:
             result = refresh_continue(fork, git, pin_commit=pin_commit, drop_files=drop_files)
         else:
             assert onto is not None
-            result = refresh_onto(fork, git, onto, pin_commit=pin_commit, worktree=worktree)
+            tree = None
+            if tarballs:  # the pin does not change: nothing is recorded
+                tree = import_tarballs(fork.config, git, tarballs, onto, record=False).commit
+            name = f"{onto}+tarball" if tree else onto
+            result = refresh_onto(
+                fork, git, name, pin_commit=pin_commit, worktree=worktree, onto_commit=tree
+            )
     app.emit(result, fmt, report.render_refresh)
     return 0 if result.ok else 1

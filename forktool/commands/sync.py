@@ -1,13 +1,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import click
 
-from forktool.app import App, drop_file_option, format_option, notice, pass_app
+from forktool.app import App, drop_file_option, format_option, notice, pass_app, tarball_option
 from forktool.engine.sync import (
     abort_sync,
     continue_sync,
+    next_tarball,
     plan_sync,
     resolve_tag,
     start_sync,
@@ -31,6 +33,7 @@ from forktool.report import sync as report
     show_default=True,
     help="Fetch TAG from the upstream remote first.",
 )
+@tarball_option("needed when the fork pins a release tarball (pin.import_commit).")
 @format_option("text", "json", "markdown")
 @pass_app
 def command(
@@ -42,6 +45,7 @@ def command(
     abort: bool,
     drop_files: tuple[str, ...],
     fetch: bool,
+    tarballs: tuple[Path, ...],
     fmt: str,
 ) -> int:
     """The release procedure: retire what TAG absorbed, refresh the rest, bump pins, merge TAG.
@@ -52,6 +56,9 @@ def command(
     (markdown for a pull request, and JSON) is written under
     .git/forktool/sync/TAG/BRANCH/.
     A conflict stops the sync: resolve it and run 'sync --continue', or 'sync --abort'.
+    A fork that pins a release tarball (pin import-tarball) needs TAG's tarball:
+    --tarball FILE imports it on TAG first (also with --dry-run); the patches are
+    refreshed onto the tarball's tree and pin.import_commit moves with the pin.
     Exit 0 when synced and the check passed, 1 when stopped or the check failed.
 
     \b
@@ -60,6 +67,7 @@ def command(
       forktool sync v1.3.0
       forktool sync --continue
       forktool sync v1.3.0 --format markdown > pr-body.md
+      forktool sync curl-8_0_0 --tarball ../curl_8.0.0.orig.tar.gz
     """
     if sum((resume, abort, dry_run)) > 1:
         raise click.UsageError("--continue, --abort and --dry-run are mutually exclusive")
@@ -73,7 +81,11 @@ def command(
     if dry_run:
         assert tag is not None
         commit = resolve_tag(app.config(), git, tag, fetch=fetch, notice=notice)
-        result = plan_sync(app.fork(), git, tag, commit)
+        tree = None
+        if tarballs:
+            with app.lock(git):
+                tree = next_tarball(app.config(), git, tag, tarballs)
+        result = plan_sync(app.fork(), git, tag, commit, tree)
     else:
         with app.lock(git), app.output.steps(5, "sync") as tick:
             if abort:
@@ -106,6 +118,7 @@ def command(
                     progress=tick,
                     notice=notice,
                     markdown=report.render_sync_markdown,
+                    tarballs=tarballs,
                 )
     render = report.render_aborted if abort else report.render_sync
     app.emit(result, fmt, render, writers={"markdown": report.render_sync_markdown})

@@ -43,7 +43,7 @@ from forktool.engine.attempt import (
     read_git_apply,
     try_patch,
 )
-from forktool.engine.releases import Release, first_releases, release_tags, require_releases
+from forktool.engine.releases import Release, first_releases, fork_releases, require_releases
 from forktool.engine.reverts import (
     REVERT_GREP,
     Need,
@@ -748,7 +748,7 @@ def checked_releases(fork: Fork, git: Git) -> list[Release]:
     """The release tags, refused (exit 2) when ``release_tags`` matches nothing at all."""
     config = fork.config
     return require_releases(
-        release_tags(git, config.release_tags, prereleases=config.prereleases),
+        fork_releases(git, config),
         config.release_tags,
         config.pin_tag,
     )
@@ -982,7 +982,7 @@ def newest_release_preview(fork: Fork, git: Git) -> ReleasePreview | None:
     status reports facts and must not fail on a commit that was not fetched yet.
     """
     config = fork.config
-    releases = release_tags(git, config.release_tags, prereleases=config.prereleases)
+    releases = fork_releases(git, config)
     if not releases:
         return None
     newest = releases[-1]

@@ -10,6 +10,10 @@ merge-base would count upstream's own unreleased work as the fork's.
   carried as patches). A ``del`` entry whose path exists at HEAD again is
   "resurrected" (typically by merging a newer tag).
 - ``layout: overlay``: HEAD holds only the fork's files; each needs an ``add`` entry.
+- A tarball-import pin (``pin.import_commit``): what the release tarball adds to, changes
+  in or lacks from the tag is its own category (``tarball``); a path where HEAD differs
+  from the tag exactly as the tarball does (a fork branch that merged the import) is
+  declared by the import, not undeclared divergence.
 
 Ledger entries that match nothing are warnings ("prune it"); an entry
 ``until:<40-hex commit>`` whose commit is an ancestor of the pinned tag can be
@@ -20,12 +24,12 @@ release is information only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from forktool.config import Config
 from forktool.engine.history_contract import fork_files
-from forktool.engine.pin_state import require_pin
-from forktool.engine.releases import release_tags
+from forktool.engine.pin_state import require_pin, require_tree
+from forktool.engine.releases import fork_releases
 from forktool.errors import FatalError, Finding, InputError, command_line
 from forktool.git import Git
 from forktool.inputs import read_input
@@ -44,10 +48,15 @@ class PathChange:
     kind: str  # one of KINDS
     entry: LedgerEntry | None  # the ledger entry that declares it
     own: bool = False  # one of the fork's own files: declared by definition
+    tarball: bool = False  # HEAD has it as the imported release tarball does
 
     @property
     def declared(self) -> bool:
-        return self.entry is not None or self.own
+        return self.entry is not None or self.own or self.tarball
+
+    @property
+    def failing(self) -> bool:
+        return not self.declared or (self.kind in _ALWAYS_FINDING and not self.tarball)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -56,6 +65,25 @@ class PathChange:
             "declared": self.declared,
             "ledger_line": self.entry.line if self.entry else None,
             "own": self.own,
+            "tarball": self.tarball,
+        }
+
+
+@dataclass(frozen=True)
+class TarballDelta:
+    """What the imported release tarball adds to, changes in and lacks from the tag."""
+
+    commit: str
+    added: tuple[str, ...]
+    modified: tuple[str, ...]  # also type changes
+    deleted: tuple[str, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "commit": self.commit,
+            "added": list(self.added),
+            "modified": list(self.modified),
+            "deleted": list(self.deleted),
         }
 
 
@@ -95,6 +123,7 @@ class AlignResult:
     retirable: tuple[LedgerEntry, ...]
     newest_release: NewestRelease | None
     findings: tuple[Finding, ...]
+    tarball: TarballDelta | None = None  # only for a tarball-import pin
 
     @property
     def ok(self) -> bool:
@@ -106,7 +135,7 @@ class AlignResult:
     @property
     def undeclared(self) -> list[str]:
         """Every path that keeps the fork from being aligned, sorted."""
-        bad = {c.path for c in self.changes if not c.declared or c.kind in _ALWAYS_FINDING}
+        bad = {c.path for c in self.changes if c.failing}
         bad |= {r.path for r in self.resurrected}
         return sorted(bad)
 
@@ -115,7 +144,7 @@ class AlignResult:
         out = {}
         for kind in kinds:
             changes = self.of_kind(kind)
-            failing = [c for c in changes if not c.declared or kind in _ALWAYS_FINDING]
+            failing = [c for c in changes if c.failing]
             out[kind.replace("-", "_")] = {"total": len(changes), "undeclared": len(failing)}
         return out
 
@@ -135,6 +164,7 @@ class AlignResult:
             "retirable": [_entry_json(e) for e in self.retirable],
             "newest_release": self.newest_release.to_json() if self.newest_release else None,
             "findings": [f.to_json() for f in self.findings],
+            "tarball": self.tarball.to_json() if self.tarball else None,
         }
 
 
@@ -231,7 +261,7 @@ def _retirable(config: Config, git: Git, ledger: Ledger, tag_commit: str) -> lis
 
 
 def _newest(config: Config, git: Git, tag_commit: str, head: str) -> NewestRelease | None:
-    releases = release_tags(git, config.release_tags, prereleases=config.prereleases)
+    releases = fork_releases(git, config)
     if not releases:
         return None
     tag, commit = releases[-1].tag, releases[-1].commit
@@ -288,6 +318,8 @@ def _findings(
 
 
 def _change_finding(ledger: str, tag: str, change: PathChange) -> Finding | None:
+    if change.tarball:
+        return None
     if change.kind == "modified":
         return Finding(
             "error",
@@ -351,11 +383,36 @@ NO_COMMIT = Finding(
 )
 
 
+def tarball_delta(git: Git, tag_commit: str, imported: str) -> TarballDelta:
+    """The imported tarball's tree against the tag's."""
+    kinds: dict[str, list[str]] = {"A": [], "M": [], "D": []}
+    for status, path in git.diff_name_status(tag_commit, imported):
+        kinds["M" if status not in kinds else status].append(path)
+    return TarballDelta(imported, tuple(kinds["A"]), tuple(kinds["M"]), tuple(kinds["D"]))
+
+
+def _from_tarball(
+    git: Git, changes: list[PathChange], delta: TarballDelta, head: str
+) -> list[PathChange]:
+    """``changes`` with those HEAD made exactly as the tarball does marked ``tarball``."""
+    delta_paths = {*delta.added, *delta.modified, *delta.deleted}
+    candidates = [c for c in changes if c.path in delta_paths and c.kind != "tracked"]
+    if not candidates:
+        return changes
+    differs = {path for _, path in git.diff_name_status(delta.commit, head)}
+    same = {c.path for c in candidates if c.path not in differs}
+    return [replace(c, tarball=True) if c.path in same else c for c in changes]
+
+
 def _measure(
     config: Config, git: Git, ledger: Ledger, tag_commit: str, head: str
 ) -> tuple[list[PathChange], list[Resurrected], list[LedgerEntry], list[Finding]]:
     """HEAD's changes, resurrected deletions, stale entries, and the findings about them."""
     changes = _classify(git, config, ledger, tag_commit, head)
+    if config.pin_import is not None:
+        changes = _from_tarball(
+            git, changes, tarball_delta(git, tag_commit, config.pin_import), head
+        )
     head_paths = (
         [c.path for c in changes] if config.layout == "overlay" else git.tracked_paths(head)
     )
@@ -374,6 +431,10 @@ def align(config: Config, git: Git) -> AlignResult:
     """
     ledger, ledger_file = load_ledger(config)
     tag_commit = require_pin(config, git)
+    delta = None
+    if config.pin_import is not None:
+        require_tree(config, git)
+        delta = tarball_delta(git, tag_commit, config.pin_import)
     head = git.head()
     changes: list[PathChange] = []
     resurrected: list[Resurrected] = []
@@ -395,4 +456,5 @@ def align(config: Config, git: Git) -> AlignResult:
         retirable=tuple(retirable),
         newest_release=_newest(config, git, tag_commit, head or tag_commit),
         findings=tuple(findings),
+        tarball=delta,
     )

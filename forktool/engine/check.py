@@ -38,6 +38,13 @@ class CheckContext:
 
         return require_pin(self.config, self.git)
 
+    @cached_property
+    def tree(self) -> tuple[str, str]:
+        """(name, commit) the series applies on: the pin, or its imported tarball."""
+        from forktool.engine.pin_state import require_tree
+
+        return require_tree(self.config, self.git)
+
 
 CheckFn = Callable[[CheckContext], list[Finding]]
 
@@ -156,8 +163,9 @@ def _pending_notices(fork: Fork) -> list[Finding]:
 
 
 def check_pin(ctx: CheckContext) -> list[Finding]:
-    """The pinned tag exists and still peels to the recorded commit."""
-    ctx.pin_commit  # noqa: B018 - raises FatalError, reported as a finding
+    """The pinned tag exists and still peels to the recorded commit (and an imported
+    tarball, when the fork has one, is a commit on it)."""
+    ctx.tree  # noqa: B018 - raises FatalError, reported as a finding
     return []
 
 
@@ -166,7 +174,8 @@ def check_apply(ctx: CheckContext) -> list[Finding]:
     from forktool.engine.verify import verify_series
 
     fork = ctx.fork
-    result = verify_series(fork, ctx.git, base=ctx.config.pin_tag, base_commit=ctx.pin_commit)
+    name, commit = ctx.tree
+    result = verify_series(fork, ctx.git, base=name, base_commit=commit)
     if result.message:
         return [Finding("error", result.message, ctx.config.series, None)]
     findings = []
@@ -271,9 +280,8 @@ def check_format(ctx: CheckContext) -> list[Finding]:
     """Every patch file is byte-identical to its canonical form on the pin."""
     from forktool.engine.fmt import fmt_fork
 
-    result = fmt_fork(
-        ctx.fork, ctx.git, base=ctx.config.pin_tag, base_commit=ctx.pin_commit, check=True
-    )
+    name, commit = ctx.tree
+    result = fmt_fork(ctx.fork, ctx.git, base=name, base_commit=commit, check=True)
     if result.message:
         return [Finding("error", result.message, ctx.config.series, None)]
     return [

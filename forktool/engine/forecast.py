@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from forktool.config import Config
@@ -40,6 +40,7 @@ from forktool.engine.resolve import (
     merged_prs,
     pattern_prs,
 )
+from forktool.engine.tarball import carried_files
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -50,13 +51,23 @@ Progress = Callable[[int], None]
 TARGET_WORKERS = 2  # targets judged side by side: git runs, not Python, do the work
 
 
+Entry = tuple[str, str, str]  # (mode, blob, path)
+
+
 @dataclass(frozen=True)
 class Target:
     ref: str
     commit: str
+    # A tarball-import pin: the files its release tarball adds to the pinned tag that this
+    # target lacks, carried onto it (the next tarball will have them too).
+    overlay: tuple[Entry, ...] = ()
+    tarball: bool = False  # judged with a tarball-import pin's files
 
     def to_json(self) -> dict[str, object]:
-        return {"ref": self.ref, "commit": self.commit}
+        out: dict[str, object] = {"ref": self.ref, "commit": self.commit}
+        if self.tarball:
+            out["tarball_files"] = len(self.overlay)
+        return out
 
 
 @dataclass(frozen=True)
@@ -208,8 +219,15 @@ class Applied:
     message: str = ""
 
 
-def _apply_prefix(index: TempIndex, commit: str, patches: Sequence[Patch]) -> tuple[bool, str]:
+def _load(index: TempIndex, commit: str, overlay: Sequence[Entry]) -> None:
     index.read_tree(f"{commit}^{{tree}}")
+    index.add_entries(overlay)
+
+
+def _apply_prefix(
+    index: TempIndex, commit: str, patches: Sequence[Patch], overlay: Sequence[Entry] = ()
+) -> tuple[bool, str]:
+    _load(index, commit, overlay)
     if not patches:
         return True, ""
     res = index.apply_cached([str(p.path) for p in patches], purpose="apply the series")
@@ -237,13 +255,18 @@ def _split_output(patches: Sequence[Patch], err: str) -> list[str] | None:
 
 
 def _states_of_prefix(
-    index: TempIndex, commit: str, patches: Sequence[Patch], err: str, ref: str
+    index: TempIndex,
+    commit: str,
+    patches: Sequence[Patch],
+    err: str,
+    ref: str,
+    overlay: Sequence[Entry] = (),
 ) -> dict[str, Applied]:
     """exact/offset for every patch of a prefix that applied, from its one call's output."""
     parts = _split_output(patches, err)
     states: dict[str, Applied] = {}
     if parts is None:  # cannot tell whose offset it is: replay one by one
-        index.read_tree(f"{commit}^{{tree}}")
+        _load(index, commit, overlay)
         attempts = [try_patch(index, p) for p in patches]
     else:
         attempts = [
@@ -277,20 +300,20 @@ def _first_failure(patches: Sequence[Patch], err: str) -> int | None:
 
 
 def _longest_prefix(
-    index: TempIndex, commit: str, patches: Sequence[Patch], err: str
+    index: TempIndex, commit: str, patches: Sequence[Patch], err: str, overlay: Sequence[Entry] = ()
 ) -> tuple[int, str]:
     """(length, its output) of the longest prefix of ``patches`` that applies, given the
     whole series' failing output ``err``: read from the output and confirmed with one
     call, or bisected when the output does not tell."""
     guess = _first_failure(patches, err)
     if guess is not None:
-        ok, out = _apply_prefix(index, commit, patches[:guess])
+        ok, out = _apply_prefix(index, commit, patches[:guess], overlay)
         if ok:
             return guess, out
     good, good_err, bad = 0, "", guess if guess is not None else len(patches)
     while bad - good > 1:
         mid = (good + bad) // 2
-        ok, out = _apply_prefix(index, commit, patches[:mid])
+        ok, out = _apply_prefix(index, commit, patches[:mid], overlay)
         if ok:
             good, good_err = mid, out
         else:
@@ -305,11 +328,16 @@ def cumulative_apply(git: Git, target: Target, patches: Sequence[Patch]) -> dict
     stop = next((i for i, p in enumerate(patches) if precheck(p, "git") is not None), None)
     candidates = list(patches[:stop]) if stop is not None else list(patches)
     with git.temp_index() as index:
-        ok, err = _apply_prefix(index, target.commit, candidates)
+        overlay = target.overlay
+        ok, err = _apply_prefix(index, target.commit, candidates, overlay)
         good, good_err = (
-            (len(candidates), err) if ok else _longest_prefix(index, target.commit, candidates, err)
+            (len(candidates), err)
+            if ok
+            else _longest_prefix(index, target.commit, candidates, err, overlay)
         )
-        states = _states_of_prefix(index, target.commit, candidates[:good], good_err, target.ref)
+        states = _states_of_prefix(
+            index, target.commit, candidates[:good], good_err, target.ref, overlay
+        )
         rest = list(patches[good:])
         if rest:
             message = _conflict_message(index, target, candidates[:good], rest[0])
@@ -325,7 +353,7 @@ def _conflict_message(
     early = precheck(patch, "git")
     if early is not None:
         return early.message
-    _apply_prefix(index, target.commit, before)
+    _apply_prefix(index, target.commit, before, target.overlay)
     attempt = try_patch(index, patch, check=True)
     return classify(patch, attempt, None, False, target.ref).message
 
@@ -344,13 +372,18 @@ class Prober:
         self.known: dict[tuple[str, str], bool] = {}
 
     def exact(
-        self, index: TempIndex, commit: str, before: Sequence[Patch], patch: Patch
+        self,
+        index: TempIndex,
+        commit: str,
+        before: Sequence[Patch],
+        patch: Patch,
+        overlay: Sequence[Entry] = (),
     ) -> tuple[bool, int]:
         """(applies exactly, checks run: 0 when remembered)."""
         key = (commit, patch.name)
         if key in self.known:
             return self.known[key], 0
-        ok, _ = _apply_prefix(index, commit, before)
+        ok, _ = _apply_prefix(index, commit, before, overlay)
         attempt = try_patch(index, patch, check=True) if ok else Attempt(ok=False)
         exact = ok and is_exact(attempt)
         self.known[key] = exact
@@ -379,13 +412,13 @@ def find_first_break(
     if not commits:
         return None
     with git.temp_index() as index:
-        good_at_start, checks = prober.exact(index, start, before, patch)
+        good_at_start, checks = prober.exact(index, start, before, patch, target.overlay)
         if not good_at_start:
             return None
         good, bad = -1, len(commits) - 1
         while bad - good > 1:
             mid = (good + bad) // 2
-            exact, ran = prober.exact(index, commits[mid], before, patch)
+            exact, ran = prober.exact(index, commits[mid], before, patch, target.overlay)
             checks += ran
             if exact:
                 good = mid
@@ -460,6 +493,16 @@ def _column(
     return column
 
 
+def with_tarball_files(config: Config, git: Git, targets: Sequence[Target]) -> list[Target]:
+    """``targets``, each carrying the files the pinned release tarball adds to the tag
+    that the target lacks (none without a tarball-import pin): a patch to ``ltmain.sh``
+    is judged on the target as its next tarball will have it, not failed for a file
+    no git tag ever has."""
+    if config.pin_import is None:
+        return list(targets)
+    return [replace(t, overlay=carried_files(config, git, t.commit), tarball=True) for t in targets]
+
+
 def forecast(
     fork: Fork,
     git: Git,
@@ -471,6 +514,7 @@ def forecast(
     """The matrix: each target judged on its own (read-only git runs, two at a time)."""
     config = fork.config
     columns: list[dict[str, Cell]] = []
+    targets = with_tarball_files(config, git, targets)
     if targets:
         shared = shared_knowledge(fork, git)
         prober = Prober(git)

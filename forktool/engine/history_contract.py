@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.config import Config
-from forktool.engine.pin_state import require_pin
+from forktool.engine.pin_state import require_tree
 from forktool.errors import FatalError
 from forktool.git import Git
 from forktool.model.patchfile import TRAILER_KEYS, UPSTREAM_MERGE, parse_upstream_merge
@@ -191,8 +191,9 @@ def check_history(
     prefixes: Sequence[str] | None = None,
     gnu_patch: bool | None = None,
 ) -> HistoryResult:
-    """Check every commit of ``pin..rev`` against the history contract."""
-    base = require_pin(config, git)
+    """Check every commit of ``pin..rev`` against the history contract (the pin's tree:
+    the imported release tarball of a tarball-import pin)."""
+    name, base = require_tree(config, git)
     rev_commit = git.resolve_commit(rev)
     settings = config.history
     wanted_prefixes = tuple(settings.prefixes if prefixes is None else prefixes)
@@ -221,7 +222,7 @@ def check_history(
     return HistoryResult(
         rev,
         rev_commit,
-        config.pin_tag,
+        name,
         base,
         tuple(commits),
         tuple(violations),

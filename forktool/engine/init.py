@@ -24,6 +24,7 @@ from forktool.git import Git
 from forktool.inputs import read_input, read_text
 from forktool.model.record import broken_markers, empty_section, section_state, with_section
 from forktool.model.series import parse_series
+from forktool.model.versions import scheme_for_tag
 
 FORK_MD = """\
 # Fork notes
@@ -86,11 +87,18 @@ def config_text(
     if branch is not None and branch != Config.upstream_branch:
         upstream += f"  branch: {branch}\n"  # the remote's HEAD, e.g. jq's master
     releases = pattern_for_tag(tag).replace("'", "''")  # YAML single-quoted
+    scheme = scheme_for_tag(tag)
+    version = (
+        f"release_version:\n  prefix: '{scheme.prefix}'\n  separator: '{scheme.separator}'\n"
+        if scheme is not None
+        else ""
+    )
     return (
         f"{upstream}"
         f"pin:\n  tag: {tag}\n  commit: {commit}\n"
         f"layout: {layout}\n"
         f"release_tags: '{releases}'\n"
+        f"{version}"
         f"series: {series}\n"
         f"patches: {patches}\n"
         "upstream_map: upstream.map\n"
@@ -109,6 +117,7 @@ class InitResult:
     kept: tuple[str, ...] = ()  # files that existed and were left alone
     quilt: str | None = None  # the adopted quilt directory
     suggestions: tuple[Suggestion, ...] = ()
+    warnings: tuple[str, ...] = ()  # e.g. a pinned tag that names no version
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -120,6 +129,7 @@ class InitResult:
             "kept": list(self.kept),
             "quilt": self.quilt,
             "suggestions": [s.to_json() for s in self.suggestions],
+            "warnings": list(self.warnings),
         }
 
 
@@ -295,4 +305,17 @@ def scaffold(
         kept,
         quilt.rel if quilt else None,
         suggestions,
+        version_warnings(tag),
+    )
+
+
+def version_warnings(tag: str) -> tuple[str, ...]:
+    """Why release ordering will not work from ``tag``, if it will not."""
+    if scheme_for_tag(tag) is not None:
+        return ()
+    return (
+        f"the pinned tag '{tag}' names no version forktool can read (like 1.2.3, "
+        "curl-7_88_1, OpenSSL_1_1_1t or REL_15_2): 'upstream poll' and 'forecast' cannot "
+        "find newer releases, and first releases stay unknown; pin a release tag, or set "
+        "release_tags and release_version in forktool.yaml",
     )

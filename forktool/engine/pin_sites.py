@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 import yaml
 
 from forktool.config import Config, PinSite, parse_config
-from forktool.engine.pin_state import PinState, pin_state
+from forktool.engine.pin_state import PinState, pin_state, require_tree
+from forktool.engine.tarball import with_import_commit
 from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Finding, InputError, command_line
 from forktool.fsutil import write_files, write_refusal
@@ -341,6 +342,16 @@ def _ancestry_finding(config: Config, git: Git, head: str | None) -> tuple[Findi
     )
 
 
+def _import_findings(config: Config, git: Git) -> list[Finding]:
+    """``pin.import_commit`` must be a commit whose only parent is the pinned commit."""
+    try:
+        require_tree(config, git)
+    except FatalError as exc:
+        line = config.lines.get("pin.import_commit")
+        return [Finding("error", exc.message, config.rel(config.path), line, exc.hint)]
+    return []
+
+
 def verify_pin_sites(config: Config, git: Git) -> PinsResult:
     """``pin check``: every site names pin.tag once, the tag is locked, HEAD carries it."""
     state = pin_state(config, git)
@@ -352,6 +363,8 @@ def verify_pin_sites(config: Config, git: Git) -> PinsResult:
     if drift is not None:
         findings.append(drift)
     findings += _tag_findings(config, git, state)
+    if state.ok and config.pin_import is not None:
+        findings += _import_findings(config, git)
     head = git.head()
     contains: bool | None = None
     if config.layout == "merged":
@@ -570,7 +583,12 @@ def _bump_edits(
 
 
 def _verify_rewrite(
-    config: Config, new_texts: dict[str, str], tag: str, commit: str, name: _Names
+    config: Config,
+    new_texts: dict[str, str],
+    tag: str,
+    commit: str,
+    name: _Names,
+    tree: str | None = None,
 ) -> None:
     """Re-read the rewritten files: the config must differ only in the pin, every site
     must now name exactly ``tag``. Anything else means a pattern or the YAML cannot
@@ -580,7 +598,7 @@ def _verify_rewrite(
         new_config: Config | None = parse_config(new_texts[cfg], config.path)
     except FatalError:
         new_config = None
-    if new_config != replace(config, pin_tag=tag, pin_commit=commit):
+    if new_config != replace(config, pin_tag=tag, pin_commit=commit, pin_import=tree):
         raise FatalError(
             f"{cfg}: rewriting pin.tag to {tag!r} would change how the file reads as YAML; "
             "nothing was written",
@@ -608,6 +626,34 @@ def _lost_fixes(config: Config, git: Git, commit: str) -> list[LostFix]:
         return []
 
 
+def _new_import(
+    config: Config,
+    git: Git,
+    tag: str,
+    commit: str,
+    tree: str | None,
+    warn: Callable[[str], None] | None,
+) -> str | None:
+    """The ``pin.import_commit`` after a bump to ``tag``: ``tree`` (checked: a commit on
+    ``tag``), else the current one when the tag stays, else none."""
+    if tree is not None:
+        if git.parents(tree) != [commit]:
+            raise FatalError(
+                f"{tree[:12]} is not a release tarball import on {tag}",
+                f"import it: forktool pin import-tarball FILE... --tag {tag}",
+            )
+        return tree
+    if tag == config.pin_tag or config.pin_import is None:
+        return config.pin_import
+    if warn is not None:
+        warn(
+            f"pin.import_commit is dropped: it imports the release tarball of "
+            f"{config.pin_tag}, not {tag}; import {tag}'s with 'forktool pin import-tarball "
+            f"FILE...' (or sync with --tarball FILE)"
+        )
+    return None
+
+
 def plan_bump(
     config: Config,
     git: Git,
@@ -616,8 +662,13 @@ def plan_bump(
     fetch: bool,
     dry_run: bool,
     warn: Callable[[str], None] | None = None,
+    tree: str | None = None,
 ) -> BumpResult:
     """Compute (and unless ``dry_run``, write) a bump of every pin to ``tag``.
+
+    ``tree`` is ``tag``'s release tarball import (``pin.import_commit``); a fork that
+    pins a tarball and moves to another tag without one drops its import commit (told
+    to ``warn``): the old tarball is not on the new tag.
 
     Reads forktool.yaml afresh (the caller holds the fork lock), refuses with exit 2
     when TAG is unknown or any site does not match exactly once; writes all files or
@@ -646,7 +697,14 @@ def plan_bump(
     new_texts = {
         file: _apply_edits(texts[file], file_edits, file) for file, file_edits in edits.items()
     }
-    _verify_rewrite(config, new_texts, tag, commit, name)
+    new_import = _new_import(config, git, tag, commit, tree, warn)
+    if new_import != config.pin_import:
+        cfg = name(config.rel(config.path))
+        new_texts[cfg] = with_import_commit(new_texts[cfg], new_import)
+        line = config.lines.get("pin.import_commit", config.lines["pin.commit"] + 1)
+        old = config.pin_import or ""
+        edits[cfg].append(Edit(cfg, line, "pin.import_commit", old, new_import or "", 0, 0))
+    _verify_rewrite(config, new_texts, tag, commit, name, new_import)
     changed = {file: text for file, text in new_texts.items() if text != texts[file]}
     diff = "".join(pin_edit_diff(file, texts[file], changed[file]) for file in changed)
     contents = {config.file(file): text.encode("utf-8") for file, text in changed.items()}

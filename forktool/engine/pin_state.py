@@ -51,3 +51,36 @@ def require_pin(config: Config, git: Git) -> str:
             "a moved or re-created upstream tag is a supply-chain risk: find out why before re-pinning",
         )
     return state.recorded
+
+
+def tree_name(config: Config) -> str:
+    """How reports name the tree the series applies on: the tag, or the tag's tarball."""
+    return f"{config.pin_tag}+tarball" if config.pin_import else config.pin_tag
+
+
+def require_tree(config: Config, git: Git) -> tuple[str, str]:
+    """(name, commit) of the tree the series applies on: ``pin.import_commit`` (the
+    release tarball imported on the tag) when the fork has one, else the pinned commit.
+    Refuses (exit 2) a missing or moved tag, and an import commit that is missing or
+    is not a commit whose only parent is the pinned commit."""
+    pinned = require_pin(config, git)
+    imported = config.pin_import
+    if imported is None:
+        return config.pin_tag, pinned
+    hint = (
+        f"re-create it from the release tarball: forktool pin import-tarball FILE... "
+        f"(the same tarballs on {config.pin_tag} give the same commit)"
+    )
+    kind = git.object_types([imported]).get(imported)
+    if kind != "commit":
+        what = "is not in this repository" if kind is None else f"is a {kind}, not a commit"
+        raise FatalError(f"pin.import_commit {imported} {what}", hint)
+    parents = git.parents(imported)
+    if parents != [pinned]:
+        raise FatalError(
+            f"pin.import_commit {imported[:12]} is not an import on {config.pin_tag}: its "
+            f"parents are {', '.join(p[:12] for p in parents) or 'none'}, not the pinned "
+            f"commit {pinned[:12]} alone",
+            hint,
+        )
+    return tree_name(config), imported

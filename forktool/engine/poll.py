@@ -14,18 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from forktool.config import Config
-from forktool.engine.releases import (
-    Release,
-    parse_release_version,
-    release_tags,
-    require_releases,
-)
+from forktool.engine.releases import Release, fork_releases, require_releases
 from forktool.engine.resolve import Resolution, resolve, tracked
 from forktool.engine.sync import SyncReport, plan_sync, sync_blockers
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.git import Git
+from forktool.model.versions import scheme_for_tag
 
 if TYPE_CHECKING:
     from forktool.engine.forecast import ForecastResult
@@ -85,18 +81,23 @@ class PollResult:
 
 def newer_releases(config: Config, git: Git, prereleases: bool | None = None) -> list[Release]:
     """The release tags newer than the pin, oldest first."""
-    include_pre = config.prereleases if prereleases is None else prereleases
     releases = require_releases(
-        release_tags(git, config.release_tags, prereleases=include_pre),
-        config.release_tags,
-        config.pin_tag,
+        fork_releases(git, config, prereleases), config.release_tags, config.pin_tag
     )
-    pinned = parse_release_version(config.pin_tag, config.release_tags)
+    scheme = config.version_scheme
+    pinned = scheme.read(config.pin_tag)
     if pinned is None:
+        suggested = scheme_for_tag(config.pin_tag)
         raise FatalError(
-            f"the pinned tag '{config.pin_tag}' is not a release tag (release_tags: "
-            f"'{config.release_tags}')",
-            "pin a release tag, or set release_tags in forktool.yaml",
+            f"the pinned tag '{config.pin_tag}' names no version that release_version "
+            f"(prefix '{scheme.prefix}', separator '{scheme.separator}') can read",
+            "set release_version in forktool.yaml to how upstream writes versions"
+            + (
+                f" (the pinned tag suggests prefix '{suggested.prefix}', separator "
+                f"'{suggested.separator}')"
+                if suggested
+                else ""
+            ),
         )
     return [r for r in releases if r.version > pinned]
 

@@ -250,12 +250,41 @@ def _entry(link: Link) -> RefreshEntry:
     return RefreshEntry(patch.name, patch.rel, "rebased", message, commit=link.commit)
 
 
-def plan_refresh(git: Git, onto: str, patches: Sequence[Patch]) -> list[RefreshEntry]:
-    """What a refresh of ``patches`` onto ``onto`` would find; nothing is written."""
-    onto_commit = _onto_commit(git, onto)
+def plan_refresh(
+    git: Git,
+    onto: str,
+    patches: Sequence[Patch],
+    *,
+    onto_commit: str | None = None,
+    carried: Sequence[tuple[str, str, str]] = (),
+) -> list[RefreshEntry]:
+    """What a refresh of ``patches`` onto ``onto`` (``onto_commit`` when given: a
+    release tarball import) would find; nothing is written. ``carried`` files (mode,
+    blob, path) are added to ``onto``'s tree first, in the temporary index only."""
+    onto_commit = onto_commit or _onto_commit(git, onto)
     with git.temp_index() as index:
+        if carried:
+            index.read_tree(f"{onto_commit}^{{tree}}")
+            index.add_entries(carried)
+            onto_commit = git.commit_tree(
+                index.write_tree(),
+                [onto_commit],
+                f"{onto} with the release tarball's files\n".encode(),
+                purpose="plan on the tag with the tarball's files",
+                env={**index.env, **CARRIED_IDENTITY},
+            )
         chain = build_chain(index, onto_commit, patches, base_name=onto)
         return _unwritten(_entries(chain, patches))
+
+
+CARRIED_IDENTITY = {
+    "GIT_AUTHOR_NAME": "forktool",
+    "GIT_AUTHOR_EMAIL": "forktool@forktool.invalid",
+    "GIT_AUTHOR_DATE": "1704067200 +0000",
+    "GIT_COMMITTER_NAME": "forktool",
+    "GIT_COMMITTER_EMAIL": "forktool@forktool.invalid",
+    "GIT_COMMITTER_DATE": "1704067200 +0000",
+}
 
 
 def _unwritten(entries: Sequence[RefreshEntry]) -> list[RefreshEntry]:
@@ -321,9 +350,16 @@ def _require_unchanged(fork: Fork, stamp: str) -> None:
 
 
 def refresh_onto(
-    fork: Fork, git: Git, onto: str, *, pin_commit: str, worktree: Path | None = None
+    fork: Fork,
+    git: Git,
+    onto: str,
+    *,
+    pin_commit: str,
+    worktree: Path | None = None,
+    onto_commit: str | None = None,
 ) -> RefreshResult:
-    """Regenerate the series against ``onto``; write only when every patch succeeds."""
+    """Regenerate the series against ``onto`` (named so; ``onto_commit`` when given, e.g.
+    a release tarball import); write only when every patch succeeds."""
     state = load_state(git)
     if state is not None and state.finished:
         _close(git, Path(state.worktree))  # written already; only its worktree was left
@@ -339,7 +375,7 @@ def refresh_onto(
         )
     if worktree is not None and worktree.exists() and any(worktree.iterdir()):
         raise FatalError(f"--worktree {worktree} exists and is not empty", "pick a new directory")
-    onto_commit = _onto_commit(git, onto)
+    onto_commit = onto_commit or _onto_commit(git, onto)
     stamp = fingerprint(fork)
     pin = fork.config.pin_tag
     with git.temp_index() as index:

@@ -1,26 +1,25 @@
 """Which upstream tags are releases, in version order.
 
-``release_tags`` in forktool.yaml (default ``v*``) selects the tags; each must parse
-as a version (``packaging.version``, after removing the pattern's literal prefix when
-the tag itself does not parse), or it is ignored: ``v1.1.0rc1 < v1.1.0 < v1.1.1rc0``,
-and a tag like ``v-latest`` is not a release. ``prereleases: false`` drops rc, beta,
-alpha and dev tags.
+``release_tags`` in forktool.yaml (default ``v*``) selects the tags; each must read as
+a version through the fork's :class:`~forktool.model.versions.VersionScheme` (the one
+version reader: ``release_version`` in forktool.yaml, else derived from the pinned
+tag), or it is ignored: ``v1.1.0rc1 < v1.1.0 < v1.1.1rc0``, ``curl-7_9_8 <
+curl-7_88_1``, and a tag like ``v-latest`` is not a release. ``prereleases: false``
+drops rc, beta, alpha, pre and dev tags.
 """
 
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+from forktool.config import Config
 from forktool.errors import FatalError
 from forktool.git import Git
-
-_GLOB = re.compile(r"[*?\[]")
-_FIRST_DIGIT = re.compile(r"[0-9]")
+from forktool.model.versions import VersionScheme, scheme_for_pattern, scheme_for_tag
 
 
 @dataclass(frozen=True)
@@ -30,49 +29,64 @@ class Release:
     version: Version
 
 
-def parse_release_version(tag: str, pattern: str) -> Version | None:
-    """The version a release tag names, or None when it names none."""
-    prefix = _GLOB.split(pattern, maxsplit=1)[0]
-    candidates = [tag]
-    if prefix and tag.startswith(prefix):
-        candidates.append(tag[len(prefix) :])
-    for candidate in candidates:
-        try:
-            return Version(candidate)
-        except InvalidVersion:
-            continue
-    return None
+def parse_release_version(
+    tag: str, pattern: str, scheme: VersionScheme | None = None
+) -> Version | None:
+    """The version a release tag names, or None when it names none (``scheme``: the
+    fork's, else the one ``pattern`` implies)."""
+    return (scheme or scheme_for_pattern(pattern)).read(tag)
 
 
 def order_releases(
-    tags: Mapping[str, str], pattern: str, *, prereleases: bool = True
+    tags: Mapping[str, str],
+    pattern: str,
+    *,
+    prereleases: bool = True,
+    scheme: VersionScheme | None = None,
 ) -> list[Release]:
     """``tags`` (name -> commit) that are releases, oldest version first."""
+    reader = scheme or scheme_for_pattern(pattern)
     found = []
     for name, commit in tags.items():
         if not fnmatch.fnmatchcase(name, pattern):
             continue
-        version = parse_release_version(name, pattern)
+        version = reader.read(name)
         if version is None or (version.is_prerelease and not prereleases):
             continue
         found.append(Release(name, commit, version))
     return sorted(found, key=lambda r: (r.version, r.tag))
 
 
-def release_tags(git: Git, pattern: str, *, prereleases: bool = True) -> list[Release]:
+def release_tags(
+    git: Git, pattern: str, *, prereleases: bool = True, scheme: VersionScheme | None = None
+) -> list[Release]:
     """The repository's release tags, oldest version first (one git call)."""
-    return order_releases(git.tag_commits(pattern), pattern, prereleases=prereleases)
+    return order_releases(git.tag_commits(pattern), pattern, prereleases=prereleases, scheme=scheme)
+
+
+def fork_releases(git: Git, config: Config, prereleases: bool | None = None) -> list[Release]:
+    """The fork's release tags (``release_tags``, read by its version scheme), oldest
+    first; ``prereleases`` overrides the configured choice."""
+    return release_tags(
+        git,
+        config.release_tags,
+        prereleases=config.prereleases if prereleases is None else prereleases,
+        scheme=config.version_scheme,
+    )
 
 
 def pattern_for_tag(tag: str) -> str:
-    """The ``release_tags`` pattern a release tag suggests: its literal prefix up to the
-    first digit, then ``*`` (``v1.2.0`` -> ``v*``, ``jq-1.7`` -> ``jq-*``); ``[0-9]*``
-    for a bare version like ``8.3.1``; ``v*`` for a tag with no digit at all."""
-    match = _FIRST_DIGIT.search(tag)
-    if match is None:
+    """The ``release_tags`` pattern a release tag suggests: its scheme's prefix, then
+    ``*`` (``v1.2.0`` -> ``v*``, ``curl-7_88_1`` -> ``curl-*``); ``[0-9]*`` for a bare
+    version like ``8.3.1``; the literal text up to the first digit for a tag that reads
+    no version; ``v*`` for a tag with no digit at all."""
+    scheme = scheme_for_tag(tag)
+    if scheme is not None:
+        return scheme.glob
+    digits = [i for i, c in enumerate(tag) if c.isdigit()]
+    if not digits:
         return "v*"
-    prefix = tag[: match.start()]
-    return f"{prefix}*" if prefix else "[0-9]*"
+    return f"{tag[: digits[0]]}*" if digits[0] else "[0-9]*"
 
 
 def require_releases(releases: list[Release], pattern: str, pin_tag: str) -> list[Release]:

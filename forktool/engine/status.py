@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from forktool.engine.absorbed import ReleasePreview, newest_release_preview
-from forktool.engine.pin_state import PinState, pin_state, require_pin
+from forktool.engine.pin_state import PinState, pin_state, require_tree
 from forktool.engine.verify import verify_series
 from forktool.errors import InputError
 from forktool.fork import Fork
@@ -44,9 +44,11 @@ class StatusResult:
     layout: str
     patches: tuple[PatchStatus, ...]
     newest_release: ReleasePreview | None = None  # None: the fork names no release tags
+    tree: tuple[str, str] | None = None  # (name, commit) the series applies on
 
     def to_json(self) -> dict[str, object]:
         return {
+            "tree": {"name": self.tree[0], "commit": self.tree[1]} if self.tree else None,
             "pin": self.pin.to_json(),
             "layout": self.layout,
             "series_length": len(self.patches),
@@ -64,14 +66,12 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
     """
     if any(f.severity == "error" for f in fork.findings):
         fork.require_sound()
-    pin_commit = require_pin(fork.config, git)
+    name, tree = require_tree(fork.config, git)
     # One verify at the pin (two git apply calls when all is well) gives each
-    # patch's state there.
+    # patch's state there (on the imported release tarball when there is one).
     at_pin = {
         verdict.patch: verdict
-        for verdict in verify_series(
-            fork, git, base=fork.config.pin_tag, base_commit=pin_commit
-        ).patches
+        for verdict in verify_series(fork, git, base=name, base_commit=tree).patches
     }
     # Only a patch refused on its text can have a problem (precheck reads them first).
     refused = [p for p in fork.patches if at_pin[p.name].status in ("malformed", "unsafe")]
@@ -100,4 +100,5 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
         fork.config.layout,
         tuple(patches),
         newest_release_preview(fork, git),
+        (name, tree),
     )

@@ -34,6 +34,7 @@ from forktool.config import Config, load_config, parse_config
 from forktool.engine.absorbed import AbsorbedResult, absorbed
 from forktool.engine.check import GateResult, run_checks, select_checks
 from forktool.engine.pin_sites import plan_bump, validate_tag_name
+from forktool.engine.pin_state import require_tree
 from forktool.engine.refresh import (
     RefreshEntry,
     plan_refresh,
@@ -46,6 +47,7 @@ from forktool.engine.refresh import (
     load_state as load_refresh_state,
 )
 from forktool.engine.retire import record_date, retire, witnesses
+from forktool.engine.tarball import carried_files, import_tarballs
 from forktool.engine.upstream import fetch_upstream
 from forktool.errors import FatalError, Interrupted, command_line, rolled_back
 from forktool.faults import faultpoint
@@ -169,9 +171,22 @@ class SyncState:
     stage: Stage
     fork_dir: str  # the fork root relative to the worktree root ("" at the top)
     report: SyncReport
+    tree_commit: str | None = None  # TAG's release tarball import (a tarball-import pin)
+    # The fork's branch merged the pinned tarball import (git-buildpackage's shape): the
+    # sync merges TAG's import, not the bare tag. The previous import, else None.
+    previous_import: str | None = None
+
+    @property
+    def merge_commit(self) -> str:
+        """What the merge stage merges: TAG's import on a branch that merged imports."""
+        if self.previous_import is not None and self.tree_commit is not None:
+            return self.tree_commit
+        return self.tag_commit
 
     def to_json(self) -> dict[str, object]:
         return {
+            "tree_commit": self.tree_commit,
+            "previous_import": self.previous_import,
             "tag": self.tag,
             "tag_commit": self.tag_commit,
             "branch": self.branch,
@@ -213,6 +228,8 @@ def load_sync_state(git: Git) -> SyncState | None:
             data["stage"],
             data["fork_dir"],
             report,
+            data.get("tree_commit"),
+            data.get("previous_import"),
         )
     except (ValueError, KeyError, TypeError) as exc:
         raise FatalError(
@@ -329,13 +346,23 @@ def _kept(report: AbsorbedResult, names: set[str]) -> tuple[dict[str, object], .
     return tuple(p.to_json() for p in report.patches if p.patch not in names)
 
 
-def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
-    """What ``sync TAG`` would do: retire, refresh, bump. Nothing is written."""
+def plan_sync(
+    fork: Fork, git: Git, tag: str, tag_commit: str, tree: str | None = None
+) -> SyncReport:
+    """What ``sync TAG`` would do: retire, refresh, bump. Nothing is written. ``tree``:
+    TAG's release tarball import, the tree the refresh is planned on (a tarball-import
+    pin without one is planned on the tag, with a note saying so)."""
     report = absorbed(fork, git, tag)
     retiring = {p.patch for p in report.retirable()}
     kept = [p for p in fork.patches if p.name not in retiring]
-    refreshed = tuple(plan_refresh(git, tag, kept)) if kept else ()
-    bump = plan_bump(fork.config, git, tag, fetch=False, dry_run=True)
+    onto = (f"{tag}+tarball", tree) if tree else (tag, None)
+    carried = carried_files(fork.config, git, tag_commit) if tree is None else ()
+    refreshed = (
+        tuple(plan_refresh(git, onto[0], kept, onto_commit=onto[1], carried=carried))
+        if kept
+        else ()
+    )
+    bump = plan_bump(fork.config, git, tag, fetch=False, dry_run=True, tree=tree)
     present = {e.patch for e in refreshed if e.status == "conflict" and _already_on(e)}
     conflicts = tuple(
         f"{e.patch}: {e.message}"
@@ -347,6 +374,12 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
         for p in _kept(report, retiring)
         if p["verdict"] in HUMAN_VERDICTS
     ) + tuple(f"{retire_first(p, tag)}, before the sync" for p in kept if p.name in present)
+    if fork.config.pin_import is not None and tree is None:
+        notes += (
+            f"the fork pins a release tarball: the refresh was planned on the tag {tag} "
+            "with the files the pinned tarball adds to its tag; sync with '--tarball "
+            f"FILE...' ({tag}'s release tarball)",
+        )
     return SyncReport(
         tag=tag,
         tag_commit=tag_commit,
@@ -483,9 +516,12 @@ def start_sync(
     progress: Progress | None = None,
     notice: Notice | None = None,
     markdown: ReportWriter | None = None,
+    tarballs: Sequence[Path] = (),
 ) -> SyncReport:
     """Begin a sync of ``tag`` on a new branch and run it as far as it goes; ``markdown``
-    renders the report.md written beside report.json when it finishes."""
+    renders the report.md written beside report.json when it finishes. ``tarballs``:
+    ``tag``'s release tarball (and components), imported first; required when the fork
+    pins a release tarball."""
     existing = load_sync_state(git)
     if existing is not None:
         raise FatalError(
@@ -506,6 +542,7 @@ def start_sync(
         raise FatalError(f"the fork is already pinned to {tag}", "nothing to sync")
     identity = commit_identity(git, env)
     _refuse_uncommitted(config, git)
+    tree_commit = next_tarball(config, git, tag, tarballs)
     start = git.resolve_commit("HEAD")
     toplevel = git.toplevel()
     fork_dir = config.root.resolve().relative_to(toplevel.resolve()).as_posix()
@@ -516,7 +553,21 @@ def start_sync(
     report = SyncReport(
         tag, tag_commit, config.pin_tag, name, "retire", merge_tag=config.layout == "merged"
     )
-    state = SyncState(tag, tag_commit, name, str(worktree), start, "retire", fork_dir, report)
+    previous_import = config.pin_import
+    if previous_import is None or not git.is_ancestor(previous_import, start):
+        previous_import = None  # the branch merged the bare tag: keep merging tags
+    state = SyncState(
+        tag,
+        tag_commit,
+        name,
+        str(worktree),
+        start,
+        "retire",
+        fork_dir,
+        report,
+        tree_commit,
+        previous_import,
+    )
     try:
         _save_state(git, state)
         return _drive(git, state, identity, progress, markdown=markdown)
@@ -536,6 +587,20 @@ def start_sync(
         raise Interrupted(
             "interrupted; the sync was rolled back: no branch, worktree or state is left"
         ) from None
+
+
+def next_tarball(config: Config, git: Git, tag: str, tarballs: Sequence[Path]) -> str | None:
+    """``tag``'s release tarball imported (its commit), or None without tarballs; a fork
+    that pins a release tarball cannot move to a tag without one (exit 2)."""
+    if tarballs:
+        return import_tarballs(config, git, tarballs, tag).commit
+    if config.pin_import is not None:
+        raise FatalError(
+            f"the fork pins the release tarball of {config.pin_tag} (pin.import_commit): "
+            f"a sync to {tag} needs {tag}'s release tarball",
+            f"forktool sync {tag} --tarball FILE... (the orig tarball and any component tarballs)",
+        )
+    return None
 
 
 def _refuse_uncommitted(config: Config, git: Git) -> None:
@@ -759,7 +824,9 @@ def _conflict_stop(run: _Run, entries: tuple[RefreshEntry, ...], message: str) -
 
 def _stage_refresh(run: _Run, resume: bool) -> bool:
     fork = run.fork()
-    pin_commit = fork.config.pin_commit
+    pin_commit = require_tree(fork.config, run.wt)[1]
+    tree = run.state.tree_commit
+    onto = f"{run.state.tag}+tarball" if tree else run.state.tag
     if resume and load_refresh_state(run.wt) is not None:
         result = refresh_continue(
             fork, run.wt, pin_commit=pin_commit, command="sync", drop_files=run.drop_files
@@ -773,7 +840,7 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
             run.main.worktree_remove(resolve_dir)
             shutil.rmtree(resolve_dir, ignore_errors=True)
         result = refresh_onto(
-            fork, run.wt, run.state.tag, pin_commit=pin_commit, worktree=resolve_dir
+            fork, run.wt, onto, pin_commit=pin_commit, worktree=resolve_dir, onto_commit=tree
         )
     if not result.ok and not result.in_progress:  # no hand resolution can help
         raise FatalError(
@@ -797,7 +864,9 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
 
 def _stage_bump(run: _Run, resume: bool) -> bool:
     del resume
-    result = plan_bump(run.config(), run.wt, run.state.tag, fetch=False, dry_run=False)
+    result = plan_bump(
+        run.config(), run.wt, run.state.tag, fetch=False, dry_run=False, tree=run.state.tree_commit
+    )
     run.commit(f"sync {run.state.tag}: pin {run.state.tag} at every pin site\n")
     pins = tuple(PinChange(e.file, e.line, e.old, e.new) for e in result.edits)
     run.advance("merge", pins=pins)
@@ -816,12 +885,14 @@ def _fork_paths(
 
 
 def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
-    """(tree, conflicts, notes) of TAG plus the fork's own files minus declared deletions."""
+    """(tree, conflicts, notes) of TAG (or TAG's tarball import, on a branch that merged
+    the pinned one) plus the fork's own files minus declared deletions."""
     fork = run.fork()
     ledger = fork.ledger
     prefix = f"{run.state.fork_dir}/" if run.state.fork_dir else ""
     head_files = run.wt.ls_tree("HEAD")
-    tag_files = {path: (mode, oid) for mode, oid, path in run.wt.ls_tree(run.state.tag_commit)}
+    merging = run.state.merge_commit
+    tag_files = {path: (mode, oid) for mode, oid, path in run.wt.ls_tree(merging)}
     ours = {
         path: meta
         for path, meta in _fork_paths(
@@ -840,7 +911,7 @@ def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
         return None, conflicts, []
     notes = []
     head_paths = {p for _, _, p in head_files}
-    with run.wt.temp_index(run.state.tag_commit, keep_objects=True) as index:
+    with run.wt.temp_index(merging, keep_objects=True) as index:
         for path, (mode, oid) in ours.items():
             index.add_entry(mode, oid, f"{prefix}{path}")
         for path in tag_files:
@@ -852,7 +923,7 @@ def merged_tree(run: _Run) -> tuple[str | None, list[str], list[str]]:
                 notes.append(
                     f"{path}: the fork deletes it (ledger 'del'); {run.state.tag} still ships it"
                 )
-        previous = run.wt.tag_commit(run.state.report.previous_tag)
+        previous = run.state.previous_import or run.wt.tag_commit(run.state.report.previous_tag)
         pinned = {p: (m, o) for m, o, p in run.wt.ls_tree(previous)} if previous else {}
         edited = [
             p
@@ -882,10 +953,11 @@ def _stage_merge(run: _Run, resume: bool) -> bool:
             "fix the ledger or the files on the sync branch, then 'forktool sync --continue'",
         )
         return False
-    message = f"Merge upstream release {run.state.tag} into the fork\n\nforktool sync: the tree is {run.state.tag} plus the fork's own files.\n"
+    what = f"{run.state.tag}'s release tarball" if run.state.previous_import else run.state.tag
+    message = f"Merge upstream release {what} into the fork\n\nforktool sync: the tree is {what} plus the fork's own files.\n"
     commit = run.wt.commit_tree(
         tree,
-        ["HEAD", run.state.tag_commit],
+        ["HEAD", run.state.merge_commit],
         message.encode(),
         purpose=f"merge {run.state.tag}",
         env=run.identity,

@@ -42,6 +42,8 @@ def render_align(out: Output, result: AlignResult) -> None:
                 ("FAIL", "bold red"),
             )
         )
+    if result.tarball is not None:
+        _render_tarball(out, result)
     newest = result.newest_release
     if newest is not None:
         base = "the pinned tag" if result.layout == "overlay" else "HEAD"
@@ -67,4 +69,26 @@ def render_align(out: Output, result: AlignResult) -> None:
                 f"declared: {', '.join(paths)}",
                 style="red",
             )
+        )
+
+
+def _render_tarball(out: Output, result: AlignResult) -> None:
+    """What the release tarball adds to the tag: its own category, never a finding."""
+    delta = result.tarball
+    assert delta is not None
+    merged = sum(1 for c in result.changes if c.tarball)
+    out.print(f"  release tarball: {delta.commit[:10]} (pin.import_commit)", markup=False)
+    for label, paths in (
+        ("adds", delta.added),
+        ("changes", delta.modified),
+        ("lacks", delta.deleted),
+    ):
+        if paths:
+            shown = ", ".join(paths[:5]) + (
+                f", ... ({len(paths) - 5} more)" if len(paths) > 5 else ""
+            )
+            out.print(f"    {label:<8}{len(paths):>5}  {shown}", markup=False)
+    if merged:
+        out.print(
+            f"    {merged} path(s) at HEAD are as the tarball has them (declared by the import)"
         )

@@ -30,6 +30,11 @@ def render_init(out: Output, result: InitResult) -> None:
             "upstream commit, or 'none' for a fork-only patch), then run 'forktool check'.",
             markup=False,
         )
+        out.print(
+            "Patches to files only the release tarball has (configure, ltmain.sh)? Pin the "
+            "tarball: forktool pin import-tarball ../PKG_VERSION.orig.tar.*",
+            markup=False,
+        )
     elif result.written:
         out.print(
             "Next: add patches to patches/, list them in series, map them in upstream.map, "

@@ -6,6 +6,7 @@ from rich.text import Text
 
 from forktool.engine.pin_sites import BumpResult, PinsResult
 from forktool.engine.pin_state import PinState
+from forktool.engine.tarball import TarballImport
 from forktool.errors import command_line
 from forktool.git import short
 from forktool.output import Output, styled
@@ -113,4 +114,29 @@ def render_bump(out: Output, result: BumpResult) -> None:
                 f"({command_line('git', 'merge', result.tag)}) before 'forktool pin check'.",
                 style="yellow",
             )
+        )
+
+
+def render_import(out: Output, result: TarballImport) -> None:
+    out.print(
+        f"Imported {', '.join(result.tarballs)} on {result.tag} ({short(result.tag_commit)}): "
+        f"{result.files} files, commit {short(result.commit)} ({result.ref}).",
+        markup=False,
+    )
+    for name in result.skipped:
+        out.print(f"  skipped (not a file or symlink): {name}", markup=False)
+    if result.recorded:
+        was = f" (was {short(result.previous)})" if result.previous else ""
+        out.result(
+            f"OK: pin.import_commit is {short(result.commit)}{was}: verify, check and status "
+            "apply the series to the tarball's tree.",
+            markup=False,
+        )
+    elif result.previous == result.commit:
+        out.result(f"OK: pin.import_commit already is {short(result.commit)}.", markup=False)
+    else:
+        out.result(
+            f"Not pinned ({result.tag} is not the pinned tag): sync to it with "
+            f"'forktool sync {result.tag} --tarball FILE...'.",
+            markup=False,
         )

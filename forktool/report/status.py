@@ -16,6 +16,11 @@ if TYPE_CHECKING:  # the result type only for annotations; keep start-up lean
 
 def render_status(out: Output, result: StatusResult) -> None:
     out.print(pin_line(result.pin, "pin   "))
+    if result.tree is not None and result.tree[1] != result.pin.recorded:
+        out.print(
+            f"tree   : {result.tree[0]} ({result.tree[1][:12]}): the patches apply here",
+            markup=False,
+        )
     out.print(f"layout : {result.layout}")
     out.print(f"series : {len(result.patches)} patch(es)")
     newest = result.newest_release
