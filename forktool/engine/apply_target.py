@@ -237,7 +237,7 @@ def apply_to_directory(
     applier: Applier = APPLIERS[engine]()
     patches = list(fork.patches)
     base = f"the target directory {target}"
-    early = [precheck(p, engine) for p in patches]
+    early = [precheck(p, engine, rule=fork.config.apply_rule) for p in patches]
     bad = [v for v in early if v is not None]
     if bad:
         return DirResult(

@@ -122,7 +122,8 @@ def check_pin(ctx: CheckContext) -> list[Finding]:
 
 
 def check_apply(ctx: CheckContext) -> list[Finding]:
-    """Exact apply and exact round trip of the whole series on the pin."""
+    """Exact apply (under the fork's ``apply_rule``) and exact round trip on the pin."""
+    from forktool.engine.attempt import acceptable
     from forktool.engine.verify import verify_series
 
     fork = ctx.fork
@@ -131,8 +132,13 @@ def check_apply(ctx: CheckContext) -> list[Finding]:
         return [Finding("error", result.message, ctx.config.series, None)]
     findings = []
     for verdict in result.patches:
-        if verdict.status not in ("exact", "not-tried"):  # not tried: the culprit says why
-            patch = fork.patch(verdict.patch)
+        patch = fork.patch(verdict.patch)
+        if acceptable(verdict.status, result.allow_offset) and verdict.message:
+            # accepted under the fork's rule (an offset, a hand-edited hunk header): said once
+            findings.append(
+                Finding("info", f"{verdict.status}: {verdict.message}", patch.rel, verdict.line)
+            )
+        elif verdict.status not in ("exact", "not-tried"):  # not tried: the culprit says why
             findings.append(
                 Finding("error", f"{verdict.status}: {verdict.message}", patch.rel, verdict.line)
             )
