@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from forktool.errors import FatalError, GitError, git_said
@@ -123,7 +124,9 @@ def is_revision_expression(name: str) -> bool:
 
 # ``git apply`` onto an index, as every verification runs it: strict paths (-p1), and
 # whitespace neither fixed nor warned about (the patch is applied as it is).
-APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "-p1")
+# --allow-empty: a 0-byte patch is a no-op, as for quilt and dpkg-source (a patch with text
+# but no diff is refused before anything runs: forktool.engine.attempt.precheck).
+APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "--allow-empty", "-p1")
 
 
 def git_apply_args(
@@ -147,7 +150,8 @@ def apply_in_directory(
     """``git apply -v -p1`` of ``patch`` in a plain ``directory`` (never a repository: no
     git directory is looked for above it); ``check_with_context`` only checks, with that
     much context. Not checked: the caller reads git's output."""
-    args = ["apply", "-v", "--whitespace=nowarn", "-p1", *(["-R"] if reverse else [])]
+    args = ["apply", "-v", "--whitespace=nowarn", "--allow-empty", "-p1"]
+    args += ["-R"] if reverse else []
     if check_with_context is not None:
         args += [f"-C{check_with_context}", "--check"]
     return run(
@@ -690,6 +694,15 @@ class Git:
         if res.returncode not in (0, 1):
             raise GitError(f"check ancestry of {ancestor[:12]}", res.argv, res.returncode, res.err)
         return res.returncode == 0
+
+    def tags_containing(self, commit: str, pattern: str) -> list[str]:
+        """The tags matching ``pattern`` whose commit has ``commit`` as an ancestor (git's
+        own ``--contains`` walk, the answer ``merge-base --is-ancestor`` gives per tag)."""
+        res = self.run(
+            ["for-each-ref", "--format=%(refname:strip=2)", "--contains", commit, "refs/tags/"],
+            purpose=f"find the tags that contain {commit[:12]}",
+        )
+        return [tag for tag in res.out.splitlines() if tag and fnmatchcase(tag, pattern)]
 
     def not_in(self, commits: Iterable[str], tip: str) -> set[str]:
         """Those of ``commits`` that are NOT ancestors of ``tip`` (one rev-list call).

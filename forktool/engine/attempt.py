@@ -337,6 +337,18 @@ def _contradiction(diff: FileDiff) -> tuple[Hunk, str] | None:
     return None
 
 
+EMPTY_NOTE = "an empty patch (0 bytes): a no-op, as quilt and dpkg-source apply it"
+
+
+def exact_note(parsed: PatchFile, rule: ApplyRule) -> str:
+    """What an exact verdict says of a patch that is exact in a way worth saying: empty,
+    or with hand-edited hunk headers that the fork's rule accepts."""
+    if parsed.empty:
+        return EMPTY_NOTE
+    edited = hand_edited(parsed) if allows_offset(rule) else None
+    return f"{edited}: hunk headers edited by hand, accepted ({rule} rule)" if edited else ""
+
+
 def hand_edited(parsed: PatchFile) -> str | None:
     """Why a patch's hunk headers look edited by hand (the first such hunk), or None."""
     for diff in parsed.files:
@@ -437,9 +449,7 @@ def classify(
         moved = [p for p in attempt.placements if p.offset]
         edited = hand_edited(patch.parsed) if allows_offset(rule) else None
         if not moved:
-            note = (
-                f"{edited}: hunk headers edited by hand, accepted ({rule} rule)" if edited else ""
-            )
+            note = exact_note(patch.parsed, rule)
             return PatchVerdict(patch.name, "exact", note, tuple(attempt.placements))
         first = moved[0]
         sign = "+" if first.offset > 0 else ""

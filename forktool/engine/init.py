@@ -8,7 +8,7 @@ from pathlib import Path
 
 from forktool.config import CONFIG_NAME, Config, load_config
 from forktool.engine.canonical import loose_patch
-from forktool.engine.map_suggest import Suggestion, build_suggestions
+from forktool.engine.map_suggest import Suggestion, UpstreamLine, build_suggestions
 from forktool.engine.releases import pattern_for_tag
 from forktool.engine.upstream import remote_default_branch
 from forktool.errors import FatalError, InputError
@@ -65,6 +65,16 @@ LEDGER = (
 NOTES_TEXT = "Per-patch context notes: `<patch-stem>.md`.\n"
 
 
+# An adopted quilt series stays as its maintainers keep it, applied as dpkg-source applies it.
+_MAINTAINERS_FORM = (
+    "# The patches stay as their maintainers keep them (fmt and refresh keep every header\n"
+    "# byte for byte), applied as dpkg-source applies them: fuzz never, offsets reported\n"
+    "# and accepted. 'patch_form: canonical' and 'apply_rule: exact' tighten both.\n"
+    "patch_form: maintainers\n"
+    "apply_rule: dpkg\n"
+)
+
+
 def config_text(
     tag: str,
     commit: str,
@@ -75,6 +85,7 @@ def config_text(
     series: str = "series",
     patches: str = "patches",
     branch: str | None = None,
+    maintainers: bool = False,
 ) -> str:
     upstream = f"upstream:\n  remote: {remote}\n" + (f"  url: {url}\n" if url else "")
     if branch is not None and branch != Config.upstream_branch:
@@ -84,6 +95,7 @@ def config_text(
         f"{upstream}"
         f"pin:\n  tag: {tag}\n  commit: {commit}\n"
         f"layout: {layout}\n"
+        f"{_MAINTAINERS_FORM if maintainers else ''}"
         f"release_tags: '{releases}'\n"
         f"series: {series}\n"
         f"patches: {patches}\n"
@@ -209,9 +221,11 @@ def read_quilt(root: Path, directory: Path) -> Quilt:
     return Quilt(rel, series_rel, tuple(patches))
 
 
-def quilt_map(git: Git, quilt: Quilt) -> tuple[str, tuple[Suggestion, ...]]:
+def quilt_map(
+    git: Git, quilt: Quilt, upstream: UpstreamLine | None = None
+) -> tuple[str, tuple[Suggestion, ...]]:
     """upstream.map for the quilt's patches: what their headers say, else ``pending``."""
-    suggestions, entries = build_suggestions(git, quilt.patches, lambda name: None)
+    suggestions, entries = build_suggestions(git, quilt.patches, lambda name: None, upstream)
     by_patch = {e.patch: e for e in entries}
     lines = [
         by_patch[p.name].render() if p.name in by_patch else f"{p.name} pending"
@@ -254,9 +268,19 @@ def scaffold(
     branch = remote_default_branch(git, remote)
     if quilt is not None:
         files[CONFIG_NAME] = config_text(
-            tag, commit, remote, url, layout, series=quilt.series, patches=quilt.rel, branch=branch
+            tag,
+            commit,
+            remote,
+            url,
+            layout,
+            series=quilt.series,
+            patches=quilt.rel,
+            branch=branch,
+            maintainers=True,
         )
-        files["upstream.map"], suggestions = quilt_map(git, quilt)
+        ref = f"refs/remotes/{remote}/{branch or Config.upstream_branch}"
+        upstream = UpstreamLine(ref if git.try_resolve(ref) else None, pattern_for_tag(tag))
+        files["upstream.map"], suggestions = quilt_map(git, quilt, upstream)
     else:
         files[CONFIG_NAME] = config_text(tag, commit, remote, url, layout, branch=branch)
     appended: tuple[str, ...] = ()

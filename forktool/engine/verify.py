@@ -22,7 +22,7 @@ from forktool.engine.attempt import (
     acceptable,
     allows_offset,
     classify,
-    hand_edited,
+    exact_note,
     hunk_placements,
     is_exact,
     precheck,
@@ -220,13 +220,13 @@ class _Survey:
     early: PatchVerdict | None
     placements: tuple[HunkPlacement, ...]
     files: int
-    edited: str | None = None  # hunk headers edited by hand (accepted under dpkg's rule)
+    note: str = ""  # what an exact verdict says (an empty patch, hand-edited hunk headers)
 
 
 def _survey(patch: Patch, rule: ApplyRule) -> _Survey:
     parsed = patch.parse()
     early = precheck(patch, "git", parsed, rule)
-    note = hand_edited(parsed) if allows_offset(rule) else None
+    note = exact_note(parsed, rule)
     return _Survey(early, tuple(hunk_placements(parsed, {}, False)), len(parsed.files), note)
 
 
@@ -289,7 +289,7 @@ def _verdicts_applied(
     its output): exact from the parse, unless git reported an offset (then read from
     its output, or, if that cannot be matched up, from a patch-by-patch run)."""
     if "offset" not in err:
-        return [_exact_verdict(p, s, rule) for p, s in zip(patches, surveys, strict=True)]
+        return [_exact_verdict(p, s) for p, s in zip(patches, surveys, strict=True)]
     groups = _applied_groups(patches, surveys, err)
     if groups is None or len(groups) != len(patches):
         index.read_tree(base_tree)
@@ -308,13 +308,12 @@ def _verdicts_applied(
                 )
             )
         else:
-            verdicts.append(_exact_verdict(patch, survey, rule))
+            verdicts.append(_exact_verdict(patch, survey))
     return verdicts
 
 
-def _exact_verdict(patch: Patch, survey: _Survey, rule: ApplyRule) -> PatchVerdict:
-    note = f"{survey.edited}: hunk headers edited by hand, accepted ({rule} rule)"
-    return PatchVerdict(patch.name, "exact", note if survey.edited else "", survey.placements)
+def _exact_verdict(patch: Patch, survey: _Survey) -> PatchVerdict:
+    return PatchVerdict(patch.name, "exact", survey.note, survey.placements)
 
 
 def _up_to_first_failure(
