@@ -343,7 +343,8 @@ def refresh_onto(
     stamp = fingerprint(fork)
     pin = fork.config.pin_tag
     with git.temp_index() as index:
-        chain = build_chain(index, onto_commit, fork.patches, base_name=onto)
+        rule = fork.config.apply_rule
+        chain = build_chain(index, onto_commit, fork.patches, base_name=onto, rule=rule)
         entries = _entries(chain, fork.patches)
         if not chain.complete:
             failed = chain.failed
@@ -366,7 +367,7 @@ def refresh_onto(
                     "rerun with --worktree DIR to resolve it by hand",
                 )
         else:
-            generated = chain_bytes(index, chain)
+            generated = chain_bytes(index, chain, fork.config.patch_form, rule)
             review = _review(index, fork, pin_commit, onto_commit, chain.tip)
     if not chain.complete:
         assert worktree is not None
@@ -587,7 +588,7 @@ def refresh_continue(
         return _move_worktree(fork, git, state, wt, done[:-1], chain.tip, failed.patch, reason)
     with git.temp_index() as index:
         full = Chain(state.onto_commit, tuple(_links(fork, done)))
-        generated = chain_bytes(index, full)
+        generated = chain_bytes(index, full, fork.config.patch_form, fork.config.apply_rule)
         review = _review(index, fork, pin_commit, state.onto_commit, full.tip)
     final, written = _write(fork, git, done, generated, state.fingerprint, finished=state)
     _close(git, directory)

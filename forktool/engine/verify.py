@@ -384,7 +384,7 @@ def _bisect_applying_prefix(
     return low
 
 
-def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule) -> PatchVerdict:
+def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact") -> PatchVerdict:
     """One patch tried on ``index`` (the patches before it applied): its verdict, and
     the patch applied there when it applies."""
     attempt = try_patch(index, patch)
