@@ -66,7 +66,7 @@ class DebianPackage:
         self.pr_only = repo.commit(
             "main: handle empty input\n", {"src/main.c": _replace(main, "main 50\n", "MAIN 50\n")}
         )
-        repo.git.run(["checkout", "-q", "main"], purpose="back to main")
+        repo.git.run(["checkout", "-q", "-b", "debian", "v1"], purpose="the packaging branch")
         repo.git.run(
             ["update-ref", "refs/remotes/upstream/main", "main"], purpose="upstream's branch"
         )
@@ -346,3 +346,71 @@ def test_json_of_verify_names_the_rule(package: DebianPackage) -> None:
     package.configure("apply_rule: dpkg\n", "apply_rule: exact\n")
     data = json.loads(package.cli("verify", "--format", "json").out)
     assert data["rule"] == "exact"
+
+
+def test_pending_patches_with_no_pr_are_one_line_on_check_and_sync(
+    package: DebianPackage,
+) -> None:
+    package.adopt()
+    result = package.cli("check", "--only", "files", "--format", "json")
+    (check,) = result.json()["checks"]  # type: ignore[misc]
+    messages = [f["message"] for f in check["findings"]]
+    silent = [SERIES[1], SERIES[2], SERIES[4], SERIES[6]]  # no PR named: one line for all
+    assert messages == [
+        f"'{SERIES[5]}' is pending (PR https://bugs.example.org/12): kept, never retired until "
+        "its upstream commit is written in",
+        f"4 patch(es) pending with no PR named: {', '.join(silent)}: kept, never retired until "
+        "an upstream commit is written in",
+    ]
+    plan = package.cli("sync", "v2", "--no-fetch", "--dry-run")
+    said = plan.out.splitlines()
+    assert sum("pending with no PR named" in line for line in said) == 1
+    assert not any(line.strip().startswith(f"{SERIES[4]}:") for line in said)
+
+
+def test_a_committed_debian_directory_gets_one_covering_ledger_line(
+    package: DebianPackage,
+) -> None:
+    package.adopt()
+    for name in ("control", "rules", "changelog", "source/format"):
+        (package.root / "debian" / name).parent.mkdir(parents=True, exist_ok=True)
+        (package.root / "debian" / name).write_text(f"{name}\n")
+    files = {
+        str(p.relative_to(package.root)): p.read_bytes()
+        for p in package.root.rglob("*")
+        if p.is_file() and ".git" not in p.parts
+    }
+    package.repo.commit("debian/ and the fork's files\n", files)
+    result = package.cli("check", "--only", "align", "--format", "json")
+    (check,) = result.json()["checks"]  # type: ignore[misc]
+    hints = {f["path"]: f.get("hint") for f in check["findings"]}
+    assert "debian/rules" in hints
+    assert all(
+        hint is not None and hint.startswith("declare all 4 in one line: add debian/** permanent")
+        for path, hint in hints.items()
+        if path.startswith("debian/")
+    )
+    ledger = package.root / "alignment.ledger"
+    text = ledger.read_text() + "add debian/** permanent Debian packaging\n"
+    package.repo.commit("ledger\n", {"alignment.ledger": text})
+    assert package.cli("check", "--only", "align").code == 0
+
+
+def test_forecast_page_gives_revisit_its_own_colour() -> None:
+    from forktool.engine.forecast import Cell, ForecastResult, PatchRow, Target
+    from forktool.report.tracking import forecast_html
+
+    cells = (
+        Cell("v2", "keep", "exact", None, "kept", ""),
+        Cell("v2", "revisit", "exact", None, "the witnesses disagree", ""),
+    )
+    result = ForecastResult(
+        "v1",
+        "a" * 40,
+        (Target("v2", "b" * 40),),
+        (PatchRow("keep.patch", cells[:1]), PatchRow("revisit.patch", cells[1:])),
+    )
+    page = forecast_html(result)
+    colours = re.findall(r'<td class="cell [^"]*" tabindex="0" style="background:([^"]+)"', page)
+    assert len(colours) == 2 and colours[0] != colours[1]
+    assert 'verdict-revisit" tabindex' in page

@@ -9,7 +9,7 @@ missing or empty input is a finding, never a pass, and a check that cannot run
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -97,22 +97,49 @@ def check_files(ctx: CheckContext) -> list[Finding]:
 
 
 def _pending_notices(fork: Fork) -> list[Finding]:
-    """One notice per patch waiting for upstream, with its PR: never retired until resolved."""
+    """One notice per patch waiting for upstream with its PR, and one for all of those
+    with no PR named (a distribution's own patches, often): never retired until resolved."""
     found = []
+    silent = []
     for patch in fork.patches:
         if not patch.pending or patch.mapping is None:
             continue
-        waiting = f"PR {patch.upstream_pr}" if patch.upstream_pr else "no PR named"
+        if not patch.upstream_pr:
+            silent.append(patch)
+            continue
         found.append(
             Finding(
                 "info",
-                f"'{patch.name}' is pending ({waiting}): kept, never retired until its "
-                "upstream commit is written in",
+                f"'{patch.name}' is pending (PR {patch.upstream_pr}): kept, never retired until "
+                "its upstream commit is written in",
                 fork.config.upstream_map,
                 patch.mapping.line,
             )
         )
+    if silent:
+        found.append(
+            Finding(
+                "info",
+                f"{no_pr_line(p.name for p in silent)}: kept, never retired until an upstream "
+                "commit is written in",
+                fork.config.upstream_map,
+                silent[0].mapping.line if silent[0].mapping else None,
+                NO_PR_HINT,
+            )
+        )
     return found
+
+
+NO_PR_HINT = (
+    "a patch upstream will never take is 'none' in upstream.map (DEP-3 'Forwarded: "
+    "not-needed' says so to 'forktool map suggest'); one sent upstream is 'pending <URL>'"
+)
+
+
+def no_pr_line(names: Iterable[str]) -> str:
+    """The one line for every pending patch with no PR named."""
+    listed = list(names)
+    return f"{len(listed)} patch(es) pending with no PR named: {', '.join(listed)}"
 
 
 def check_pin(ctx: CheckContext) -> list[Finding]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from forktool.engine.check import NO_PR_HINT, no_pr_line
 from forktool.engine.poll import PollResult
 from forktool.engine.sync import SyncReport, pending_patches
 from forktool.output import Output
@@ -30,7 +31,12 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
     if waiting:
         out.print(Text(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold"))
         for name, pr in waiting:
-            out.print(f"  {name}: pending, PR {pr or '(none named)'}", markup=False)
+            if pr:
+                out.print(f"  {name}: pending, PR {pr}", markup=False)
+        silent = [name for name, pr in waiting if not pr]
+        if silent:  # a distribution's own patches: one line, however many
+            out.print(f"  {no_pr_line(silent)}", markup=False)
+            out.print(f"  ({NO_PR_HINT})", markup=False)
     if report.pins:
         out.print(Text(f"pins ({len(report.pins)})", style="bold"))
         for p in report.pins:
