@@ -1010,6 +1010,20 @@ class Git:
             purpose=f"fetch tags from {source}",
         )
 
+    def remote_head_branch(self, source: str) -> str | None:
+        """The branch ``source``'s HEAD names (``ls-remote --symref``), None when it cannot
+        be read (no network, no such remote, a detached HEAD)."""
+        res = self.run(
+            ["ls-remote", "--symref", "--end-of-options", source, "HEAD"],
+            purpose=f"read the default branch of {source}",
+            check=False,
+        )
+        for line in res.out.splitlines() if res.ok else ():
+            ref, _, name = line.partition("\t")
+            if name == "HEAD" and ref.startswith("ref: refs/heads/"):
+                return ref.removeprefix("ref: refs/heads/")
+        return None
+
     def remote_tag_commits(self, source: str, tags: Sequence[str]) -> dict[str, str]:
         """The commit each of ``tags`` peels to on ``source`` (``ls-remote``, no objects
         fetched); a tag ``source`` does not have is absent."""

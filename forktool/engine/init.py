@@ -10,7 +10,7 @@ from forktool.config import CONFIG_NAME, Config, load_config
 from forktool.engine.canonical import loose_patch
 from forktool.engine.map_suggest import Suggestion, UpstreamLine, build_suggestions
 from forktool.engine.releases import pattern_for_tag
-from forktool.engine.upstream import remote_default_branch
+from forktool.engine.upstream import upstream_default_branch
 from forktool.errors import FatalError, InputError
 from forktool.fork import NOTES_DIR, NOTES_README, Patch
 from forktool.fsutil import write_files
@@ -265,7 +265,7 @@ def scaffold(
     fresh = FORK_MD.format(tag=tag, remote_hint=url or f"the '{remote}' remote") + empty_section()
     record = _record_text(root / "FORK.md", "FORK.md", fresh)
     suggestions: tuple[Suggestion, ...] = ()
-    branch = remote_default_branch(git, remote)
+    branch = upstream_default_branch(git, remote, url)
     if quilt is not None:
         files[CONFIG_NAME] = config_text(
             tag,
