@@ -33,7 +33,7 @@ from typing import Literal
 
 from forktool.config import Config, load_config, parse_config
 from forktool.engine.absorbed import AbsorbedResult, absorbed
-from forktool.engine.check import GateResult, run_checks, select_checks
+from forktool.engine.check import NO_PR_HINT, GateResult, no_pr_line, run_checks, select_checks
 from forktool.engine.pin_sites import plan_bump, validate_tag_name
 from forktool.engine.refresh import (
     RefreshEntry,
@@ -351,11 +351,7 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
         if e.status == "conflict" and e.patch not in present
     )
     decisions = already_carried(_kept(report, retiring), present)
-    notes = tuple(
-        f"{p['patch']}: {p['verdict']}: {p.get('reason', '')}"
-        for p in _kept(report, retiring)
-        if p["verdict"] in HUMAN_VERDICTS
-    )
+    notes = human_notes(_kept(report, retiring))
     if decisions:
         notes += (decision_note(decisions, tag),)
     return SyncReport(
@@ -376,6 +372,24 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
         decisions=decisions,
         decide=decision_command(decisions, tag) if decisions else "",
     )
+
+
+def human_notes(kept: tuple[dict[str, object], ...]) -> tuple[str, ...]:
+    """A note per patch a human decides on (``revisit``; ``pending`` with its PR), and one
+    note for every pending patch with no PR named (a distribution's own patches, often:
+    one line however many, not one on every sync for each)."""
+    notes = []
+    silent = []
+    for entry in kept:
+        if entry.get("verdict") not in HUMAN_VERDICTS:
+            continue
+        if entry.get("verdict") == "pending" and not entry.get("upstream_pr"):
+            silent.append(str(entry.get("patch")))
+            continue
+        notes.append(f"{entry.get('patch')}: {entry.get('verdict')}: {entry.get('reason', '')}")
+    if silent:
+        notes.append(f"{no_pr_line(silent)}: waiting for an upstream change ({NO_PR_HINT})")
+    return tuple(notes)
 
 
 def already_carried(
@@ -776,9 +790,7 @@ def _stage_retire(run: _Run, resume: bool) -> bool:
             f"sync {run.state.tag}: retire {len(retiring)} patch(es) absorbed upstream\n\n"
             + "".join(f"- {r.patch}: {r.witnesses}\n" for r in retired)
         )
-    notes = tuple(
-        f"{p.patch}: {p.verdict}: {p.reason}" for p in report.patches if p.verdict in HUMAN_VERDICTS
-    )
+    notes = human_notes(tuple(p.to_json() for p in report.patches))
     run.advance("refresh", retired=retired, kept=_kept(report, set(retiring)), notes=notes)
     return True
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.check import NO_PR_HINT, no_pr_line
 from forktool.engine.poll import PollResult
 from forktool.engine.sync import SyncReport, pending_patches
 from forktool.output import Output
@@ -33,10 +32,7 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
         for name, pr in waiting:
             if pr:
                 out.print(f"  {name}: pending, PR {pr}", markup=False)
-        silent = [name for name, pr in waiting if not pr]
-        if silent:  # a distribution's own patches: one line, however many
-            out.print(f"  {no_pr_line(silent)}", markup=False)
-            out.print(f"  ({NO_PR_HINT})", markup=False)
+        # Those with no PR named are one 'needs a human' line (the plan's notes), not one each.
     if report.pins:
         out.print(Text(f"pins ({len(report.pins)})", style="bold"))
         for p in report.pins:
