@@ -137,6 +137,21 @@ def commit_meta(patch: Patch) -> CommitMeta | str:
     return CommitMeta(name, email, PLACEHOLDER_DATE, message)
 
 
+def lenient_meta(patch: Patch) -> CommitMeta:
+    """The patch's own metadata, or placeholders when its header lacks them: in the
+    maintainers' form the commit never reaches the file (only its diff does)."""
+    meta = commit_meta(patch)
+    if isinstance(meta, CommitMeta):
+        return meta
+    subject = patch.parsed.header.subject or Path(patch.name).stem
+    return CommitMeta(PLACEHOLDER_NAME, PLACEHOLDER_EMAIL, PLACEHOLDER_DATE, subject + "\n")
+
+
+def meta_for_form(form: PatchForm) -> Callable[[Patch], CommitMeta | str]:
+    """How a chain's commits get their metadata in ``form``."""
+    return lenient_meta if form == "maintainers" else commit_meta
+
+
 def loose_patch(name: str, path: Path, data: bytes | None = None) -> Patch:
     """A patch read from ``path`` that is not (yet) part of the fork's series."""
     raw = path.read_bytes() if data is None else data

@@ -261,7 +261,7 @@ def check_align(ctx: CheckContext) -> list[Finding]:
 
 
 def check_format(ctx: CheckContext) -> list[Finding]:
-    """Every patch file is byte-identical to its canonical form on the pin."""
+    """Every patch file is byte-identical to its form on the pin (the fork's patch_form)."""
     from forktool.engine.fmt import fmt_fork
 
     result = fmt_fork(
@@ -269,6 +269,9 @@ def check_format(ctx: CheckContext) -> list[Finding]:
     )
     if result.message:
         return [Finding("error", result.message, ctx.config.series, None)]
+    # In the maintainers' form the format is theirs: a patch that cannot be regenerated
+    # does not apply, which the apply check reports (once, not again here).
+    unapplied = ("error", "pending") if ctx.config.patch_form == "maintainers" else ()
     return [
         Finding(
             "error",
@@ -278,7 +281,7 @@ def check_format(ctx: CheckContext) -> list[Finding]:
             "run 'forktool fmt'",
         )
         for entry in result.entries
-        if entry.status != "canonical"
+        if entry.status != "canonical" and entry.status not in unapplied
     ]
 
 

@@ -19,7 +19,14 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from forktool.engine import Progress
-from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, rewrite_diff
+from forktool.engine.canonical import (
+    Chain,
+    build_chain,
+    chain_bytes,
+    cosmetic_only,
+    meta_for_form,
+    rewrite_diff,
+)
 from forktool.engine.canonical_confirm import regenerate_if_canonical
 from forktool.errors import FatalError
 from forktool.fork import Fork
@@ -105,7 +112,14 @@ def plan_fmt(
             for patch, data in zip(fork.patches, fast, strict=True)
         )
     with git.temp_index() as index:
-        chain = build_chain(index, base_commit, fork.patches, base_name=base, rule=rule)
+        chain = build_chain(
+            index,
+            base_commit,
+            fork.patches,
+            base_name=base,
+            rule=rule,
+            meta_for=meta_for_form(form),
+        )
         applied = Chain(chain.base, tuple(link for link in chain.links if link.commit))
         generated = chain_bytes(index, applied, form, rule)
         entries: list[FmtEntry] = []

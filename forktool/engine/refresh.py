@@ -36,6 +36,7 @@ from forktool.engine.canonical import (
     chain_bytes,
     commit_meta,
     commit_tree,
+    meta_for_form,
     range_diff,
 )
 from forktool.errors import FatalError, rolled_back
@@ -344,7 +345,10 @@ def refresh_onto(
     pin = fork.config.pin_tag
     with git.temp_index() as index:
         rule = fork.config.apply_rule
-        chain = build_chain(index, onto_commit, fork.patches, base_name=onto, rule=rule)
+        meta_for = meta_for_form(fork.config.patch_form)
+        chain = build_chain(
+            index, onto_commit, fork.patches, base_name=onto, rule=rule, meta_for=meta_for
+        )
         entries = _entries(chain, fork.patches)
         if not chain.complete:
             failed = chain.failed
