@@ -417,3 +417,17 @@ def test_forecast_page_gives_revisit_its_own_colour() -> None:
     colours = re.findall(r'<td class="cell [^"]*" tabindex="0" style="background:([^"]+)"', page)
     assert len(colours) == 2 and colours[0] != colours[1]
     assert 'verdict-revisit" tabindex' in page
+
+
+@pytest.mark.parametrize("form", ["maintainers", "canonical"])
+def test_refresh_and_fmt_keep_an_empty_patch_a_no_op(package: DebianPackage, form: str) -> None:
+    """Regression: refresh aborted the whole run (exit 2) on procps' 0-byte ps_checks."""
+    package.adopt()
+    package.configure("patch_form: maintainers\n", f"patch_form: {form}\n")
+    package.keep_only(SERIES[3], SERIES[6], SERIES[4])
+    package.cli("fmt")
+    result = package.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 0, result.out
+    assert (package.quilt / SERIES[6]).read_bytes() == b""
+    assert package.cli("fmt", "--check").code == 0
+    assert package.cli("verify", "--base", "v2").code == 0
