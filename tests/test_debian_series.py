@@ -216,6 +216,9 @@ def test_dpkg_rule_reports_and_accepts_offsets_hand_edits_and_the_empty_patch(
     text = package.cli("verify")
     assert text.code == 0
     assert "offset -3" in text.out
+    assert "OK: 7 patch(es) apply without fuzz (2 at an offset, accepted under the dpkg rule)" in (
+        " ".join(text.out.split())
+    )
 
 
 def test_exact_rule_keeps_calling_hand_edited_headers_malformed(package: DebianPackage) -> None:

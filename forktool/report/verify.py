@@ -38,6 +38,15 @@ def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
     return table
 
 
+def _how(result: VerifyResult) -> str:
+    """ "exactly ", or how many were accepted at an offset (the fork's rule, --allow-offset)."""
+    shifted = sum(p.status == "offset" for p in result.patches)
+    if not shifted:
+        return "exactly "
+    why = f"the {result.rule} rule" if result.rule != "exact" else "--allow-offset"
+    return f"without fuzz ({shifted} at an offset, accepted under {why}) "
+
+
 def render_verify(out: Output, result: VerifyResult) -> None:
     out.print(f"verify on {result.base} ({short(result.base_commit)})")
     if result.patches:
@@ -45,8 +54,8 @@ def render_verify(out: Output, result: VerifyResult) -> None:
     if result.ok:
         out.result(
             Text(
-                f"OK: {len(result.patches)} patch(es) apply exactly and the round trip restores "
-                f"{result.base} exactly.",
+                f"OK: {len(result.patches)} patch(es) apply {_how(result)}and the round trip "
+                f"restores {result.base} exactly.",
                 style="green",
             )
         )
