@@ -434,3 +434,34 @@ def test_refresh_and_fmt_keep_an_empty_patch_a_no_op(package: DebianPackage, for
     assert (package.quilt / SERIES[6]).read_bytes() == b""
     assert package.cli("fmt", "--check").code == 0
     assert package.cli("verify", "--base", "v2").code == 0
+
+
+@pytest.mark.parametrize("engine", ["git", "patch"])
+def test_apply_to_a_directory_follows_the_forks_rule(
+    package: DebianPackage, tmp_path: Path, engine: str
+) -> None:
+    """An image applies the series as dpkg-source would: offsets accepted, then verified."""
+    package.adopt()
+
+    def pristine(name: str) -> Path:
+        tree = tmp_path / name
+        for path in ("src/util.c", "src/main.c", "README"):
+            (tree / path).parent.mkdir(parents=True, exist_ok=True)
+            data = package.repo.git.run(["show", f"v1:{path}"], purpose="the pinned tree").stdout
+            (tree / path).write_bytes(data)
+        return tree
+
+    tree = pristine("dpkg")
+    applied = package.cli("apply", "--target", tree, "--engine", engine, "--format", "json")
+    assert applied.code == 0, applied.out
+    found = statuses(applied)
+    assert found[SERIES[0]][0] == "offset" and "accepted (dpkg rule" in found[SERIES[0]][1]
+    assert b"UTIL 40" in (tree / "src/util.c").read_bytes()
+    assert package.cli("apply", "--target", tree, "--engine", engine, "--verify").code == 0
+    package.configure("apply_rule: dpkg\n", "apply_rule: exact\n")
+    package.keep_only(*(n for n in SERIES if n != SERIES[5]))
+    strict = pristine("exact")
+    refused = package.cli("apply", "--target", strict, "--engine", engine, "--format", "json")
+    assert refused.code == 1
+    assert statuses(refused)[SERIES[0]][0] == "offset"
+    assert b"UTIL 40" not in (strict / "src/util.c").read_bytes()
