@@ -465,3 +465,19 @@ def test_apply_to_a_directory_follows_the_forks_rule(
     assert refused.code == 1
     assert statuses(refused)[SERIES[0]][0] == "offset"
     assert b"UTIL 40" not in (strict / "src/util.c").read_bytes()
+
+
+def test_forecast_counts_an_offset_as_a_break_only_under_the_exact_rule(
+    package: DebianPackage,
+) -> None:
+    package.adopt()
+    package.keep_only(SERIES[0], SERIES[3])
+    package.repo.git.run(["tag", "v1.1", "v1"], purpose="a release with nothing new")
+    dpkg = package.cli("forecast", "--no-fetch", "--tags", "v1.1", "--format", "json")
+    assert dpkg.code == 0, dpkg.err
+    (summary,) = dpkg.json()["summary"]  # type: ignore[misc]
+    assert summary["breaks"] == [] and summary["carry_over"] == 2
+    package.configure("apply_rule: dpkg\n", "apply_rule: exact\n")
+    exact = package.cli("forecast", "--no-fetch", "--tags", "v1.1", "--format", "json")
+    (summary,) = exact.json()["summary"]  # type: ignore[misc]
+    assert summary["breaks"] == [SERIES[0]] and summary["carry_over"] == 1

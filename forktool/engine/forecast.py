@@ -136,8 +136,11 @@ class ForecastResult:
     targets: tuple[Target, ...]
     patches: tuple[PatchRow, ...]
     fetched: bool = False
+    rule: ApplyRule = "exact"  # the fork's apply rule: under dpkg's an offset is no break
 
     def summaries(self) -> list[TargetSummary]:
+        breaking = ("conflict",) if allows_offset(self.rule) else ("conflict", "offset")
+        carried = ("exact", "offset") if allows_offset(self.rule) else ("exact",)
         found = []
         for column, target in enumerate(self.targets):
             cells = [(row.patch, row.cells[column]) for row in self.patches]
@@ -145,12 +148,8 @@ class ForecastResult:
                 TargetSummary(
                     target.ref,
                     tuple(name for name, c in cells if c.verdict == "retire"),
-                    tuple(
-                        (name, c.first_break)
-                        for name, c in cells
-                        if c.apply in ("conflict", "offset")
-                    ),
-                    sum(c.apply == "exact" for _, c in cells),
+                    tuple((name, c.first_break) for name, c in cells if c.apply in breaking),
+                    sum(c.apply in carried for _, c in cells),
                     sum(c.apply == "not-tried" for _, c in cells),
                 )
             )
@@ -497,4 +496,6 @@ def forecast(
                 if progress:
                     progress(1)
     rows = tuple(PatchRow(p.name, tuple(col[p.name] for col in columns)) for p in fork.patches)
-    return ForecastResult(config.pin_tag, config.pin_commit, tuple(targets), rows, fetched)
+    return ForecastResult(
+        config.pin_tag, config.pin_commit, tuple(targets), rows, fetched, config.apply_rule
+    )
