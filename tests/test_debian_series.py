@@ -481,3 +481,15 @@ def test_forecast_counts_an_offset_as_a_break_only_under_the_exact_rule(
     exact = package.cli("forecast", "--no-fetch", "--tags", "v1.1", "--format", "json")
     (summary,) = exact.json()["summary"]  # type: ignore[misc]
     assert summary["breaks"] == [SERIES[0]] and summary["carry_over"] == 1
+
+
+def test_refresh_keeps_a_patch_the_dpkg_rule_accepts_byte_for_byte(package: DebianPackage) -> None:
+    package.adopt()
+    package.keep_only(SERIES[0], SERIES[3])
+    before = package.files()
+    result = package.cli("refresh", "--onto", "v1", "--format", "json")
+    assert result.code == 0, result.out
+    entries = {e["patch"]: e for e in result.json()["patches"]}  # type: ignore[union-attr]
+    assert entries[SERIES[0]]["bytes_changed"] is False
+    assert entries[SERIES[0]]["message"].endswith("; kept byte for byte")
+    assert package.files() == before

@@ -296,10 +296,11 @@ def _write(
         changed = data != patch.data
         if changed:
             changes[patch.path] = data
+        message = entry.message
+        if not changed and entry.status == "rebased":  # accepted as it is (the dpkg rule)
+            message = message.removesuffix("; regenerated") + "; kept byte for byte"
         final.append(
-            RefreshEntry(
-                entry.patch, entry.path, entry.status, entry.message, changed, entry.commit
-            )
+            RefreshEntry(entry.patch, entry.path, entry.status, message, changed, entry.commit)
         )
     written = tuple(sorted(fork.config.rel(p) for p in changes))
     if finished is not None:
