@@ -493,3 +493,13 @@ def test_refresh_keeps_a_patch_the_dpkg_rule_accepts_byte_for_byte(package: Debi
     assert entries[SERIES[0]]["bytes_changed"] is False
     assert entries[SERIES[0]]["message"].endswith("; kept byte for byte")
     assert package.files() == before
+
+
+def test_absorbed_tries_hand_edited_headers_under_the_dpkg_rule(package: DebianPackage) -> None:
+    package.adopt()
+    result = package.cli("absorbed", "--tag", "v2", "--format", "json")
+    assert result.code == 0, result.err
+    entry = next(p for p in result.json()["patches"] if p["patch"] == SERIES[5])  # type: ignore[union-attr]
+    details = " ".join(e["detail"] for e in entry["evidence"])
+    assert "regenerate the patch" not in details
+    assert [e["kind"] for e in entry["evidence"]] == ["offset"]
