@@ -311,7 +311,7 @@ CHECKS: list[CheckSpec] = [
     CheckSpec("files", "config and files", check_files),
     CheckSpec("pin", "pinned tag", check_pin),
     CheckSpec("apply", "exact apply and round trip", check_apply),
-    CheckSpec("format", "canonical patch files", check_format),
+    CheckSpec("format", "patch files in the fork's form", check_format),
     CheckSpec("pins", "pin sites", check_pin_sites),
     CheckSpec("align", "alignment with the pinned tag", check_align),
     CheckSpec("history", "history contract", check_history_contract, _no_history_branch),
