@@ -503,3 +503,20 @@ def test_absorbed_tries_hand_edited_headers_under_the_dpkg_rule(package: DebianP
     details = " ".join(e["detail"] for e in entry["evidence"])
     assert "regenerate the patch" not in details
     assert [e["kind"] for e in entry["evidence"]] == ["offset"]
+
+
+def test_an_empty_patch_before_an_offset_keeps_every_verdict_in_place(
+    package: DebianPackage,
+) -> None:
+    """git prints nothing for an empty patch: the one call's output must not shift."""
+    package.adopt()
+    package.keep_only(SERIES[6], SERIES[3], SERIES[0], SERIES[5])
+    result = package.cli("verify", "--format", "json")
+    assert result.code == 0, result.out
+    found = statuses(result)
+    assert found[SERIES[6]] == ("exact", EMPTY_NOTE)
+    assert found[SERIES[3]] == ("exact", "")
+    assert found[SERIES[0]][0] == "offset" and "offset -3" in found[SERIES[0]][1]
+    assert found[SERIES[5]][0] == "offset" and "edited by hand" in found[SERIES[5]][1]
+    absorbed = package.cli("absorbed", "--tag", "v1", "--format", "json")
+    assert absorbed.code == 0, absorbed.err
