@@ -216,7 +216,7 @@ def test_dpkg_rule_reports_and_accepts_offsets_hand_edits_and_the_empty_patch(
     text = package.cli("verify")
     assert text.code == 0
     assert "offset -3" in text.out
-    assert "OK: 7 patch(es) apply without fuzz (2 at an offset, accepted under the dpkg rule)" in (
+    assert "OK: 5 patch(es) apply exactly, 2 only at an offset (accepted under the dpkg rule)," in (
         " ".join(text.out.split())
     )
 

@@ -112,7 +112,7 @@ def from_line_refs(
         if sha not in messages or not _same_subject(messages[sha], patch):
             continue
         on_branch = upstream.branch is not None and git.is_ancestor(sha, upstream.branch)
-        if on_branch or git.tags_containing(sha, upstream.release_tags):
+        if on_branch or git.tips_containing(sha, git.tag_commits(upstream.release_tags).values()):
             source = patch.parsed.header.lines[0].rstrip("\r")
             found[patch.name] = UpstreamRef("commits", (sha,), None, source)
     return found

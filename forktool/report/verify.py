@@ -38,24 +38,24 @@ def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
     return table
 
 
-def _how(result: VerifyResult) -> str:
-    """ "exactly ", or how many were accepted at an offset (the fork's rule, --allow-offset)."""
-    shifted = sum(p.status == "offset" for p in result.patches)
-    if not shifted:
-        return "exactly "
-    why = f"the {result.rule} rule" if result.rule != "exact" else "--allow-offset"
-    return f"without fuzz ({shifted} at an offset, accepted under {why}) "
-
-
 def render_verify(out: Output, result: VerifyResult) -> None:
     out.print(f"verify on {result.base} ({short(result.base_commit)})")
     if result.patches:
         out.print(_verdict_table(result.patches))
     if result.ok:
+        shifted = sum(v.status == "offset" for v in result.patches)
+        exact = len(result.patches) - shifted
+        how = f"{exact} patch(es) apply exactly"
+        if shifted:  # --allow-offset or the fork's rule: say so, never count them as exact
+            why = (
+                "--allow-offset"
+                if result.rule == "exact"
+                else f"accepted under the {result.rule} rule"
+            )
+            how += f", {shifted} only at an offset ({why}),"
         out.result(
             Text(
-                f"OK: {len(result.patches)} patch(es) apply {_how(result)}and the round trip "
-                f"restores {result.base} exactly.",
+                f"OK: {how} and the round trip restores {result.base} exactly.",
                 style="green",
             )
         )
