@@ -25,6 +25,14 @@ from forktool.regex_safety import nested_repeat
 
 CONFIG_NAME = "forktool.yaml"
 Layout = Literal["merged", "overlay"]
+# The form the fork keeps its patch files in: forktool's canonical form (``fmt`` rewrites
+# every file to it), or the maintainers' own (headers kept byte for byte, a diff
+# regenerated only when it needs it).
+PatchForm = Literal["canonical", "maintainers"]
+# What counts as applying: forktool's exact rule (every hunk at offset 0, no fuzz), or
+# dpkg-source's (no fuzz ever; offsets, and hunk headers edited by hand, reported and
+# accepted). The rule itself lives in forktool.engine.attempt.
+ApplyRule = Literal["exact", "dpkg"]
 MAX_CONFIG_BYTES = 1 << 20
 _NOT_TEXT = {"tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"}
 
@@ -71,6 +79,8 @@ class Config:
     upstream_branch: str = "main"  # upstream's development branch (upstream resolve, forecast)
     pr_patterns: tuple[str, ...] = ()  # extra regexes with a (?P<pr>...) group
     layout: Layout = "merged"
+    patch_form: PatchForm = "canonical"
+    apply_rule: ApplyRule = "exact"
     release_tags: str = "v*"
     release_version: VersionScheme | None = None  # as written; see version_scheme
     prereleases: bool = True
@@ -315,6 +325,20 @@ def _branch_name(node: _Node) -> str:
     return name
 
 
+PATCH_FORMS = ("canonical", "maintainers")
+APPLY_RULES = ("exact", "dpkg")
+
+
+def _choice(node: _Node, what: str, allowed: tuple[str, ...]) -> str:
+    value = node.string(what)
+    if value not in allowed:
+        raise node.fail(
+            f"{what} '{value}' must be one of: {', '.join(allowed)}",
+            f"e.g. {what}: {allowed[0]}",
+        )
+    return value
+
+
 def _pin_site(node: _Node) -> PinSite:
     items = node.mapping("a pin_sites entry")
     _check_keys(node, items, "a pin_sites entry", {"file", "pattern"}, {"file", "pattern"})
@@ -424,6 +448,8 @@ _TOP_KEYS = {
     "upstream",
     "pin",
     "layout",
+    "patch_form",
+    "apply_rule",
     "release_tags",
     "release_version",
     "prereleases",
@@ -497,6 +523,9 @@ def parse_config(text: str, path: Path) -> Config:
         if layout not in ("merged", "overlay"):
             raise top["layout"].fail(f"layout '{layout}' must be 'merged' or 'overlay'")
         values["layout"] = layout
+    for key, allowed in (("patch_form", PATCH_FORMS), ("apply_rule", APPLY_RULES)):
+        if key in top:
+            values[key] = _choice(top[key], key, allowed)
     if "release_tags" in top:
         values["release_tags"] = top["release_tags"].string("release_tags")
     if "release_version" in top:

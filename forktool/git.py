@@ -130,7 +130,9 @@ def is_revision_expression(name: str) -> bool:
 
 # ``git apply`` onto an index, as every verification runs it: strict paths (-p1), and
 # whitespace neither fixed nor warned about (the patch is applied as it is).
-APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "-p1")
+# --allow-empty: a 0-byte patch is a no-op, as for quilt and dpkg-source (a patch with text
+# but no diff is refused before anything runs: forktool.engine.attempt.precheck).
+APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "--allow-empty", "-p1")
 
 
 def git_apply_args(
@@ -154,7 +156,8 @@ def apply_in_directory(
     """``git apply -v -p1`` of ``patch`` in a plain ``directory`` (never a repository: no
     git directory is looked for above it); ``check_with_context`` only checks, with that
     much context. Not checked: the caller reads git's output."""
-    args = ["apply", "-v", "--whitespace=nowarn", "-p1", *(["-R"] if reverse else [])]
+    args = ["apply", "-v", "--whitespace=nowarn", "--allow-empty", "-p1"]
+    args += ["-R"] if reverse else []
     if check_with_context is not None:
         args += [f"-C{check_with_context}", "--check"]
     return run(
@@ -1405,6 +1408,20 @@ class Git:
         """Every tag of ``source`` and the commit it peels to (``ls-remote``, no objects
         fetched)."""
         return self.remote_tag_commits(source, ())
+
+    def remote_head_branch(self, source: str) -> str | None:
+        """The branch ``source``'s HEAD names (``ls-remote --symref``), None when it cannot
+        be read (no network, no such remote, a detached HEAD)."""
+        res = self.run(
+            ["ls-remote", "--symref", "--end-of-options", source, "HEAD"],
+            purpose=f"read the default branch of {source}",
+            check=False,
+        )
+        for line in res.out.splitlines() if res.ok else ():
+            ref, _, name = line.partition("\t")
+            if name == "HEAD" and ref.startswith("ref: refs/heads/"):
+                return ref.removeprefix("ref: refs/heads/")
+        return None
 
     def remote_tag_commits(self, source: str, tags: Sequence[str]) -> dict[str, str]:
         """The commit each of ``tags`` peels to on ``source`` (``ls-remote``, no objects

@@ -928,3 +928,23 @@ def test_init_refuses_an_upstream_that_runs_things(
     assert result.error_lines[0].startswith(f"error: {option} {value!r} "), result.err
     assert message in result.error_lines[0]
     assert snapshot_tree(root) == before
+
+
+def test_init_asks_upstream_for_its_default_branch_when_the_remote_was_added(
+    tmp_path: Path,
+) -> None:
+    """'git remote add upstream URL' + fetch never sets refs/remotes/upstream/HEAD:
+    init reads the branch from upstream itself (ls-remote --symref)."""
+    upstream = RepoBuilder.init(tmp_path / "upstream")
+    upstream.commit("upstream: import\n", {"a.py": lines("a")})
+    upstream.tag("v1")
+    upstream.git.run(["branch", "-m", "main", "master"], purpose="curl's branch name")
+    fork = RepoBuilder.clone(upstream.path, tmp_path / "fork")
+    fork.git.run(["remote", "rename", "origin", "upstream"], purpose="the README's remote")
+    fork.git.run(
+        ["remote", "set-head", "upstream", "--delete"], purpose="as 'remote add' leaves it"
+    )
+    assert fork.git.try_resolve("refs/remotes/upstream/HEAD") is None
+    result = run_cli("-C", fork.path, "init", "--pin", "v1")
+    assert result.code == 0, result.err
+    assert "  branch: master\n" in (fork.path / "forktool.yaml").read_text()

@@ -12,6 +12,7 @@ from apply_support import edit_line, numbered, patch_of, pristine, stray_names, 
 from helpers import MiniFork, mini_fork, snapshot_tree
 
 from forktool.builder import RepoBuilder
+from forktool.engine.attempt import EMPTY_NOTE
 
 APP = "src/app.py"
 BASE = numbered(40)
@@ -198,21 +199,18 @@ def test_missing_patch_file_is_an_error(fork: MiniFork, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_empty_patch_is_refused(fork: MiniFork, tmp_path: Path, engine: str) -> None:
+def test_empty_patch_is_a_no_op_with_a_notice(fork: MiniFork, tmp_path: Path, engine: str) -> None:
+    # quilt and dpkg-source apply a 0-byte patch as a no-op; so does every engine here.
     fork.write({**fork.patches, B: b""})
     target = pristine(fork, tmp_path / "target")
-    before = snapshot_tree(target)
     result = fork.cli("apply", "--target", target, "--engine", engine, "--format", "json")
-    assert result.code == 1
-    assert result.json()["patches"] == [
-        {
-            "patch": B,
-            "status": "malformed",
-            "message": "contains no diff",
-            "hunks": [],
-        }
-    ]
-    assert snapshot_tree(target) == before
+    assert result.code == 0, result.out
+    verdicts = {p["patch"]: p for p in result.json()["patches"]}  # type: ignore[union-attr]
+    assert verdicts[B] == {"patch": B, "status": "exact", "message": EMPTY_NOTE, "hunks": []}
+    verify = fork.cli("verify", "--format", "json")
+    assert verify.code == 0, verify.out
+    notes = {p["patch"]: p["message"] for p in verify.json()["patches"]}  # type: ignore[union-attr]
+    assert notes[B] == EMPTY_NOTE and set(notes.values()) == {"", EMPTY_NOTE}
 
 
 def test_empty_series_is_an_error_never_a_pass(fork: MiniFork, tmp_path: Path) -> None:
@@ -303,7 +301,7 @@ def test_verify_json_has_exactly_the_documented_shape(fork: MiniFork) -> None:
     result = fork.cli("verify", "--format", "json")
     assert result.code == 0
     data = json.loads(result.out)
-    assert set(data) == {"base", "base_commit", "ok", "round_trip", "patches"}
+    assert set(data) == {"base", "base_commit", "ok", "round_trip", "rule", "patches"}
     assert (data["base"], data["ok"], data["round_trip"]) == ("v1", True, True)
     assert data["base_commit"] == fork.repo.rev("v1")
     assert data["patches"] == [

@@ -90,11 +90,6 @@ CASES: list[tuple[str, Breaker, str]] = [
         f"error: patches/{P1}:1: path 'a/.git/config' writes into .git",
     ),
     (
-        "empty-patch",
-        lambda r: (r / "patches" / P2).write_bytes(b""),
-        f"error: patches/{P2}: contains no diff",
-    ),
-    (
         "garbage-patch",
         lambda r: (r / "patches" / P2).write_bytes(b"this is not a patch\nat all\n"),
         f"error: patches/{P2}: contains no diff",

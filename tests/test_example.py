@@ -84,6 +84,6 @@ def test_verbose_explains_every_git_command_on_stderr_only(example_fork: RepoBui
     assert loud.out == quiet.out  # stdout stays one JSON object
     assert quiet.err == ""
     lines = loud.err.splitlines()
-    assert "git apply --cached -v --whitespace=nowarn -p1 " in loud.err
+    assert "git apply --cached -v --whitespace=nowarn --allow-empty -p1 " in loud.err
     assert all(line.startswith("git ") and line.endswith(")") for line in lines), lines
     assert any(line.endswith("# apply the series (exit 0)") for line in lines)

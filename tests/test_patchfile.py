@@ -396,12 +396,21 @@ def test_symlink_mode_is_noticed() -> None:
 # --- malformed ------------------------------------------------------------------------
 
 
-def test_empty_file_contains_no_diff() -> None:
+def test_empty_file_is_an_empty_patch() -> None:
+    # quilt and dpkg-source apply a 0-byte patch (procps' ps_checks) as a no-op.
     patch = parse_patch(b"")
 
-    assert patch.problems == (PatchProblem("malformed", "contains no diff", None),)
-    assert patch.malformed and not patch.unsafe and not patch.ok
+    assert patch.problems == ()
+    assert patch.empty and patch.ok and patch.files == ()
     assert format_patch(patch) == b""
+
+
+def test_blank_lines_are_not_an_empty_patch() -> None:
+    # GNU patch says "Only garbage was found" for a file of blank lines: not a no-op.
+    patch = parse_patch(b"\n\n")
+
+    assert patch.problems == (PatchProblem("malformed", "contains no diff", None),)
+    assert not patch.empty
 
 
 def test_garbage_only_file_contains_no_diff() -> None:

@@ -413,9 +413,9 @@ def test_a_patch_already_on_the_tag_is_flagged_before_the_refresh(
         "-C", sync_fork.path, "sync", "v3", "--no-fetch", "--dry-run", "--format", "json"
     )
     data = plan.json()
-    assert "0002-b.patch is already on v3 (it reverse-applies exactly): retire it first " in str(
-        data["notes"]
-    )
+    assert data["decisions"] == ["0002-b.patch"]
+    assert data["decide"] == "forktool retire 0002-b.patch --tag v3 --force --reason '...'"
+    assert "1 patch(es) already on v3 (each reverse-applies exactly there" in str(data["notes"])
     assert not any(str(c).startswith("0002-b.patch") for c in data["conflicts"])  # type: ignore[union-attr]
     poll = run_cli("-C", sync_fork.path, "upstream", "poll", "--no-fetch", "--format", "json")
     assert poll.code == 4
@@ -423,12 +423,39 @@ def test_a_patch_already_on_the_tag_is_flagged_before_the_refresh(
     result = run_cli("-C", sync_fork.path, "sync", "v3", "--no-fetch")
     assert result.code == 2
     assert result.error_lines == [
-        "error: 0002-b.patch is already on v3 (it reverse-applies exactly): retire it first "
-        "(forktool retire 0002-b.patch --tag v3 --force --reason '...') or drop it; nothing "
-        "was written; the sync was rolled back: no branch, worktree or state is left",
-        "hint: retire or drop it on your branch, commit, and run 'forktool sync v3' again",
+        "error: 1 patch(es) already on v3: 0002-b.patch; the sync was rolled back: no branch, "
+        "worktree or state is left",
+        "hint: record every decision at once: forktool retire 0002-b.patch --tag v3 --force "
+        "--reason '...'; commit, and run 'forktool sync v3' again",
     ]
     assert _state_left(sync_fork) == before
+
+
+def test_every_patch_already_on_the_tag_is_decided_in_one_round(sync_fork: RepoBuilder) -> None:
+    """Two backports on v3: the plan and the sync name both, with one command for both."""
+    sync_fork.checkout("upstream")
+    sync_fork.commit(
+        "b and d: the fork's changes, backported\n",
+        {
+            "b.py": _edit(V1["b.py"], "b.py line 3\n", "b.py line 3 forked\n"),
+            "d.py": _edit(V1["d.py"], "d.py line 6\n", "d.py line 6 forked\n"),
+        },
+    )
+    sync_fork.tag("v3")
+    sync_fork.checkout("main")
+    plan = run_cli("-C", sync_fork.path, "sync", "v3", "--no-fetch", "--dry-run")
+    decide = "forktool retire 0002-b.patch 0004-d.patch --tag v3 --force --reason '...'"
+    assert "2 patch(es) already on v3" in " ".join(plan.out.split())
+    assert decide in " ".join(plan.out.split())
+    result = run_cli("-C", sync_fork.path, "sync", "v3", "--no-fetch")
+    assert result.code == 2
+    assert result.error_lines[0].startswith(
+        "error: 2 patch(es) already on v3: 0002-b.patch, 0004-d.patch;"
+    )
+    assert decide in result.error_lines[1]
+    retire = run_cli("-C", sync_fork.path, *decide.replace("'...'", "backported").split()[1:])
+    assert retire.code == 0, retire.out
+    assert sync_fork.read("series").split() == ["0001-a.patch", "0003-c.patch"]
 
 
 def test_a_pending_patch_already_on_the_tag_is_told_to_record_its_commit_not_forced(
@@ -445,10 +472,10 @@ def test_a_pending_patch_already_on_the_tag_is_told_to_record_its_commit_not_for
         "-C", sync_fork.path, "sync", "v3", "--no-fetch", "--dry-run", "--format", "json"
     )
     assert plan.json()["notes"][-1] == (  # type: ignore[index]
-        "0002-b.patch is already on v3 (it reverse-applies exactly) and is pending: record the "
-        "commit that merged its PR first (forktool upstream resolve --write), so ancestry "
-        "retires it, or retire it by hand (forktool retire 0002-b.patch --tag v3 --force "
-        "--reason '...'), before the sync"
+        "1 patch(es) already on v3 (each reverse-applies exactly there, but no mapped commit "
+        "proves it): 0002-b.patch; record every decision at once, before the sync: forktool "
+        "retire 0002-b.patch --tag v3 --force --reason '...' (or map their upstream commits: "
+        "forktool upstream resolve --write, forktool map suggest --write)"
     )
 
 

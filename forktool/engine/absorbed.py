@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from forktool.config import Config
+from forktool.config import ApplyRule, Config
 from forktool.engine import Progress
 from forktool.engine.attempt import (
     Attempt,
@@ -600,14 +600,14 @@ def _attempts_in_bulk(
 
 
 def apply_states(
-    git: Git, treeish: str, patches: Sequence[Patch], base: str
+    git: Git, treeish: str, patches: Sequence[Patch], base: str, rule: ApplyRule = "exact"
 ) -> dict[str, ApplyState]:
     """Forward and reverse exactness of every patch on ``treeish``: two git calls in the
     common case, one check per patch only if the bulk output cannot be matched up."""
     states: dict[str, ApplyState] = {}
     testable: list[Patch] = []
     for patch in patches:
-        early = precheck(patch, "git")
+        early = precheck(patch, "git", rule=rule)  # dpkg's rule tries hand-edited headers
         if early is not None:
             states[patch.name] = ApplyState(False, False, early.message)
         else:
@@ -809,7 +809,8 @@ def absorbed(
     with ThreadPoolExecutor(max_workers=WITNESS_WORKERS) as pool:
         messages_f = pool.submit(history_messages, git, tag_commit, since)
         first_f = None if releases is None else pool.submit(first_release_map, fork, git, releases)
-        states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
+        rule = fork.config.apply_rule
+        states_f = pool.submit(apply_states, git, tag_commit, patches, tag, rule)
         missing = git.not_ancestors(commits, tag_commit)
         in_tag = [c for c in dict.fromkeys(commits) if c not in missing]
         # Ancestry decides where it says no, unless other evidence says the change may

@@ -279,8 +279,17 @@ def _findings(
 ) -> list[Finding]:
     ledger = config.ledger
     findings = []
+    covering = _covering_globs(changes)
     for change in changes:
         finding = _change_finding(ledger, tag, change)
+        glob = covering.get(change.path)
+        if finding is not None and glob is not None:
+            count = sum(g == glob for g in covering.values())
+            finding = replace(
+                finding,
+                hint=f"declare all {count} in one line: add {glob} permanent <why> (or this "
+                f"path alone: add {change.path} permanent <why>), or remove them",
+            )
         if finding is not None:
             findings.append(finding)
     for item in resurrected:
@@ -315,6 +324,22 @@ def _findings(
             )
         )
     return findings
+
+
+def _covering_globs(changes: Sequence[PathChange]) -> dict[str, str]:
+    """``dir/**`` for each undeclared addition in a top directory that only adds files, two
+    or more of them undeclared (a committed ``debian/``, say): one ledger line declares
+    them all."""
+    by_top: dict[str, list[PathChange]] = {}
+    for change in changes:
+        if "/" in change.path:
+            by_top.setdefault(change.path.split("/", 1)[0], []).append(change)
+    covering = {}
+    for top, group in by_top.items():
+        undeclared = [c for c in group if not c.declared]
+        if len(undeclared) > 1 and all(c.kind in ("added", "tracked") for c in group):
+            covering.update({c.path: f"{top}/**" for c in undeclared})
+    return covering
 
 
 def _change_finding(ledger: str, tag: str, change: PathChange) -> Finding | None:

@@ -16,9 +16,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from forktool.config import ApplyRule
 from forktool.engine import Progress
 from forktool.engine.appliers import APPLIERS, Applier, touched
-from forktool.engine.attempt import Attempt, PatchVerdict, classify, is_exact, precheck
+from forktool.engine.attempt import (
+    Attempt,
+    PatchVerdict,
+    acceptable,
+    allows_offset,
+    classify,
+    is_exact,
+    precheck,
+)
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.model.patchfile import FileDiff
@@ -191,9 +200,16 @@ def _trial(
 
 
 def _judge(
-    applier: Applier, scratch: Path, patch: Patch, base: str, *, reverse: bool = False
+    applier: Applier,
+    scratch: Path,
+    patch: Patch,
+    base: str,
+    *,
+    reverse: bool = False,
+    rule: ApplyRule = "exact",
 ) -> PatchVerdict:
-    """Classify one patch on the scratch tree, and apply it there when it is exact."""
+    """Classify one patch on the scratch tree, and apply it there when it is exact (or,
+    under dpkg-source's ``rule``, applies at an offset without fuzz)."""
     attempt = _trial(applier, scratch, patch, reverse=reverse)
     fuzzy: Attempt | None = None
     reverse_ok = False
@@ -201,8 +217,8 @@ def _judge(
         reverse_ok = is_exact(_trial(applier, scratch, patch, reverse=not reverse))
         if not reverse_ok:
             fuzzy = _trial(applier, scratch, patch, reverse=reverse, fuzz=True)
-    verdict = classify(patch, attempt, fuzzy, reverse_ok, base)
-    if verdict.status == "exact":
+    verdict = classify(patch, attempt, fuzzy, reverse_ok, base, rule)
+    if acceptable(verdict.status, allows_offset(rule)):
         applier.attempt(scratch, patch, reverse=reverse)
     return verdict
 
@@ -237,7 +253,7 @@ def apply_to_directory(
     applier: Applier = APPLIERS[engine]()
     patches = list(fork.patches)
     base = f"the target directory {target}"
-    early = [precheck(p, engine) for p in patches]
+    early = [precheck(p, engine, rule=fork.config.apply_rule) for p in patches]
     bad = [v for v in early if v is not None]
     if bad:
         return DirResult(
@@ -266,16 +282,19 @@ def apply_to_directory(
     with _scratch_copy(target, paths) as scratch:
         if mode == "verify" and exclude:
             return _verify_except(applier, scratch, target, patches, set(exclude), base, dry_run)
+        rule = fork.config.apply_rule
         if mode == "verify":
-            return _verify_directory(applier, scratch, target, patches, base, dry_run, progress)
+            return _verify_directory(
+                applier, scratch, target, patches, base, dry_run, progress, rule
+            )
         if mode == "apply":
             verdicts = []
             for patch in patches:
-                verdict = _judge(applier, scratch, patch, base)
+                verdict = _judge(applier, scratch, patch, base, rule=rule)
                 verdicts.append(verdict)
                 if progress:
                     progress(1)
-                if verdict.status != "exact":
+                if not acceptable(verdict.status, allows_offset(rule)):
                     return DirResult(
                         str(target),
                         engine,
@@ -302,10 +321,12 @@ def _verify_directory(
     base: str,
     dry_run: bool,
     progress: Progress | None,
+    rule: ApplyRule = "exact",
 ) -> DirResult:
     verdicts = []
+    accepted = allows_offset(rule)
     for patch in reversed(patches):
-        verdict = _judge(applier, scratch, patch, base, reverse=True)
+        verdict = _judge(applier, scratch, patch, base, reverse=True, rule=rule)
         if verdict.status == "fails":
             message = verdict.message.replace("does not apply", "does not reverse-apply")
             if message.startswith("already applied"):
@@ -316,10 +337,10 @@ def _verify_directory(
         verdicts.append(verdict)
         if progress:
             progress(1)
-        if verdict.status != "exact":
+        if not acceptable(verdict.status, accepted):
             break
     verdicts.reverse()
-    ok = len(verdicts) == len(patches) and all(v.status == "exact" for v in verdicts)
+    ok = len(verdicts) == len(patches) and all(acceptable(v.status, accepted) for v in verdicts)
     strays = stray_files(target, touched(patches))
     message = (
         f"the target carries exactly the {len(patches)} patches of the series"

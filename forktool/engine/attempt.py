@@ -6,7 +6,10 @@ and the two rules every caller shares:
 
 * :func:`is_exact`, the exactness rule: the patch applies with every hunk at
   offset 0 and no fuzz (:func:`applies_unfuzzed`: no fuzz, any offset;
-  :func:`applies_shifted`: no fuzz, some hunk at an offset);
+  :func:`applies_shifted`: no fuzz, some hunk at an offset). A fork that declares
+  dpkg-source's rule (``apply_rule: dpkg``) accepts what dpkg-source accepts: no fuzz
+  ever, offsets reported and accepted, and hunk headers edited by hand accepted where
+  the hunk applies without fuzz (:func:`is_exact` with ``rule``, :func:`allows_offset`);
 * :func:`classify`, the one place a tried patch gets its status.
 
 A series onto a commit is verified in :mod:`forktool.engine.verify`; onto a plain
@@ -19,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from forktool.config import ApplyRule
 from forktool.fork import Patch
 from forktool.git import TempIndex, git_apply_args
 from forktool.model.patchfile import FileDiff, Hunk, PatchFile
@@ -92,14 +96,24 @@ def applies_unfuzzed(attempt: Attempt) -> bool:
     return attempt.ok and attempt.fuzz == 0
 
 
-def is_exact(attempt: Attempt) -> bool:
-    """The exactness rule: the patch applies with every hunk at offset 0 and no fuzz."""
+def is_exact(attempt: Attempt, rule: ApplyRule = "exact") -> bool:
+    """The exactness rule: the patch applies with every hunk at offset 0 and no fuzz.
+
+    Under dpkg-source's rule (``dpkg``: ``dpkg-source`` applies with ``patch -F 0``)
+    a hunk at an offset is accepted too; fuzz never is."""
+    if allows_offset(rule):
+        return applies_unfuzzed(attempt)
     return applies_unfuzzed(attempt) and not any(p.offset for p in attempt.placements)
+
+
+def allows_offset(rule: ApplyRule) -> bool:
+    """Whether ``rule`` accepts a hunk that applies, unfuzzed, at an offset."""
+    return rule == "dpkg"
 
 
 def applies_shifted(attempt: Attempt) -> bool:
     """The patch applies without fuzz, but only with some hunk at a non-zero offset."""
-    return applies_unfuzzed(attempt) and not is_exact(attempt)
+    return applies_unfuzzed(attempt) and not is_exact(attempt, "exact")
 
 
 def acceptable(status: Status, allow_offset: bool) -> bool:
@@ -387,9 +401,35 @@ def _contradiction(diff: FileDiff) -> tuple[Hunk, str] | None:
     return None
 
 
-def precheck(patch: Patch, engine: str, parsed: PatchFile | None = None) -> PatchVerdict | None:
+EMPTY_NOTE = "an empty patch (0 bytes): a no-op, as quilt and dpkg-source apply it"
+
+
+def exact_note(parsed: PatchFile, rule: ApplyRule) -> str:
+    """What an exact verdict says of a patch that is exact in a way worth saying: empty,
+    or with hand-edited hunk headers that the fork's rule accepts."""
+    if parsed.empty:
+        return EMPTY_NOTE
+    edited = hand_edited(parsed) if allows_offset(rule) else None
+    return f"{edited}: hunk headers edited by hand, accepted ({rule} rule)" if edited else ""
+
+
+def hand_edited(parsed: PatchFile) -> str | None:
+    """Why a patch's hunk headers look edited by hand (the first such hunk), or None."""
+    for diff in parsed.files:
+        if contradiction := _contradiction(diff):
+            return contradiction[1].partition("; the hunk headers")[0]
+    return None
+
+
+def precheck(
+    patch: Patch, engine: str, parsed: PatchFile | None = None, rule: ApplyRule = "exact"
+) -> PatchVerdict | None:
     """A verdict reached from the patch text alone, or None if it must be tried
-    (``parsed``: the patch's parse, when the caller holds one it does not keep)."""
+    (``parsed``: the patch's parse, when the caller holds one it does not keep).
+
+    Hunk headers edited by hand are malformed under the exact rule; under dpkg-source's
+    the patch is tried (GNU patch and git place such a hunk by its lines, and report
+    where: :func:`hand_edited` names it in the verdict)."""
     parsed = parsed or patch.parsed
     for kind in ("unsafe", "malformed"):
         problems = [p for p in parsed.problems if p.kind == kind]
@@ -398,7 +438,7 @@ def precheck(patch: Patch, engine: str, parsed: PatchFile | None = None) -> Patc
     if reused := path_created_and_deleted(parsed):
         diff, message = reused
         return PatchVerdict(patch.name, "malformed", message, file=diff.path, line=diff.line)
-    for diff in parsed.files:
+    for diff in parsed.files if not allows_offset(rule) else ():
         if contradiction := _contradiction(diff):
             hunk, message = contradiction
             number = diff.hunks.index(hunk) + 1
@@ -458,25 +498,40 @@ def gnu_patch_unsupported(parsed: PatchFile) -> tuple[str, str] | None:
 
 
 def classify(
-    patch: Patch, attempt: Attempt, fuzzy: Attempt | None, reverse_ok: bool, base: str
+    patch: Patch,
+    attempt: Attempt,
+    fuzzy: Attempt | None,
+    reverse_ok: bool,
+    base: str,
+    rule: ApplyRule = "exact",
 ) -> PatchVerdict:
     """The one place a tried patch gets its status.
 
     ``attempt`` is the strict try; when it failed, ``reverse_ok`` says whether the
     patch reverse-applies exactly (then it is already applied: never "fuzz"), and
-    ``fuzzy`` is the try with reduced context, made only when it is not.
+    ``fuzzy`` is the try with reduced context, made only when it is not. Under
+    dpkg-source's ``rule`` an offset is still reported as ``offset``, worded as accepted.
     """
     if applies_unfuzzed(attempt):
         moved = [p for p in attempt.placements if p.offset]
+        edited = hand_edited(patch.parsed) if allows_offset(rule) else None
         if not moved:
-            return PatchVerdict(patch.name, "exact", "", tuple(attempt.placements))
+            note = exact_note(patch.parsed, rule)
+            return PatchVerdict(patch.name, "exact", note, tuple(attempt.placements))
         first = moved[0]
         sign = "+" if first.offset > 0 else ""
+        then = (
+            f"accepted ({rule} rule: no fuzz, offsets reported)"
+            if allows_offset(rule)
+            else "run 'forktool refresh'"
+        )
+        if edited:
+            then = f"hunk headers edited by hand ({edited}); {then}"
         return PatchVerdict(
             patch.name,
             "offset",
             f"{first.file}: hunk {first.hunk} applies only at offset {sign}{first.offset} "
-            f"(line {first.line}) on {base}; run 'forktool refresh'",
+            f"(line {first.line}) on {base}; {then}",
             tuple(attempt.placements),
             first.file,
             first.hunk,

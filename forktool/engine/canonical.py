@@ -28,7 +28,16 @@ from dataclasses import dataclass
 from email.utils import parseaddr
 from pathlib import Path
 
-from forktool.engine.attempt import PatchVerdict, classify, is_exact, precheck, try_patch
+from forktool.config import ApplyRule, PatchForm
+from forktool.engine.attempt import (
+    PatchVerdict,
+    acceptable,
+    allows_offset,
+    classify,
+    is_exact,
+    precheck,
+    try_patch,
+)
 from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
@@ -128,6 +137,21 @@ def commit_meta(patch: Patch) -> CommitMeta | str:
     return CommitMeta(name, email, PLACEHOLDER_DATE, message)
 
 
+def lenient_meta(patch: Patch) -> CommitMeta:
+    """The patch's own metadata, or placeholders when its header lacks them: in the
+    maintainers' form the commit never reaches the file (only its diff does)."""
+    meta = commit_meta(patch)
+    if isinstance(meta, CommitMeta):
+        return meta
+    subject = patch.parsed.header.subject or Path(patch.name).stem
+    return CommitMeta(PLACEHOLDER_NAME, PLACEHOLDER_EMAIL, PLACEHOLDER_DATE, subject + "\n")
+
+
+def meta_for_form(form: PatchForm) -> Callable[[Patch], CommitMeta | str]:
+    """How a chain's commits get their metadata in ``form``."""
+    return lenient_meta if form == "maintainers" else commit_meta
+
+
 def loose_patch(name: str, path: Path, data: bytes | None = None) -> Patch:
     """A patch read from ``path`` that is not (yet) part of the fork's series."""
     raw = path.read_bytes() if data is None else data
@@ -187,6 +211,7 @@ def apply_and_commit(
     base_name: str,
     allow_offset: bool,
     meta_for: MetaFn = commit_meta,
+    rule: ApplyRule = "exact",
 ) -> Link:
     """Apply one patch on ``index`` (which holds ``parent``'s tree) and commit it.
 
@@ -195,14 +220,14 @@ def apply_and_commit(
     meta = meta_for(patch)
     if isinstance(meta, str):
         return Link(patch, PatchVerdict(patch.name, "malformed", meta), None)
-    early = precheck(patch, "git")
+    early = precheck(patch, "git", rule=rule)
     if early is not None:
         return Link(patch, early, None)
     attempt = try_patch(index, patch)
     if not attempt.ok:
         reverse_ok = is_exact(try_patch(index, patch, reverse=True, check=True))
-        return Link(patch, classify(patch, attempt, None, reverse_ok, base_name), None)
-    verdict = classify(patch, attempt, None, False, base_name)
+        return Link(patch, classify(patch, attempt, None, reverse_ok, base_name, rule), None)
+    verdict = classify(patch, attempt, None, False, base_name, rule)
     if verdict.status != "exact" and not allow_offset:
         return Link(patch, verdict, None)
     commit = commit_tree(index.git, index.write_tree(), parent, meta, index.env)
@@ -217,6 +242,7 @@ def build_chain(
     base_name: str,
     allow_offset: bool = True,
     meta_for: MetaFn = commit_meta,
+    rule: ApplyRule = "exact",
 ) -> Chain:
     """Commit ``patches`` one by one on ``base_commit``; stops at the first that fails."""
     index.read_tree(f"{base_commit}^{{tree}}")
@@ -224,7 +250,13 @@ def build_chain(
     parent = base_commit
     for patch in patches:
         link = apply_and_commit(
-            index, parent, patch, base_name=base_name, allow_offset=allow_offset, meta_for=meta_for
+            index,
+            parent,
+            patch,
+            base_name=base_name,
+            allow_offset=allow_offset,
+            meta_for=meta_for,
+            rule=rule,
         )
         links.append(link)
         if link.commit is None:
@@ -249,9 +281,21 @@ def format_range(index: TempIndex, base: str, tip: str) -> list[tuple[str, bytes
         shutil.rmtree(out_dir, ignore_errors=True)
 
 
+_ZERO_FROM = b"From " + b"0" * 40 + b" "
+
+
 def with_source_header(source: PatchFile, generated: bytes) -> bytes:
-    """A plain-diff patch keeps its own header lines; only the diff part is generated."""
+    """A plain-diff patch keeps its own header lines; only the diff part is generated.
+
+    A mail header keeps the upstream commit id its ``From <sha>`` line carries (format-patch
+    writes zeros there: the fork's commit id means nothing, upstream's is a fact). An
+    empty patch (0 bytes: a no-op for quilt and dpkg-source) stays empty."""
+    if source.empty:
+        return b""
     if source.header.style != "plain":
+        sha = source.header.from_sha
+        if sha and sha != "0" * 40 and generated.startswith(_ZERO_FROM):
+            return b"From " + sha.encode() + generated[len(_ZERO_FROM) - 1 :]
         return generated
     at = generated.find(b"\ndiff --git ")
     if at == -1:
@@ -260,14 +304,47 @@ def with_source_header(source: PatchFile, generated: bytes) -> bytes:
     return header.encode(ENCODING, ERRORS) + generated[at + 1 :]
 
 
-def chain_bytes(index: TempIndex, chain: Chain) -> list[bytes]:
-    """The canonical bytes of every patch of a complete chain, in order."""
+def in_maintainers_form(patch: Patch, generated: bytes) -> bytes:
+    """``patch`` with its diff part replaced by the one in ``generated``: every byte before
+    its first file diff (the header, a diffstat) and after its last hunk (a signature)
+    kept as written."""
+    parsed = patch.parsed
+    if parsed.empty or not parsed.files:
+        return patch.data
+    at = generated.find(b"\ndiff --git ")
+    if at == -1:
+        raise FatalError("git format-patch wrote a patch without a diff")
+    lines = patch.data.split(b"\n")
+    head = b"".join(line + b"\n" for line in lines[: parsed.files[0].line - 1])
+    tail_count = len(parsed.trailer_lines)
+    tail = b"\n".join(lines[len(lines) - tail_count - (1 if parsed.newline_at_eof else 0) :])
+    return head + generated[at + 1 :] + (tail if tail_count else b"")
+
+
+def chain_bytes(
+    index: TempIndex,
+    chain: Chain,
+    form: PatchForm = "canonical",
+    rule: ApplyRule = "exact",
+) -> list[bytes]:
+    """The bytes of every patch of a complete chain, in order, in the fork's ``form``:
+    canonical, or the maintainers' own (a patch that applies under ``rule`` is kept
+    byte for byte; another keeps its header and gets its diff regenerated)."""
     generated = format_range(index, chain.base, chain.tip)
     if len(generated) != len(chain.links):
         raise FatalError(
             f"git format-patch wrote {len(generated)} patches for {len(chain.links)} commits",
             "a patch that changes nothing cannot be exported; remove it from the series",
         )
+    if form == "maintainers":
+        written = [
+            link.patch.data
+            if acceptable(link.verdict.status, allows_offset(rule))
+            else in_maintainers_form(link.patch, data)
+            for link, (_name, data) in zip(chain.links, generated, strict=True)
+        ]
+        prove_replay(index, chain, written)
+        return written
     written = [
         with_source_header(link.patch.parsed, data)
         for link, (_name, data) in zip(chain.links, generated, strict=True)

@@ -9,7 +9,7 @@ missing or empty input is a finding, never a pass, and a check that cannot run
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -144,22 +144,49 @@ def _mapped_non_commits(ctx: CheckContext) -> list[Finding]:
 
 
 def _pending_notices(fork: Fork) -> list[Finding]:
-    """One notice per patch waiting for upstream, with its PR: never retired until resolved."""
+    """One notice per patch waiting for upstream with its PR, and one for all of those
+    with no PR named (a distribution's own patches, often): never retired until resolved."""
     found = []
+    silent = []
     for patch in fork.patches:
         if not patch.pending or patch.mapping is None:
             continue
-        waiting = f"PR {patch.upstream_pr}" if patch.upstream_pr else "no PR named"
+        if not patch.upstream_pr:
+            silent.append(patch)
+            continue
         found.append(
             Finding(
                 "info",
-                f"'{patch.name}' is pending ({waiting}): kept, never retired until its "
-                "upstream commit is written in",
+                f"'{patch.name}' is pending (PR {patch.upstream_pr}): kept, never retired until "
+                "its upstream commit is written in",
                 fork.config.upstream_map,
                 patch.mapping.line,
             )
         )
+    if silent:
+        found.append(
+            Finding(
+                "info",
+                f"{no_pr_line(p.name for p in silent)}: kept, never retired until an upstream "
+                "commit is written in",
+                fork.config.upstream_map,
+                silent[0].mapping.line if silent[0].mapping else None,
+                NO_PR_HINT,
+            )
+        )
     return found
+
+
+NO_PR_HINT = (
+    "a patch upstream will never take is 'none' in upstream.map (DEP-3 'Forwarded: "
+    "not-needed' says so to 'forktool map suggest'); one sent upstream is 'pending <URL>'"
+)
+
+
+def no_pr_line(names: Iterable[str]) -> str:
+    """The one line for every pending patch with no PR named."""
+    listed = list(names)
+    return f"{len(listed)} patch(es) pending with no PR named: {', '.join(listed)}"
 
 
 def check_pin(ctx: CheckContext) -> list[Finding]:
@@ -170,7 +197,8 @@ def check_pin(ctx: CheckContext) -> list[Finding]:
 
 
 def check_apply(ctx: CheckContext) -> list[Finding]:
-    """Exact apply and exact round trip of the whole series on the pin."""
+    """Exact apply (under the fork's ``apply_rule``) and exact round trip on the pin."""
+    from forktool.engine.attempt import acceptable
     from forktool.engine.verify import verify_series
 
     fork = ctx.fork
@@ -180,8 +208,13 @@ def check_apply(ctx: CheckContext) -> list[Finding]:
         return [Finding("error", result.message, ctx.config.series, None)]
     findings = []
     for verdict in result.patches:
-        if verdict.status not in ("exact", "not-tried"):  # not tried: the culprit says why
-            patch = fork.patch(verdict.patch)
+        patch = fork.patch(verdict.patch)
+        if acceptable(verdict.status, result.allow_offset) and verdict.message:
+            # accepted under the fork's rule (an offset, a hand-edited hunk header): said once
+            findings.append(
+                Finding("info", f"{verdict.status}: {verdict.message}", patch.rel, verdict.line)
+            )
+        elif verdict.status not in ("exact", "not-tried"):  # not tried: the culprit says why
             findings.append(
                 Finding("error", f"{verdict.status}: {verdict.message}", patch.rel, verdict.line)
             )
@@ -277,13 +310,16 @@ def check_align(ctx: CheckContext) -> list[Finding]:
 
 
 def check_format(ctx: CheckContext) -> list[Finding]:
-    """Every patch file is byte-identical to its canonical form on the pin."""
+    """Every patch file is byte-identical to its form on the pin (the fork's patch_form)."""
     from forktool.engine.fmt import fmt_fork
 
     name, commit = ctx.tree
     result = fmt_fork(ctx.fork, ctx.git, base=name, base_commit=commit, check=True)
     if result.message:
         return [Finding("error", result.message, ctx.config.series, None)]
+    # In the maintainers' form the format is theirs: a patch that cannot be regenerated
+    # does not apply, which the apply check reports (once, not again here).
+    unapplied = ("error", "pending") if ctx.config.patch_form == "maintainers" else ()
     return [
         Finding(
             "error",
@@ -293,7 +329,7 @@ def check_format(ctx: CheckContext) -> list[Finding]:
             "run 'forktool fmt'",
         )
         for entry in result.entries
-        if entry.status != "canonical"
+        if entry.status != "canonical" and entry.status not in unapplied
     ]
 
 
@@ -323,7 +359,7 @@ CHECKS: list[CheckSpec] = [
     CheckSpec("files", "config and files", check_files),
     CheckSpec("pin", "pinned tag", check_pin),
     CheckSpec("apply", "exact apply and round trip", check_apply),
-    CheckSpec("format", "canonical patch files", check_format),
+    CheckSpec("format", "patch files in the fork's form", check_format),
     CheckSpec("pins", "pin sites", check_pin_sites),
     CheckSpec("align", "alignment with the pinned tag", check_align),
     CheckSpec("history", "history contract", check_history_contract, _no_history_branch),

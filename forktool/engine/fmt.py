@@ -1,4 +1,8 @@
-"""``fmt``: is every patch file byte-identical to its canonical form on the pin?
+"""``fmt``: is every patch file byte-identical to its form on the pin?
+
+The form is the fork's ``patch_form``: forktool's canonical form, or the maintainers'
+own (a patch that applies under the fork's ``apply_rule`` is left as it is; another keeps
+its header byte for byte and gets its diff regenerated).
 
 Each patch is regenerated on the pinned tree (see :mod:`forktool.engine.canonical`) and
 compared byte for byte. A file whose regeneration differs only cosmetically (same
@@ -15,7 +19,14 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from forktool.engine import Progress
-from forktool.engine.canonical import Chain, build_chain, chain_bytes, cosmetic_only, rewrite_diff
+from forktool.engine.canonical import (
+    Chain,
+    build_chain,
+    chain_bytes,
+    cosmetic_only,
+    meta_for_form,
+    rewrite_diff,
+)
 from forktool.engine.canonical_confirm import regenerate_if_canonical
 from forktool.errors import FatalError
 from forktool.fork import Fork
@@ -91,6 +102,7 @@ def plan_fmt(
     fork: Fork, git: Git, *, base: str, base_commit: str, progress: Progress | None = None
 ) -> tuple[FmtEntry, ...]:
     """Regenerate every patch on ``base_commit`` and compare; nothing is written."""
+    form, rule = fork.config.patch_form, fork.config.apply_rule
     fast = regenerate_if_canonical(git, base_commit, fork.patches)
     if fast is not None:
         if progress:
@@ -100,9 +112,16 @@ def plan_fmt(
             for patch, data in zip(fork.patches, fast, strict=True)
         )
     with git.temp_index() as index:
-        chain = build_chain(index, base_commit, fork.patches, base_name=base)
+        chain = build_chain(
+            index,
+            base_commit,
+            fork.patches,
+            base_name=base,
+            rule=rule,
+            meta_for=meta_for_form(form),
+        )
         applied = Chain(chain.base, tuple(link for link in chain.links if link.commit))
-        generated = chain_bytes(index, applied)
+        generated = chain_bytes(index, applied, form, rule)
         entries: list[FmtEntry] = []
         for position, patch in enumerate(fork.patches):
             if progress:

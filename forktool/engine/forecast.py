@@ -24,10 +24,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from forktool.config import Config
+from forktool.config import ApplyRule, Config
 from forktool.engine.absorbed import Shared, Verdict, absorbed, shared_knowledge
 from forktool.engine.attempt import (
     Attempt,
+    allows_offset,
     classify,
     is_exact,
     precheck,
@@ -146,8 +147,11 @@ class ForecastResult:
     targets: tuple[Target, ...]
     patches: tuple[PatchRow, ...]
     fetched: bool = False
+    rule: ApplyRule = "exact"  # the fork's apply rule: under dpkg's an offset is no break
 
     def summaries(self) -> list[TargetSummary]:
+        breaking = ("conflict",) if allows_offset(self.rule) else ("conflict", "offset")
+        carried = ("exact", "offset") if allows_offset(self.rule) else ("exact",)
         found = []
         for column, target in enumerate(self.targets):
             cells = [(row.patch, row.cells[column]) for row in self.patches]
@@ -155,12 +159,8 @@ class ForecastResult:
                 TargetSummary(
                     target.ref,
                     tuple(name for name, c in cells if c.verdict == "retire"),
-                    tuple(
-                        (name, c.first_break)
-                        for name, c in cells
-                        if c.apply in ("conflict", "offset")
-                    ),
-                    sum(c.apply == "exact" for _, c in cells),
+                    tuple((name, c.first_break) for name, c in cells if c.apply in breaking),
+                    sum(c.apply in carried for _, c in cells),
                     sum(c.apply == "not-tried" for _, c in cells),
                 )
             )
@@ -261,6 +261,7 @@ def _states_of_prefix(
     err: str,
     ref: str,
     overlay: Sequence[Entry] = (),
+    rule: ApplyRule = "exact",
 ) -> dict[str, Applied]:
     """exact/offset for every patch of a prefix that applied, from its one call's output."""
     parts = _split_output(patches, err)
@@ -274,7 +275,7 @@ def _states_of_prefix(
             for p, part in zip(patches, parts, strict=True)
         ]
     for patch, attempt in zip(patches, attempts, strict=True):
-        verdict = classify(patch, attempt, None, False, ref)
+        verdict = classify(patch, attempt, None, False, ref, rule)
         if verdict.status == "exact":
             states[patch.name] = Applied("exact")
         else:
@@ -321,11 +322,16 @@ def _longest_prefix(
     return good, good_err
 
 
-def cumulative_apply(git: Git, target: Target, patches: Sequence[Patch]) -> dict[str, Applied]:
+def cumulative_apply(
+    git: Git, target: Target, patches: Sequence[Patch], rule: ApplyRule = "exact"
+) -> dict[str, Applied]:
     """How each of ``patches`` meets ``target`` applied in series order, as a refresh
     would: one call when the whole series applies; otherwise the culprit is read from
-    git's output and confirmed (a bisection of the prefix when it cannot be read)."""
-    stop = next((i for i, p in enumerate(patches) if precheck(p, "git") is not None), None)
+    git's output and confirmed (a bisection of the prefix when it cannot be read).
+    ``rule``: the fork's apply rule (dpkg-source's accepts hand-edited hunk headers)."""
+    stop = next(
+        (i for i, p in enumerate(patches) if precheck(p, "git", rule=rule) is not None), None
+    )
     candidates = list(patches[:stop]) if stop is not None else list(patches)
     with git.temp_index() as index:
         overlay = target.overlay
@@ -336,11 +342,11 @@ def cumulative_apply(git: Git, target: Target, patches: Sequence[Patch]) -> dict
             else _longest_prefix(index, target.commit, candidates, err, overlay)
         )
         states = _states_of_prefix(
-            index, target.commit, candidates[:good], good_err, target.ref, overlay
+            index, target.commit, candidates[:good], good_err, target.ref, overlay, rule
         )
         rest = list(patches[good:])
         if rest:
-            message = _conflict_message(index, target, candidates[:good], rest[0])
+            message = _conflict_message(index, target, candidates[:good], rest[0], rule)
             states[rest[0].name] = Applied("conflict", message)
             for patch in rest[1:]:
                 states[patch.name] = Applied("not-tried", f"after the conflict of {rest[0].name}")
@@ -348,14 +354,14 @@ def cumulative_apply(git: Git, target: Target, patches: Sequence[Patch]) -> dict
 
 
 def _conflict_message(
-    index: TempIndex, target: Target, before: Sequence[Patch], patch: Patch
+    index: TempIndex, target: Target, before: Sequence[Patch], patch: Patch, rule: ApplyRule
 ) -> str:
-    early = precheck(patch, "git")
+    early = precheck(patch, "git", rule=rule)
     if early is not None:
         return early.message
     _apply_prefix(index, target.commit, before, target.overlay)
     attempt = try_patch(index, patch, check=True)
-    return classify(patch, attempt, None, False, target.ref).message
+    return classify(patch, attempt, None, False, target.ref, rule).message
 
 
 # -- the first break -------------------------------------------------------------------
@@ -470,8 +476,11 @@ def _column(
     """One target's cells: absorbed's verdicts, the cumulative apply, the first breaks."""
     report = absorbed(fork, git, target.ref, tag_commit=target.commit, shared=shared)
     remaining = [p for p in fork.patches if report.patch(p.name).verdict != "retire"]
-    applied = cumulative_apply(git, target, remaining)
-    broken = [p for p in remaining if applied[p.name].state in ("conflict", "offset")]
+    rule = fork.config.apply_rule
+    applied = cumulative_apply(git, target, remaining, rule)
+    # Under dpkg-source's rule an offset is accepted: only a conflict breaks.
+    breaking = ("conflict",) if allows_offset(rule) else ("conflict", "offset")
+    broken = [p for p in remaining if applied[p.name].state in breaking]
     start = start_point(git, fork.config.pin_commit, target) if broken else None
     found: dict[str, tuple[str, int, int]] = {}
     for patch in broken:
@@ -525,4 +534,6 @@ def forecast(
                 if progress:
                     progress(1)
     rows = tuple(PatchRow(p.name, tuple(col[p.name] for col in columns)) for p in fork.patches)
-    return ForecastResult(config.pin_tag, config.pin_commit, tuple(targets), rows, fetched)
+    return ForecastResult(
+        config.pin_tag, config.pin_commit, tuple(targets), rows, fetched, config.apply_rule
+    )

@@ -14,9 +14,9 @@ from forktool.config import (
     url_problem,
 )
 from forktool.engine.canonical import loose_patch
-from forktool.engine.map_suggest import Suggestion, build_suggestions
+from forktool.engine.map_suggest import Suggestion, UpstreamLine, build_suggestions
 from forktool.engine.releases import pattern_for_tag
-from forktool.engine.upstream import remote_default_branch
+from forktool.engine.upstream import upstream_default_branch
 from forktool.errors import FatalError, InputError, command_line
 from forktool.fork import NOTES_DIR, NOTES_README, Patch
 from forktool.fsutil import write_files
@@ -72,6 +72,16 @@ LEDGER = (
 NOTES_TEXT = "Per-patch context notes: `<patch-stem>.md`.\n"
 
 
+# An adopted quilt series stays as its maintainers keep it, applied as dpkg-source applies it.
+_MAINTAINERS_FORM = (
+    "# The patches stay as their maintainers keep them (fmt and refresh keep every header\n"
+    "# byte for byte), applied as dpkg-source applies them: fuzz never, offsets reported\n"
+    "# and accepted. 'patch_form: canonical' and 'apply_rule: exact' tighten both.\n"
+    "patch_form: maintainers\n"
+    "apply_rule: dpkg\n"
+)
+
+
 def config_text(
     tag: str,
     commit: str,
@@ -82,6 +92,7 @@ def config_text(
     series: str = "series",
     patches: str = "patches",
     branch: str | None = None,
+    maintainers: bool = False,
 ) -> str:
     upstream = f"upstream:\n  remote: {remote}\n" + (f"  url: {url}\n" if url else "")
     if branch is not None and branch != Config.upstream_branch:
@@ -97,6 +108,7 @@ def config_text(
         f"{upstream}"
         f"pin:\n  tag: {tag}\n  commit: {commit}\n"
         f"layout: {layout}\n"
+        f"{_MAINTAINERS_FORM if maintainers else ''}"
         f"release_tags: '{releases}'\n"
         f"{version}"
         f"series: {series}\n"
@@ -229,9 +241,11 @@ def read_quilt(root: Path, directory: Path) -> Quilt:
     return Quilt(rel, series_rel, tuple(patches))
 
 
-def quilt_map(git: Git, quilt: Quilt) -> tuple[str, tuple[Suggestion, ...]]:
+def quilt_map(
+    git: Git, quilt: Quilt, upstream: UpstreamLine | None = None
+) -> tuple[str, tuple[Suggestion, ...]]:
     """upstream.map for the quilt's patches: what their headers say, else ``pending``."""
-    suggestions, entries = build_suggestions(git, quilt.patches, lambda name: None)
+    suggestions, entries = build_suggestions(git, quilt.patches, lambda name: None, upstream)
     by_patch = {e.patch: e for e in entries}
     lines = [
         by_patch[p.name].render() if p.name in by_patch else f"{p.name} pending"
@@ -278,12 +292,22 @@ def scaffold(
     fresh = FORK_MD.format(tag=tag, remote_hint=url or f"the '{remote}' remote") + empty_section()
     record = _record_text(root / "FORK.md", "FORK.md", fresh)
     suggestions: tuple[Suggestion, ...] = ()
-    branch = remote_default_branch(git, remote)
+    branch = upstream_default_branch(git, remote, url)
     if quilt is not None:
         files[CONFIG_NAME] = config_text(
-            tag, commit, remote, url, layout, series=quilt.series, patches=quilt.rel, branch=branch
+            tag,
+            commit,
+            remote,
+            url,
+            layout,
+            series=quilt.series,
+            patches=quilt.rel,
+            branch=branch,
+            maintainers=True,
         )
-        files["upstream.map"], suggestions = quilt_map(git, quilt)
+        ref = f"refs/remotes/{remote}/{branch or Config.upstream_branch}"
+        upstream = UpstreamLine(ref if git.try_resolve(ref) else None, pattern_for_tag(tag))
+        files["upstream.map"], suggestions = quilt_map(git, quilt, upstream)
     else:
         files[CONFIG_NAME] = config_text(tag, commit, remote, url, layout, branch=branch)
     appended: tuple[str, ...] = ()

@@ -2,11 +2,13 @@
 
 Each patch's header is read by :func:`forktool.model.upstream_refs.read_refs` (DEP-3,
 Yocto, openSUSE, Linux stable/Android, git's cherry-picked line, forktool's
-trailers). Commit ids are looked up in the repository in one ``cat-file`` call: a
-full id is kept as written when it is a commit or not here yet (``present`` says
-which), an abbreviation only when it names exactly one commit here; a tree, blob or
-tag object is no commit. A patch with any name dropped maps to ``pending``, never
-to the commits that remain: nothing is guessed. ``--write`` fills the map entries that are missing, ``none`` or
+trailers), and the commit a ``From <sha>`` first line names when it is upstream's
+(on its branch or in a release tag, with the patch's subject). Commit ids are looked up
+in the repository in one ``cat-file`` call: a full id is kept as written when it is a
+commit or not here yet (``present`` says which), an abbreviation only when it names
+exactly one commit here; a tree, blob or tag object is no commit. A patch with any name
+dropped maps to ``pending``, never to the commits that remain: nothing is guessed.
+``--write`` fills the map entries that are missing, ``none`` or
 ``pending`` and never replaces commits someone wrote.
 """
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from forktool.engine.map_edit import MapChange, apply_map_changes, entry_value
+from forktool.engine.resolve import branch_ref
 from forktool.fork import Fork, Patch
 from forktool.git import Git
 from forktool.model.upstream_map import MapEntry
@@ -80,6 +83,48 @@ def patch_refs(patches: Sequence[Patch]) -> dict[str, UpstreamRef]:
     return found
 
 
+@dataclass(frozen=True)
+class UpstreamLine:
+    """Where upstream's history is, to judge a ``From <sha>`` line: its development
+    branch (a ref, None when not here) and its release tags (a glob)."""
+
+    branch: str | None
+    release_tags: str
+
+
+def from_line_refs(
+    git: Git, patches: Sequence[Patch], upstream: UpstreamLine
+) -> dict[str, UpstreamRef]:
+    """The ``From <sha>`` first lines (git format-patch's) that name an upstream commit:
+    the commit is here, on upstream's branch or in a release tag, and its subject is the
+    patch's. Never a commit only on another branch (a PR's) or one not here."""
+    shas = {
+        p.name: sha
+        for p in patches
+        if (sha := p.parsed.header.from_sha) and sha != "0" * 40 and p.parsed.header.subject
+    }
+    names = git.resolve_names(shas.values())
+    here = [
+        sha for sha in dict.fromkeys(shas.values()) if (names.get(sha) or ("", ""))[1] == "commit"
+    ]
+    messages = git.commit_messages(here)
+    found = {}
+    for patch in patches:
+        sha = shas.get(patch.name)
+        if sha not in messages or not _same_subject(messages[sha], patch):
+            continue
+        on_branch = upstream.branch is not None and git.is_ancestor(sha, upstream.branch)
+        if on_branch or git.tips_containing(sha, git.tag_commits(upstream.release_tags).values()):
+            source = patch.parsed.header.lines[0].rstrip("\r")
+            found[patch.name] = UpstreamRef("commits", (sha,), None, source)
+    return found
+
+
+def _same_subject(message: str, patch: Patch) -> bool:
+    first = " ".join(message.strip().split("\n", 1)[0].split())
+    return first == " ".join((patch.parsed.header.subject or "").split())
+
+
 def resolve_refs(
     git: Git, refs: dict[str, UpstreamRef]
 ) -> dict[str, tuple[UpstreamRef, bool, tuple[str, ...]]]:
@@ -141,10 +186,21 @@ def _decide(ref: UpstreamRef, current: MapEntry | None) -> tuple[Action, str]:
 
 
 def build_suggestions(
-    git: Git, patches: Sequence[Patch], current_of: Callable[[str], MapEntry | None]
+    git: Git,
+    patches: Sequence[Patch],
+    current_of: Callable[[str], MapEntry | None],
+    upstream: UpstreamLine | None = None,
 ) -> tuple[tuple[Suggestion, ...], list[MapEntry]]:
-    """A suggestion per patch whose header says something, and the map entries to write."""
-    resolved = resolve_refs(git, patch_refs(patches))
+    """A suggestion per patch whose header says something, and the map entries to write.
+
+    With ``upstream``, a patch whose header names no upstream commit otherwise is offered
+    the commit its ``From <sha>`` line names, when that is upstream's (:func:`from_line_refs`).
+    """
+    refs = patch_refs(patches)
+    if upstream is not None:
+        silent = [p for p in patches if p.name not in refs or not refs[p.name].commits]
+        refs.update(from_line_refs(git, silent, upstream))
+    resolved = resolve_refs(git, refs)
     suggestions: list[Suggestion] = []
     entries: list[MapEntry] = []
     for patch in patches:
@@ -176,6 +232,9 @@ def build_suggestions(
 
 def suggest(fork: Fork, git: Git, *, write: bool = False) -> SuggestResult:
     """Suggestions for every patch of the series; with ``write``, fill the map (all or nothing)."""
-    suggestions, entries = build_suggestions(git, fork.patches, fork.upstream_map.get)
+    config = fork.config
+    branch = branch_ref(config)
+    upstream = UpstreamLine(branch if git.try_resolve(branch) else None, config.release_tags)
+    suggestions, entries = build_suggestions(git, fork.patches, fork.upstream_map.get, upstream)
     written = apply_map_changes(fork.config, entries) if write and entries else ()
     return SuggestResult(suggestions, written, write, fork.config.upstream_map)

@@ -36,6 +36,7 @@ from forktool.engine.canonical import (
     chain_bytes,
     commit_meta,
     commit_tree,
+    meta_for_form,
     range_diff,
 )
 from forktool.errors import FatalError, command_line, rolled_back
@@ -324,10 +325,11 @@ def _write(
         changed = data != patch.data
         if changed:
             changes[patch.path] = data
+        message = entry.message
+        if not changed and entry.status == "rebased":  # accepted as it is (the dpkg rule)
+            message = message.removesuffix("; regenerated") + "; kept byte for byte"
         final.append(
-            RefreshEntry(
-                entry.patch, entry.path, entry.status, entry.message, changed, entry.commit
-            )
+            RefreshEntry(entry.patch, entry.path, entry.status, message, changed, entry.commit)
         )
     written = tuple(sorted(fork.config.rel(p) for p in changes))
     if finished is not None:
@@ -379,7 +381,11 @@ def refresh_onto(
     stamp = fingerprint(fork)
     pin = fork.config.pin_tag
     with git.temp_index() as index:
-        chain = build_chain(index, onto_commit, fork.patches, base_name=onto)
+        rule = fork.config.apply_rule
+        meta_for = meta_for_form(fork.config.patch_form)
+        chain = build_chain(
+            index, onto_commit, fork.patches, base_name=onto, rule=rule, meta_for=meta_for
+        )
         entries = _entries(chain, fork.patches)
         if not chain.complete:
             failed = chain.failed
@@ -402,7 +408,7 @@ def refresh_onto(
                     "rerun with --worktree DIR to resolve it by hand",
                 )
         else:
-            generated = chain_bytes(index, chain)
+            generated = chain_bytes(index, chain, fork.config.patch_form, rule)
             review = _review(index, fork, pin_commit, onto_commit, chain.tip)
     if not chain.complete:
         assert worktree is not None
@@ -661,7 +667,7 @@ def refresh_continue(
         return _move_worktree(fork, git, state, wt, done[:-1], chain.tip, failed.patch, reason)
     with git.temp_index() as index:
         full = Chain(state.onto_commit, tuple(_links(fork, done)))
-        generated = chain_bytes(index, full)
+        generated = chain_bytes(index, full, fork.config.patch_form, fork.config.apply_rule)
         review = _review(index, fork, pin_commit, state.onto_commit, full.tip)
     final, written = _write(fork, git, done, generated, state.fingerprint, finished=state)
     _close(git, directory)

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import json
 import secrets
+import shlex
 import shutil
 import signal
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from typing import Literal
 
 from forktool.config import Config, load_config, parse_config
 from forktool.engine.absorbed import AbsorbedResult, absorbed
-from forktool.engine.check import GateResult, run_checks, select_checks
+from forktool.engine.check import NO_PR_HINT, GateResult, no_pr_line, run_checks, select_checks
 from forktool.engine.pin_sites import plan_bump, validate_tag_name
 from forktool.engine.pin_state import require_tree
 from forktool.engine.refresh import (
@@ -41,7 +42,6 @@ from forktool.engine.refresh import (
     refresh_abort,
     refresh_continue,
     refresh_onto,
-    retire_first,
 )
 from forktool.engine.refresh import (
     load_state as load_refresh_state,
@@ -122,6 +122,10 @@ class SyncReport:
     dry_run: bool = False
     worktree: str | None = None
     merge_tag: bool = False  # a merged-layout fork: the sync merges (merged) TAG
+    # Kept patches whose change TAG already carries: each needs a human decision, all
+    # recorded by the one command ``decide``.
+    decisions: tuple[str, ...] = ()
+    decide: str = ""
 
     @property
     def needs_hands(self) -> bool:
@@ -155,6 +159,8 @@ class SyncReport:
             "worktree": self.worktree,
             "message": self.message,
             "merge_tag": self.merge_tag,
+            "decisions": list(self.decisions),
+            "decide": self.decide,
         }
 
 
@@ -293,6 +299,8 @@ def _report_from_json(data: Mapping[str, object]) -> SyncReport:
         check=data["check"] if isinstance(data.get("check"), dict) else None,  # type: ignore[arg-type]
         check_ok=data.get("check_ok") if isinstance(data.get("check_ok"), bool) else None,  # type: ignore[arg-type]
         merge_tag=data.get("merge_tag") is True,
+        decisions=_strings(data, "decisions"),
+        decide=str(data.get("decide", "")),
     )
 
 
@@ -369,11 +377,10 @@ def plan_sync(
         for e in refreshed
         if e.status == "conflict" and e.patch not in present
     )
-    notes = tuple(
-        f"{p['patch']}: {p['verdict']}: {p.get('reason', '')}"
-        for p in _kept(report, retiring)
-        if p["verdict"] in HUMAN_VERDICTS
-    ) + tuple(f"{retire_first(p, tag)}, before the sync" for p in kept if p.name in present)
+    decisions = already_carried(_kept(report, retiring), present)
+    notes = human_notes(_kept(report, retiring))
+    if decisions:
+        notes += (decision_note(decisions, tag),)
     if fork.config.pin_import is not None and tree is None:
         notes += (
             f"the fork pins a release tarball: the refresh was planned on the tag {tag} "
@@ -395,6 +402,59 @@ def plan_sync(
         dry_run=True,
         message="DRY RUN: nothing was written",
         merge_tag=fork.config.layout == "merged",
+        decisions=decisions,
+        decide=decision_command(decisions, tag) if decisions else "",
+    )
+
+
+def human_notes(kept: tuple[dict[str, object], ...]) -> tuple[str, ...]:
+    """A note per patch a human decides on (``revisit``; ``pending`` with its PR), and one
+    note for every pending patch with no PR named (a distribution's own patches, often:
+    one line however many, not one on every sync for each)."""
+    notes = []
+    silent = []
+    for entry in kept:
+        if entry.get("verdict") not in HUMAN_VERDICTS:
+            continue
+        if entry.get("verdict") == "pending" and not entry.get("upstream_pr"):
+            silent.append(str(entry.get("patch")))
+            continue
+        notes.append(f"{entry.get('patch')}: {entry.get('verdict')}: {entry.get('reason', '')}")
+    if silent:
+        notes.append(f"{no_pr_line(silent)}: waiting for an upstream change ({NO_PR_HINT})")
+    return tuple(notes)
+
+
+def already_carried(
+    kept: tuple[dict[str, object], ...],
+    present: Collection[str] = (),
+) -> tuple[str, ...]:
+    """The kept patches whose change the tag already carries (they reverse-apply exactly
+    there, ancestry did not retire them), in series order: ``present`` (refresh found
+    them) and every other the absorbed evidence shows, so one round decides them all."""
+    found = []
+    for entry in kept:
+        evidence = entry.get("evidence")
+        shown = isinstance(evidence, list) and any(
+            isinstance(e, dict) and e.get("kind") == "content-present" for e in evidence
+        )
+        if shown or entry.get("patch") in present:
+            found.append(str(entry.get("patch")))
+    return tuple(found)
+
+
+def decision_command(names: tuple[str, ...], tag: str) -> str:
+    """The one command that records every decision: retire them together, with a reason."""
+    quoted = " ".join(shlex.quote(name) for name in names)
+    return f"forktool retire {quoted} --tag {shlex.quote(tag)} --force --reason '...'"
+
+
+def decision_note(names: tuple[str, ...], tag: str) -> str:
+    return (
+        f"{len(names)} patch(es) already on {tag} (each reverse-applies exactly there, but no "
+        f"mapped commit proves it): {', '.join(names)}; record every decision at once, before "
+        f"the sync: {decision_command(names, tag)} (or map their upstream commits: forktool "
+        "upstream resolve --write, forktool map suggest --write)"
     )
 
 
@@ -809,9 +869,7 @@ def _stage_retire(run: _Run, resume: bool) -> bool:
             f"sync {run.state.tag}: retire {len(retiring)} patch(es) absorbed upstream\n\n"
             + "".join(f"- {r.patch}: {r.witnesses}\n" for r in retired)
         )
-    notes = tuple(
-        f"{p.patch}: {p.verdict}: {p.reason}" for p in report.patches if p.verdict in HUMAN_VERDICTS
-    )
+    notes = human_notes(tuple(p.to_json() for p in report.patches))
     run.advance("refresh", retired=retired, kept=_kept(report, set(retiring)), notes=notes)
     return True
 
@@ -843,10 +901,18 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
             fork, run.wt, onto, pin_commit=pin_commit, worktree=resolve_dir, onto_commit=tree
         )
     if not result.ok and not result.in_progress:  # no hand resolution can help
+        tag = run.state.tag
+        failed = [e.patch for e in result.entries if e.status == "conflict" and _already_on(e)]
+        every = already_carried(run.state.report.kept, failed) if failed else ()
+        if every:  # one decision round: every patch the tag carries, not the first alone
+            raise FatalError(
+                f"{len(every)} patch(es) already on {tag}: {', '.join(every)}",
+                f"record every decision at once: {decision_command(every, tag)}; commit, "
+                f"and run 'forktool sync {tag}' again",
+            )
         raise FatalError(
             result.message,
-            "retire or drop it on your branch, commit, and run 'forktool sync "
-            f"{run.state.tag}' again",
+            f"retire or drop it on your branch, commit, and run 'forktool sync {tag}' again",
         )
     if not result.ok or result.in_progress:
         where = f" in {result.worktree}" if result.worktree else ""

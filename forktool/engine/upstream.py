@@ -78,6 +78,17 @@ def remote_default_branch(git: Git, remote: str) -> str | None:
     return target.removeprefix(prefix) if target and target.startswith(prefix) else None
 
 
+def upstream_default_branch(git: Git, remote: str, url: str | None) -> str | None:
+    """Upstream's default branch: the remote's HEAD as fetched (a clone sets it), else as
+    upstream says (``ls-remote --symref``: ``git remote add`` and ``fetch`` never set it),
+    from the remote or from ``url``; None when neither can tell."""
+    here = remote_default_branch(git, remote)
+    if here is not None:
+        return here
+    source = remote if remote in git.remotes() else url
+    return git.remote_head_branch(source) if source else None
+
+
 def no_source_hint(config: Config) -> str:
     return (
         f"add the remote ({command_line('git', 'remote', 'add', config.upstream_remote)} <url>) "

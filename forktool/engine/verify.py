@@ -13,13 +13,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from forktool.config import ApplyRule
 from forktool.engine import Progress
 from forktool.engine.attempt import (
     Attempt,
     HunkPlacement,
     PatchVerdict,
     acceptable,
+    allows_offset,
     classify,
+    exact_note,
     hunk_placements,
     is_exact,
     precheck,
@@ -43,6 +46,7 @@ class VerifyResult:
     patches: tuple[PatchVerdict, ...]
     allow_offset: bool = False
     message: str = ""
+    rule: ApplyRule = "exact"
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -50,6 +54,7 @@ class VerifyResult:
             "base_commit": self.base_commit,
             "ok": self.ok,
             "round_trip": self.round_trip,
+            "rule": self.rule,
             "patches": [p.to_json() for p in self.patches],
         }
         if self.message:
@@ -163,8 +168,11 @@ def verify_series(
     git applies the whole series in one call while each patch is parsed (once, and
     not kept) for the checks made on its text alone. Every patch after the first
     one that does not apply is ``not-tried`` (unless its text alone condemns it).
+    Under the fork's ``apply_rule: dpkg`` offsets are accepted (and reported).
     """
     patches = fork.patches
+    rule = fork.config.apply_rule
+    allow_offset = allow_offset or allows_offset(rule)
     if not patches:
         return VerifyResult(
             base,
@@ -174,13 +182,14 @@ def verify_series(
             (),
             allow_offset,
             "the series lists no patches: there is nothing to verify",
+            rule,
         )
     base_tree = git.tree_id(base_commit)
     with git.temp_index(base_tree) as index:
         with _SeriesRun(index, patches, reverse=False) as forward:
             surveys = []
             for patch in patches:
-                surveys.append(_survey(patch))
+                surveys.append(_survey(patch, rule))
                 forward.poll()
                 if progress:
                     progress(1)
@@ -191,14 +200,16 @@ def verify_series(
             # is tried on its own, where the warning fails it (try_patch).
             early = min(early, _first_mode_warning(surveys, err))
         if applied and early == len(patches):
-            verdicts = _verdicts_applied(index, base_tree, patches, surveys, err, base)
+            verdicts = _verdicts_applied(index, base_tree, patches, surveys, err, base, rule)
             round_trip = _round_trip(index, patches, base_tree)
             ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts)
-            return VerifyResult(base, base_commit, ok, round_trip, tuple(verdicts), allow_offset)
+            return VerifyResult(
+                base, base_commit, ok, round_trip, tuple(verdicts), allow_offset, rule=rule
+            )
         verdicts = _up_to_first_failure(
-            index, base_tree, patches, surveys, (applied, err), early, base
+            index, base_tree, patches, surveys, (applied, err), early, base, rule
         )
-    return VerifyResult(base, base_commit, False, False, tuple(verdicts), allow_offset)
+    return VerifyResult(base, base_commit, False, False, tuple(verdicts), allow_offset, rule=rule)
 
 
 @dataclass(frozen=True)
@@ -209,12 +220,14 @@ class _Survey:
     early: PatchVerdict | None
     placements: tuple[HunkPlacement, ...]
     files: int
+    note: str = ""  # what an exact verdict says (an empty patch, hand-edited hunk headers)
 
 
-def _survey(patch: Patch) -> _Survey:
+def _survey(patch: Patch, rule: ApplyRule) -> _Survey:
     parsed = patch.parse()
-    early = precheck(patch, "git", parsed)
-    return _Survey(early, tuple(hunk_placements(parsed, {}, False)), len(parsed.files))
+    early = precheck(patch, "git", parsed, rule)
+    note = exact_note(parsed, rule)
+    return _Survey(early, tuple(hunk_placements(parsed, {}, False)), len(parsed.files), note)
 
 
 def _groups(err: str) -> list[list[str]]:
@@ -270,6 +283,7 @@ def _verdicts_applied(
     surveys: Sequence[_Survey],
     err: str,
     base: str,
+    rule: ApplyRule,
 ) -> list[PatchVerdict]:
     """Verdicts of ``patches``, which git applied onto ``index`` in one call (``err``
     its output): exact from the parse, unless git reported an offset (then read from
@@ -279,12 +293,19 @@ def _verdicts_applied(
     groups = _applied_groups(patches, surveys, err)
     if groups is None or len(groups) != len(patches):
         index.read_tree(base_tree)
-        return [_culprit(index, patch, base) for patch in patches]
+        return [_culprit(index, patch, base, rule) for patch in patches]
     verdicts = []
     for patch, survey, group in zip(patches, surveys, groups, strict=True):
         if "offset" in group:
             verdicts.append(
-                classify(patch, read_git_apply(patch.parsed, group, True, False), None, False, base)
+                classify(
+                    patch,
+                    read_git_apply(patch.parsed, group, True, False),
+                    None,
+                    False,
+                    base,
+                    rule,
+                )
             )
         else:
             verdicts.append(_exact_verdict(patch, survey))
@@ -292,7 +313,7 @@ def _verdicts_applied(
 
 
 def _exact_verdict(patch: Patch, survey: _Survey) -> PatchVerdict:
-    return PatchVerdict(patch.name, "exact", "", survey.placements)
+    return PatchVerdict(patch.name, "exact", survey.note, survey.placements)
 
 
 def _up_to_first_failure(
@@ -303,6 +324,7 @@ def _up_to_first_failure(
     forward: tuple[bool, str],
     early: int,
     base: str,
+    rule: ApplyRule,
 ) -> list[PatchVerdict]:
     """Verdicts when the series does not go through: the patches before the first
     failure, the failure (named as a patch-by-patch run names it), the rest not tried.
@@ -326,11 +348,13 @@ def _up_to_first_failure(
             good = _bisect_applying_prefix(index, base_tree, patches, good)
             index.read_tree(base_tree)
             ok, err = _apply_series(index, patches[:good], reverse=False)
-        verdicts = _verdicts_applied(index, base_tree, patches[:good], surveys[:good], err, base)
+        verdicts = _verdicts_applied(
+            index, base_tree, patches[:good], surveys[:good], err, base, rule
+        )
     position = good
     while position < len(patches):
         patch, survey = patches[position], surveys[position]
-        verdict = survey.early or _culprit(index, patch, base)
+        verdict = survey.early or _culprit(index, patch, base, rule)
         verdicts.append(verdict)
         position += 1
         if verdict.status not in ("exact", "offset"):
@@ -360,7 +384,7 @@ def _bisect_applying_prefix(
     return low
 
 
-def _culprit(index: TempIndex, patch: Patch, base: str) -> PatchVerdict:
+def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact") -> PatchVerdict:
     """One patch tried on ``index`` (the patches before it applied): its verdict, and
     the patch applied there when it applies."""
     attempt = try_patch(index, patch)
@@ -370,7 +394,7 @@ def _culprit(index: TempIndex, patch: Patch, base: str) -> PatchVerdict:
         reverse_ok = is_exact(try_patch(index, patch, reverse=True, check=True))
         if not reverse_ok:
             fuzzy = try_patch(index, patch, context=1, check=True)
-    return classify(patch, attempt, fuzzy, reverse_ok, base)
+    return classify(patch, attempt, fuzzy, reverse_ok, base, rule)
 
 
 def _round_trip(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> bool:

@@ -152,6 +152,12 @@ class PatchFile:
         return not self.problems
 
     @property
+    def empty(self) -> bool:
+        """A 0-byte patch file: quilt and dpkg-source apply it as a no-op, and so does
+        every forktool command (with a notice)."""
+        return not self.files and not self.header.lines and not self.problems
+
+    @property
     def unsafe(self) -> bool:
         return any(p.kind == "unsafe" for p in self.problems)
 
@@ -417,7 +423,7 @@ class _Parser:
         header = self.parse_header(self.lines[: len(self.lines) if first is None else first])
         files: list[FileDiff] = []
         trailer_lines: tuple[str, ...] = ()
-        if first is None:
+        if first is None and self.lines:  # 0 bytes: an empty patch, a no-op for quilt
             self.malformed("contains no diff", None)
         self.cursor.pos = len(self.lines) if first is None else first
         gap: list[str] = []

@@ -34,7 +34,9 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
             styled(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold")
         )
         for name, pr in waiting:
-            out.print(f"  {name}: pending, PR {pr or '(none named)'}", markup=False)
+            if pr:
+                out.print(f"  {name}: pending, PR {pr}", markup=False)
+        # Those with no PR named are one 'needs a human' line (the plan's notes), not one each.
     if report.pins:
         out.print(styled(f"pins ({len(report.pins)})", style="bold"))
         for p in report.pins:

@@ -178,6 +178,14 @@ _CSS_COLOUR = {
     "absorbed": "#9e9e9e",
     "not-tried": "#bdbdbd",
 }
+# A verdict a human must settle outranks how the patch applies: never the grey of 'keep'.
+_VERDICT_CSS_COLOUR = {"revisit": "#8e24aa"}
+
+
+def _cell_colour(cell: Cell) -> str:
+    return _VERDICT_CSS_COLOUR.get(cell.verdict) or _CSS_COLOUR.get(cell.apply, "#555")
+
+
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
 table{border-collapse:collapse}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left}
@@ -241,8 +249,8 @@ def forecast_html(result: ForecastResult) -> str:
                 if cell.first_break:
                     label += f" @{cell.first_break.commit[:7]}"
                 parts.append(
-                    f'<td class="cell apply-{esc(cell.apply)}" tabindex="0" '
-                    f'style="background:{_CSS_COLOUR.get(cell.apply, "#555")}" '
+                    f'<td class="cell apply-{esc(cell.apply)} verdict-{esc(cell.verdict)}" '
+                    f'tabindex="0" style="background:{_cell_colour(cell)}" '
                     f'data-details="{esc(_details(row.patch, cell))}">{esc(label)}</td>'
                 )
             parts.append("</tr>")
@@ -251,7 +259,7 @@ def forecast_html(result: ForecastResult) -> str:
         parts.append('<p class="legend">')
         parts += [
             f'<span style="background:{colour}">{esc(state)}</span> {esc(LEGEND[state])} '
-            for state, colour in _CSS_COLOUR.items()
+            for state, colour in {**_CSS_COLOUR, **_VERDICT_CSS_COLOUR}.items()
         ]
         parts.append("</p>")
     data = script_json(result.to_json())

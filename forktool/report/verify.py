@@ -45,8 +45,13 @@ def render_verify(out: Output, result: VerifyResult) -> None:
         shifted = sum(v.status == "offset" for v in result.patches)
         exact = len(result.patches) - shifted
         how = f"{exact} patch(es) apply exactly"
-        if shifted:  # --allow-offset: say so, never count them as exact
-            how += f", {shifted} only at an offset (--allow-offset),"
+        if shifted:  # --allow-offset or the fork's rule: say so, never count them as exact
+            why = (
+                "--allow-offset"
+                if result.rule == "exact"
+                else f"accepted under the {result.rule} rule"
+            )
+            how += f", {shifted} only at an offset ({why}),"
         out.result(
             styled(
                 f"OK: {how} and the round trip restores {result.base} exactly.",
