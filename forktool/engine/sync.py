@@ -1,7 +1,8 @@
 """``forktool sync TAG``: the release procedure, in its proper order, on a new branch.
 
 1. **retire** what TAG absorbed: ancestry only, through the retirement engine;
-2. **refresh** what it did not onto TAG (a conflict stops the sync for a human);
+2. **refresh** what it did not onto TAG (every conflict is listed, and the sync stops
+   once for a human, who resolves them one after the other);
 3. **bump** every pin site to TAG;
 4. **merge** the release **tag** (never upstream's main branch) for a merged-layout fork;
 5. **check** the result, and write a report (markdown for a pull request, and JSON).
@@ -36,7 +37,9 @@ from forktool.engine.check import GateResult, run_checks, select_checks
 from forktool.engine.pin_sites import plan_bump, validate_tag_name
 from forktool.engine.refresh import (
     RefreshEntry,
+    Series,
     plan_refresh,
+    presence,
     refresh_abort,
     refresh_continue,
     refresh_onto,
@@ -122,6 +125,11 @@ class SyncReport:
     merge_tag: bool = False  # a merged-layout fork: the sync merges (merged) TAG
 
     @property
+    def merged(self) -> tuple[str, ...]:
+        """The patches a 3-way merge moved: a reviewer looks at these first."""
+        return tuple(e.patch for e in self.refreshed if e.status == "merged")
+
+    @property
     def needs_hands(self) -> bool:
         return bool(self.conflicts) or self.stage not in ("done",) or self.check_ok is False
 
@@ -143,6 +151,7 @@ class SyncReport:
             "retired": [r.to_json() for r in self.retired],
             "kept": list(self.kept),
             "refreshed": [e.to_json() for e in self.refreshed],
+            "merged": list(self.merged),
             "range_diff": self.range_diff,
             "pins": [p.to_json() for p in self.pins],
             "conflicts": list(self.conflicts),
@@ -334,9 +343,13 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
     report = absorbed(fork, git, tag)
     retiring = {p.patch for p in report.retirable()}
     kept = [p for p in fork.patches if p.name not in retiring]
-    refreshed = tuple(plan_refresh(git, tag, kept)) if kept else ()
+    series = Series(
+        fork.config.pin_commit, fork.config.pin_tag, tuple(kept), fork.config.allow_merged
+    )
+    refreshed = tuple(plan_refresh(git, tag, series)) if kept else ()
     bump = plan_bump(fork.config, git, tag, fetch=False, dry_run=True)
     present = {e.patch for e in refreshed if e.status == "conflict" and _already_on(e)}
+    messages = {e.patch: e.message for e in refreshed}
     conflicts = tuple(
         f"{e.patch}: {e.message}"
         for e in refreshed
@@ -346,7 +359,11 @@ def plan_sync(fork: Fork, git: Git, tag: str, tag_commit: str) -> SyncReport:
         f"{p['patch']}: {p['verdict']}: {p.get('reason', '')}"
         for p in _kept(report, retiring)
         if p["verdict"] in HUMAN_VERDICTS
-    ) + tuple(f"{retire_first(p, tag)}, before the sync" for p in kept if p.name in present)
+    ) + tuple(
+        f"{retire_first(p, tag, presence(messages[p.name]))}, before the sync"
+        for p in kept
+        if p.name in present
+    )
     return SyncReport(
         tag=tag,
         tag_commit=tag_commit,
@@ -767,10 +784,15 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
         )
     if not result.ok or result.in_progress:
         where = f" in {result.worktree}" if result.worktree else ""
-        message = (
-            f"a patch conflicts on {run.state.tag}: resolve it{where}, then run "
-            "'forktool sync --continue' (or 'forktool sync --abort')"
+        names = [e.patch for e in result.entries if e.status == "conflict"]
+        what = (
+            f"{len(names)} patches conflict on {run.state.tag} ({', '.join(names)}): resolve "
+            f"them one after the other{where}, running 'forktool sync --continue' after each"
+            if len(names) > 1
+            else f"a patch conflicts on {run.state.tag}: resolve it{where}, then run "
+            "'forktool sync --continue'"
         )
+        message = f"{what} (or 'forktool sync --abort')"
         return _conflict_stop(run, result.entries, message)
     run.commit(f"sync {run.state.tag}: refresh the series onto {run.state.tag}\n")
     run.advance(

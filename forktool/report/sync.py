@@ -23,9 +23,16 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
         out.print(Text(f"refresh ({len(report.refreshed)}) onto {report.tag}", style="bold"))
         table = new_table("patch", "refresh", "note")
         for e in report.refreshed:
-            style = {"conflict": "red", "rebased": "yellow"}.get(e.status, "green")
+            style = {"conflict": "red", "rebased": "yellow", "merged": "yellow"}.get(
+                e.status, "green"
+            )
             table.add_row(e.patch, Text(e.status, style=style), e.message)
         out.print(table)
+    if report.merged:
+        out.print(
+            Text(f"review first: moved by a 3-way merge: {', '.join(report.merged)}", style="bold"),
+            markup=False,
+        )
     waiting = pending_patches(report)
     if waiting:
         out.print(Text(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold"))
@@ -143,6 +150,12 @@ def render_sync_markdown(report: SyncReport) -> str:
         lines += [f"| `{e.patch}` | {e.status} | {e.message} |" for e in report.refreshed]
     else:
         lines.append("No patch left to refresh.")
+    if report.merged:
+        lines += [
+            "",
+            "**Review first**: moved by a 3-way merge (no conflict, proven exact): "
+            + ", ".join(f"`{name}`" for name in report.merged),
+        ]
     if report.range_diff:
         lines += [
             "",
