@@ -82,7 +82,9 @@ def next_step(report: SyncReport) -> str:
     if report.dry_run and report.notes:
         return f"settle what needs a human (above), then 'forktool sync {report.tag}'"
     if report.dry_run and report.conflicts:
-        return f"forktool sync {report.tag} (it stops at the conflict for you to resolve)"
+        many = len(report.conflicts) > 1
+        what = "once for the conflicts, one after the other" if many else "at the conflict"
+        return f"forktool sync {report.tag} (it stops {what} for you to resolve)"
     if report.dry_run:
         return f"forktool sync {report.tag}"
     if report.stage != "done":
