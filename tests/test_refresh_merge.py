@@ -292,3 +292,43 @@ def test_sync_stops_once_then_resolves_conflicts_in_turn(drift_fork: RepoBuilder
     done = run_cli("-C", drift_fork.path, "sync", "--continue", "--format", "json")
     assert done.json()["stage"] == "done", done.out
     assert done.json()["merged"] == ["0001-a.patch", "0005-mod.patch", "0006-e.patch"]
+
+
+def test_a_merged_plain_diff_keeps_its_header_lines(builder: RepoBuilder) -> None:
+    """A Debian-style patch (DEP-3 header, ``pkg.orig/`` paths) moved by a merge keeps its
+    header byte for byte; only its diff is regenerated."""
+    fork = mini_fork(builder, {"a.py": lines("a")})
+    header = "Description: fork ten\nAuthor: Deb Maint <deb@example.org>\n---\n"
+    body = "".join(f" a{i}\n" for i in range(7, 10)) + "-a10\n+fork10\n"
+    body += "".join(f" a{i}\n" for i in range(11, 14))
+    plain = f"{header}--- pkg.orig/a.py\n+++ pkg/a.py\n@@ -7,7 +7,7 @@\n{body}"
+    builder.commit("upstream\n", {"a.py": edit(lines("a"), ("a8\n", "up8\n"))})
+    builder.tag("v2")
+    fork.write({"fork-ten.diff": plain.encode()})
+    result = fork.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 0, result.out
+    assert statuses(result.json()) == {"fork-ten.diff": "merged"}
+    written = (fork.root / "patches" / "fork-ten.diff").read_text()
+    assert written.startswith(header)
+    assert "-up8\n" not in written and " up8\n" in written and "+fork10\n" in written
+    assert fork.cli("verify", "--base", "v2").code == 0
+
+
+def test_poll_needs_hands_when_merged_is_forbidden(drift_fork: RepoBuilder) -> None:
+    config = drift_fork.path / "forktool.yaml"
+    drift_fork.commit(
+        "fork: a human on every move\n",
+        {"forktool.yaml": config.read_text() + "refresh:\n  allow_merged: false\n"},
+    )
+    plan = run_cli(
+        "-C", drift_fork.path, "sync", "v2", "--no-fetch", "--dry-run", "--format", "json"
+    )
+    data = plan.json()
+    assert data["merged"] == []
+    assert [str(c).split(":")[0] for c in data["conflicts"]] == [  # type: ignore[union-attr]
+        "0001-a.patch",
+        "0002-b.patch",
+        "0004-d.patch",
+        "0005-mod.patch",
+        "0006-e.patch",
+    ]
