@@ -107,27 +107,26 @@ def merge_onto(
         why = pre.failed or f"{patch.name} does not build on the pin"
         return Merge(None, f"no 3-way merge: its pre-image is unknown ({why})")
     before, after = sides
-    git = index.git
-    base = git.commit_tree(
-        index.tree_of(before), [], b"pre-image\n", purpose="record a pre-image", env=_env(index)
-    )
-    ours = git.commit_tree(
-        index.tree_of(parent), [base], b"ours\n", purpose="record the new tree", env=_env(index)
-    )
-    theirs = git.commit_tree(
-        index.tree_of(after), [base], b"theirs\n", purpose="record the patch", env=_env(index)
-    )
+    parent_tree = index.tree_of(parent)
+    base = _commit(index, f"{before}^{{tree}}", [], "pre-image")
+    ours = _commit(index, parent_tree, [base], "ours")
+    theirs = _commit(index, f"{after}^{{tree}}", [base], "theirs")
     result = index.merge_tree(ours, theirs)
     if not result.clean:
         where = ", ".join(result.conflicted[:3]) or "the tree"
         return Merge(None, f"a 3-way merge conflicts too (in {where})")
-    if result.tree == index.tree_of(parent):
-        return Merge(result.tree, absorbed=True)
-    return Merge(result.tree)
+    return Merge(result.tree, absorbed=result.tree == parent_tree)
 
 
-def _env(index: TempIndex) -> dict[str, str]:
-    return {**index.env, **_IDENTITY}
+def _commit(index: TempIndex, tree: str, parents: list[str], what: str) -> str:
+    """A commit made only to give ``merge-tree`` its three sides."""
+    return index.git.commit_tree(
+        tree,
+        parents,
+        f"{what}\n".encode(),
+        purpose=f"record the {what}",
+        env={**index.env, **_IDENTITY},
+    )
 
 
 def prove(index: TempIndex, parent: str, commit: str, patch: Patch) -> tuple[bytes, str]:
