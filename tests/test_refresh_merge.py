@@ -332,3 +332,14 @@ def test_poll_needs_hands_when_merged_is_forbidden(drift_fork: RepoBuilder) -> N
         "0005-mod.patch",
         "0006-e.patch",
     ]
+
+
+def test_a_patch_that_does_not_apply_on_the_pin_leaves_the_later_ones_their_pre_images(
+    drift: MiniFork,
+) -> None:
+    """The pre-images are built as a rebase goes: past a patch that fails on the pin."""
+    broken = drift.patches["0004-d.patch"].replace(b"-d10\n", b"-d10 not on v1\n")
+    keep_only(drift, ["0001-a.patch"])
+    drift.write({"0000-broken.patch": broken, "0001-a.patch": drift.patches["0001-a.patch"]})
+    result = drift.cli("refresh", "--onto", "v2", "--format", "json")
+    assert statuses(result.json()) == {"0000-broken.patch": "conflict", "0001-a.patch": "merged"}

@@ -28,7 +28,7 @@ from forktool.engine.canonical import (
     PLACEHOLDER_DATE,
     PLACEHOLDER_EMAIL,
     PLACEHOLDER_NAME,
-    build_chain,
+    apply_and_commit,
     format_range,
     loose_patch,
     with_source_header,
@@ -60,29 +60,31 @@ class PreImages:
         self._patches = tuple(patches)
         self._pin_name = pin_name
         self._sides: dict[str, tuple[str, str]] | None = None
-        self.failed: str = ""  # why the series could not be built on the pin, if it could not
+        self.failed: dict[str, str] = {}  # why a patch has no pre-image
 
     def sides(self, name: str) -> tuple[str, str] | None:
-        """(pre-image commit, post-image commit) of patch ``name``, or None when the
-        series does not build that far on the pin."""
+        """(pre-image commit, post-image commit) of patch ``name``, or None when it
+        does not apply on the pin."""
         if self._sides is None:
             self._sides = self._build()
         return self._sides.get(name)
 
     def _build(self) -> dict[str, tuple[str, str]]:
-        chain = build_chain(
-            self._index.sibling("pre-images"),
-            self._pin_commit,
-            self._patches,
-            base_name=self._pin_name,
-        )
+        """Each patch committed on the pin after the ones before it; a patch that does
+        not apply there is left out (the later ones are built without it, as a rebase
+        goes on after a skip), and has no pre-image."""
+        index = self._index.sibling("pre-images")
+        index.read_tree(f"{self._pin_commit}^{{tree}}")
         sides = {}
         before = self._pin_commit
-        for link in chain.links:
+        for patch in self._patches:
+            link = apply_and_commit(
+                index, before, patch, base_name=self._pin_name, allow_offset=True
+            )
             if link.commit is None:
-                self.failed = f"{link.patch.name} does not apply on {self._pin_name}"
-                break
-            sides[link.patch.name] = (before, link.commit)
+                self.failed[patch.name] = f"{patch.name} does not apply on {self._pin_name}"
+                continue
+            sides[patch.name] = (before, link.commit)
             before = link.commit
         return sides
 
@@ -104,7 +106,7 @@ def merge_onto(
     on ``parent``; ``index`` is left as it was)."""
     sides = pre.sides(patch.name)
     if sides is None:
-        why = pre.failed or f"{patch.name} does not build on the pin"
+        why = pre.failed.get(patch.name, f"{patch.name} is not in the series")
         return Merge(None, f"no 3-way merge: its pre-image is unknown ({why})")
     before, after = sides
     parent_tree = index.tree_of(parent)
