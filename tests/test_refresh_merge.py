@@ -343,3 +343,30 @@ def test_a_patch_that_does_not_apply_on_the_pin_leaves_the_later_ones_their_pre_
     drift.write({"0000-broken.patch": broken, "0001-a.patch": drift.patches["0001-a.patch"]})
     result = drift.cli("refresh", "--onto", "v2", "--format", "json")
     assert statuses(result.json()) == {"0000-broken.patch": "conflict", "0001-a.patch": "merged"}
+
+
+def test_the_worktree_shows_merge_markers_for_a_plain_diff_without_blob_ids(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    """A quilt patch names no blobs (git apply --3way cannot merge it and leaves .rej
+    files): the worktree gets git's merge from its pre-image on the pin instead."""
+    fork = mini_fork(builder, {"a.py": lines("a")})
+    body = "".join(f" a{i}\n" for i in range(7, 10)) + "-a10\n+fork10\n"
+    body += "".join(f" a{i}\n" for i in range(11, 14))
+    plain = f"--- pkg.orig/a.py\n+++ pkg/a.py\n@@ -7,7 +7,7 @@\n{body}"
+    builder.commit("upstream\n", {"a.py": edit(lines("a"), ("a10\n", "up10\n"))})
+    builder.tag("v2")
+    fork.write({"fork-ten.diff": plain.encode()})
+    wt = tmp_path / "resolve"
+    opened = fork.cli("refresh", "--onto", "v2", "--worktree", wt, "--format", "json")
+    assert opened.code == 1
+    assert "merged 3-way from its pre-image on v1, with conflict markers" in str(
+        messages(opened.json())["fork-ten.diff"]
+    )
+    text = (wt / "a.py").read_text()
+    assert "<<<<<<< " in text and "up10\n" in text and "fork10\n" in text
+    assert not list(wt.glob("*.rej"))
+    (wt / "a.py").write_text(edit(lines("a"), ("a10\n", "up10 fork10\n")))
+    done = fork.cli("refresh", "--continue", "--format", "json")
+    assert done.code == 0, done.out
+    assert fork.cli("verify", "--base", "v2").code == 0

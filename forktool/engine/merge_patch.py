@@ -34,7 +34,7 @@ from forktool.engine.canonical import (
     with_source_header,
 )
 from forktool.fork import Patch
-from forktool.git import TempIndex
+from forktool.git import MergeTreeResult, TempIndex
 from forktool.model.patchfile import PatchFile, parse_patch, touched_paths
 
 _IDENTITY = {
@@ -99,25 +99,32 @@ class Merge:
     data: bytes = b""  # the regenerated patch, proven exact on ``parent``
 
 
-def merge_onto(
-    index: TempIndex, parent: str, patch: Patch, pre: PreImages, base_name: str
-) -> Merge:
-    """Merge ``patch`` onto commit ``parent`` from its pre-image (nothing is committed
-    on ``parent``; ``index`` is left as it was)."""
+def merge_sides(
+    index: TempIndex, parent: str, patch: Patch, pre: PreImages
+) -> MergeTreeResult | str:
+    """git's 3-way merge of ``patch`` onto commit ``parent`` from its pre-image (with
+    conflict markers in its tree when it is not clean), or why it cannot be made."""
     sides = pre.sides(patch.name)
     if sides is None:
         why = pre.failed.get(patch.name, f"{patch.name} is not in the series")
-        return Merge(None, f"no 3-way merge: its pre-image is unknown ({why})")
+        return f"no 3-way merge: its pre-image is unknown ({why})"
     before, after = sides
-    parent_tree = index.tree_of(parent)
     base = _commit(index, f"{before}^{{tree}}", [], "pre-image")
-    ours = _commit(index, parent_tree, [base], "ours")
+    ours = _commit(index, f"{parent}^{{tree}}", [base], "ours")
     theirs = _commit(index, f"{after}^{{tree}}", [base], "theirs")
-    result = index.merge_tree(ours, theirs)
+    return index.merge_tree(ours, theirs)
+
+
+def merge_onto(index: TempIndex, parent: str, patch: Patch, pre: PreImages) -> Merge:
+    """Merge ``patch`` onto commit ``parent`` from its pre-image (nothing is committed
+    on ``parent``; ``index`` is left as it was)."""
+    result = merge_sides(index, parent, patch, pre)
+    if isinstance(result, str):
+        return Merge(None, result)
     if not result.clean:
         where = ", ".join(result.conflicted[:3]) or "the tree"
         return Merge(None, f"a 3-way merge conflicts too (in {where})")
-    return Merge(result.tree, absorbed=result.tree == parent_tree)
+    return Merge(result.tree, absorbed=result.tree == index.tree_of(parent))
 
 
 def _commit(index: TempIndex, tree: str, parents: list[str], what: str) -> str:

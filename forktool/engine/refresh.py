@@ -48,7 +48,7 @@ from forktool.engine.canonical import (
     commit_tree,
     range_diff,
 )
-from forktool.engine.merge_patch import PreImages, merge_onto, prove, review_notes
+from forktool.engine.merge_patch import PreImages, merge_onto, merge_sides, prove, review_notes
 from forktool.errors import FatalError, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, Patch
@@ -226,6 +226,10 @@ class Series:
     patches: tuple[Patch, ...]  # the whole series, for the pre-images
     allow_merged: bool = True
 
+    def pre_images(self) -> tuple[str, tuple[Patch, ...], str]:
+        """The arguments of :class:`PreImages` after its index."""
+        return self.pin_commit, self.patches, self.pin_name
+
     @classmethod
     def of(cls, fork: Fork, pin_commit: str) -> Series:
         config = fork.config
@@ -244,7 +248,7 @@ def refresh_chain(
     by a clean 3-way merge. A patch that moves none of these ways is skipped and the
     rest go on without it (its link has no commit)."""
     index.read_tree(f"{base_commit}^{{tree}}")
-    pre = PreImages(index, series.pin_commit, series.patches, series.pin_name)
+    pre = PreImages(index, *series.pre_images())
     links: list[Link] = []
     parent = base_commit
     for patch in patches:
@@ -266,7 +270,7 @@ def _merged(
 ) -> Link:
     """``link`` (a patch that did not apply) moved by a 3-way merge, or why not."""
     patch, verdict = link.patch, link.verdict
-    merge = merge_onto(index, parent, patch, pre, base_name)
+    merge = merge_onto(index, parent, patch, pre)
     if merge.absorbed:
         message = (
             f"already applied: {base_name} has the whole change (a 3-way merge of it from "
@@ -544,7 +548,7 @@ def _open_worktree(
         _undo_open(git, directory, made=not existed)
         raise rolled_back(exc, "the refresh was rolled back: nothing changed") from exc
     faultpoint("refresh.apply_3way")
-    detail = _apply_3way(Git(directory), conflict)
+    detail = _apply_3way(git, Git(directory), conflict, base, Series.of(fork, pin_commit))
     return _pending_result(
         fork,
         onto,
@@ -573,8 +577,13 @@ def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
     _drop_state(git)
 
 
-def _apply_3way(wt: Git, patch: Patch) -> str:
-    """Apply ``patch`` in the hand-resolution worktree, leaving conflict markers (or .rej)."""
+def _apply_3way(git: Git, wt: Git, patch: Patch, base: str, series: Series) -> str:
+    """Apply ``patch`` in the hand-resolution worktree (at ``base``), leaving conflict
+    markers: git's merge from the patch's pre-image on the pin where it has one (as a
+    refresh tried it), else ``git apply --3way`` (or .rej files)."""
+    marked = _merge_markers(git, wt, patch, base, series)
+    if marked:
+        return marked
     res = wt.apply_3way(patch.path)
     if res.ok:
         return "applied cleanly with a 3-way merge: check the result"
@@ -582,6 +591,27 @@ def _apply_3way(wt: Git, patch: Patch) -> str:
         return "applied with conflict markers"
     wt.apply_with_rejects(patch.path)
     return "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
+
+
+def _merge_markers(git: Git, wt: Git, patch: Patch, base: str, series: Series) -> str:
+    """Write git's conflicted merge of ``patch`` onto ``base`` into the worktree; "" when
+    there is none to write (no pre-image, or it changes files the sparse checkout of the
+    worktree does not hold: then ``git apply --3way`` takes over)."""
+    with git.temp_index(keep_objects=True) as index:
+        result = merge_sides(index, base, patch, PreImages(index, *series.pre_images()))
+        if isinstance(result, str) or result.clean:
+            return ""
+        changed = git.diff_name_status(base, result.tree)
+    if not changed or not {path for _, path in changed} <= set(touched_paths(patch.parsed)):
+        return ""
+    for status, path in changed:
+        target = wt.cwd / path
+        if status == "D":
+            target.unlink(missing_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(git.blob(result.tree, path) or b"")
+    return f"merged 3-way from its pre-image on {series.pin_name}, with conflict markers"
 
 
 def _pending_result(
@@ -721,7 +751,9 @@ def refresh_continue(
         first = _first_conflict(later)
         base = later[first - 1].commit if first else resolved
         assert base is not None
-        return _move_worktree(fork, git, state, wt, [*done, *later[:first]], base, later, first)
+        return _move_worktree(
+            fork, git, state, wt, [*done, *later[:first]], base, later[first:], series
+        )
     done += later
     with git.temp_index() as index:
         full = Chain(state.onto_commit, tuple(_links(fork, done)))
@@ -751,14 +783,16 @@ def _move_worktree(
     done: list[RefreshEntry],
     base: str,
     later: list[RefreshEntry],
-    first: int,
+    series: Series,
 ) -> RefreshResult:
-    conflict = fork.patch(later[first].patch)
+    """Move the worktree on to ``later[0]``, the next conflict (``base``: the commit
+    before it)."""
+    conflict = fork.patch(later[0].patch)
     faultpoint("refresh.worktree_reset")
     wt.reset_hard(base, purpose="move the worktree on")
     wt.sparse_reset(base, touched_paths(conflict.parsed))
     wt.clean()
-    detail = _apply_3way(wt, conflict)
+    detail = _apply_3way(git, wt, conflict, base, series)
     _save_state(
         git,
         RefreshState(
@@ -778,8 +812,8 @@ def _move_worktree(
         done,
         conflict,
         Path(state.worktree),
-        f"{later[first].message}; {detail}",
-        later[first + 1 :],
+        f"{later[0].message}; {detail}",
+        later[1:],
     )
 
 
