@@ -18,8 +18,9 @@ it, as ``git rebase`` goes on after a skipped commit, so every conflict is known
 forks that want a human on every move that is not an apply.
 
 Nothing is written unless every patch succeeds. With ``worktree``, a conflict leaves
-a worktree at TAG with the earlier patches committed and the conflicting one applied
-with 3-way markers (the only place forktool uses ``git apply --3way``); ``--continue``
+a worktree at TAG with the earlier patches committed and the conflicting one merged
+with conflict markers (git's merge from its pre-image, else ``git apply --3way``: the
+only place forktool uses it); ``--continue``
 takes the worktree's content as the resolution (``resolved``) and goes on to the next
 conflict, and ``--abort`` removes it. The state lives in ``<git-dir>/forktool/refresh/``.
 
