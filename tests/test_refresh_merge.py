@@ -370,3 +370,18 @@ def test_the_worktree_shows_merge_markers_for_a_plain_diff_without_blob_ids(
     done = fork.cli("refresh", "--continue", "--format", "json")
     assert done.code == 0, done.out
     assert fork.cli("verify", "--base", "v2").code == 0
+
+
+def test_a_forbidden_merge_is_left_merged_in_the_worktree_for_review(
+    drift: MiniFork, tmp_path: Path
+) -> None:
+    keep_only(drift, ["0001-a.patch"], extra_config="refresh:\n  allow_merged: false\n")
+    wt = tmp_path / "resolve"
+    opened = drift.cli("refresh", "--onto", "v2", "--worktree", wt, "--format", "json")
+    assert opened.code == 1
+    assert "merged 3-way from its pre-image on v1, with no conflict: review it" in str(
+        messages(opened.json())["0001-a.patch"]
+    )
+    assert (wt / "a.py").read_text() == edit(V2["a.py"], ("a10\n", "fork10\n"))
+    done = drift.cli("refresh", "--continue", "--format", "json")
+    assert statuses(done.json()) == {"0001-a.patch": "resolved"}

@@ -595,12 +595,13 @@ def _apply_3way(git: Git, wt: Git, patch: Patch, base: str, series: Series) -> s
 
 
 def _merge_markers(git: Git, wt: Git, patch: Patch, base: str, series: Series) -> str:
-    """Write git's conflicted merge of ``patch`` onto ``base`` into the worktree; "" when
+    """Write git's merge of ``patch`` onto ``base`` into the worktree (with conflict
+    markers, or clean when only ``refresh.allow_merged: false`` sent it here); "" when
     there is none to write (no pre-image, or it changes files the sparse checkout of the
     worktree does not hold: then ``git apply --3way`` takes over)."""
     with git.temp_index(keep_objects=True) as index:
         result = merge_sides(index, base, patch, PreImages(index, *series.pre_images()))
-        if isinstance(result, str) or result.clean:
+        if isinstance(result, str):
             return ""
         changed = git.diff_name_status(base, result.tree)
     if not changed or not {path for _, path in changed} <= set(touched_paths(patch.parsed)):
@@ -612,7 +613,8 @@ def _merge_markers(git: Git, wt: Git, patch: Patch, base: str, series: Series) -
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(git.blob(result.tree, path) or b"")
-    return f"merged 3-way from its pre-image on {series.pin_name}, with conflict markers"
+    how = "with no conflict: review it" if result.clean else "with conflict markers"
+    return f"merged 3-way from its pre-image on {series.pin_name}, {how}"
 
 
 def _pending_result(
