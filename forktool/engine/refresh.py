@@ -549,7 +549,8 @@ def _open_worktree(
         _undo_open(git, directory, made=not existed)
         raise rolled_back(exc, "the refresh was rolled back: nothing changed") from exc
     faultpoint("refresh.apply_3way")
-    detail = _apply_3way(git, Git(directory), conflict, base, Series.of(fork, pin_commit))
+    series = Series.of(fork, pin_commit)
+    detail = _apply_3way(git, Git(directory), conflict, base, series, onto)
     return _pending_result(
         fork,
         onto,
@@ -578,20 +579,28 @@ def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
     _drop_state(git)
 
 
-def _apply_3way(git: Git, wt: Git, patch: Patch, base: str, series: Series) -> str:
+def _apply_3way(git: Git, wt: Git, patch: Patch, base: str, series: Series, onto: str) -> str:
     """Apply ``patch`` in the hand-resolution worktree (at ``base``), leaving conflict
     markers: git's merge from the patch's pre-image on the pin where it has one (as a
-    refresh tried it), else ``git apply --3way`` (or .rej files)."""
+    refresh tried it), else ``git apply --3way`` (or .rej files); and say what the
+    worktree holds afterwards: git's own words ("with conflicts") are not read, because
+    a merge can end with nothing to resolve."""
     marked = _merge_markers(git, wt, patch, base, series)
     if marked:
         return marked
     res = wt.apply_3way(patch.path)
-    if res.ok:
-        return "applied cleanly with a 3-way merge: check the result"
-    if "conflicts" in res.err or "with conflicts" in res.err:
-        return "applied with conflict markers"
-    wt.apply_with_rejects(patch.path)
-    return "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
+    if not res.ok and "conflicts" not in res.err:
+        wt.apply_with_rejects(patch.path)
+        return "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
+    unmerged = wt.unmerged_paths()
+    if unmerged:
+        return f"applied with conflict markers in {', '.join(unmerged)}"
+    if not wt.status_entries(["."]):
+        return (
+            f"applying it changed nothing, {onto} already has the change: retire the patch "
+            "or drop it (--abort); nothing to resolve"
+        )
+    return "applied cleanly with a 3-way merge: check the result"
 
 
 def _merge_markers(git: Git, wt: Git, patch: Patch, base: str, series: Series) -> str:
@@ -795,7 +804,7 @@ def _move_worktree(
     wt.reset_hard(base, purpose="move the worktree on")
     wt.sparse_reset(base, touched_paths(conflict.parsed))
     wt.clean()
-    detail = _apply_3way(git, wt, conflict, base, series)
+    detail = _apply_3way(git, wt, conflict, base, series, state.onto)
     _save_state(
         git,
         RefreshState(
