@@ -930,8 +930,16 @@ class Git:
 
     def tips_containing(self, commit: str, tips: Iterable[str]) -> set[str]:
         """Those of ``tips`` that contain ``commit`` (it is one of their ancestors, or
-        them): one ``rev-list --ancestry-path`` for all of them, which lists exactly the
-        descendants of ``commit`` that are ancestors of a tip. Every commit must exist."""
+        them): for each tip, exactly what ``git merge-base --is-ancestor commit tip``
+        answers. Every commit must exist.
+
+        One ``rev-list --ancestry-path --stdin`` lists descendants of ``commit`` that
+        git reached through parent links: a tip it lists contains it. A tip it does not
+        list is only a candidate (with commit dates out of order git may stop early) and
+        is settled exactly, as :meth:`ancestors` settles its candidates: ``merge-base
+        --is-ancestor`` for a few, else one full walk of the candidates' history (no
+        negative ref: nothing stops it early) and reachability over its parent links.
+        """
         items = list(dict.fromkeys(tips))
         if not items:
             return set()
@@ -942,7 +950,24 @@ class Git:
             input=stdin.encode(),
         )
         listed = set(res.out.split())
-        return {tip for tip in items if tip == commit or tip in listed}
+        found = {tip for tip in items if tip == commit or tip in listed}
+        rest = [tip for tip in items if tip not in found]
+        if not rest:
+            return found
+        limit = _DIRECT_WITH_GRAPH if self.has_commit_graph() else _DIRECT_MAX
+        if len(rest) <= limit:
+            return found | {t for t in rest if self._merge_base_is_ancestor(commit, t)}
+        walk = self.run(
+            ["rev-list", "--parents", "--stdin"],
+            purpose=f"find what contains {commit[:12]}",
+            input=("\n".join(rest) + "\n").encode(),
+        ).out
+        children: dict[str, list[str]] = {}
+        for line in walk.splitlines():
+            child, *parents = line.split()
+            for parent in parents:
+                children.setdefault(parent, []).append(child)
+        return found | (_descendants(commit, children) & set(rest))
 
     def blob(self, rev: str, path: str) -> bytes | None:
         res = self.run(

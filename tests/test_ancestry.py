@@ -120,6 +120,9 @@ def test_every_pair_is_merge_base_is_ancestor(
             assert said == (c in truth[t])  # the model agrees with git
             assert (commit in got) == said, (c, t, specs)
         assert git.not_ancestors(commits, tip) == set(commits) - got
+    for c, commit in enumerate(commits):  # one commit against every tip at once
+        holding = git.tips_containing(commit, commits)
+        assert holding == {tip for t, tip in enumerate(commits) if c in truth[t]}, (c, specs)
 
 
 def skewed_roots(roots: int) -> list[Spec]:
@@ -154,6 +157,8 @@ def test_clock_skew_settles_what_the_walk_left_open(tmp_path: Path, roots: int) 
     assert git.is_ancestor(heads[0], tip)
     assert not git.is_ancestor(tip, heads[0])
     assert git.not_ancestors([tip], heads[0]) == {tip}
+    for head in heads:  # the other direction: which tips contain a commit
+        assert git.tips_containing(head, [tip, *heads]) == {tip, head}
 
 
 def test_a_missing_commit_is_an_error_never_an_ancestor(tmp_path: Path) -> None:
