@@ -93,6 +93,7 @@ class Config:
     pin_sites: tuple[PinSite, ...] = ()
     image: ImageSettings | None = None
     history: HistorySettings = HistorySettings()
+    allow_merged: bool = True  # refresh.allow_merged: a patch may move by a clean 3-way merge
     lines: dict[str, int] = field(default_factory=dict, compare=False)
 
     def file(self, relative: str) -> Path:
@@ -461,6 +462,7 @@ _TOP_KEYS = {
     "pin_sites",
     "image",
     "history",
+    "refresh",
 }
 _PATH_KEYS = ("series", "patches", "upstream_map", "ledger", "record")
 
@@ -546,6 +548,11 @@ def parse_config(text: str, path: Path) -> Config:
         values["image"] = _image(top["image"])
     if "history" in top:
         values["history"] = _history(top["history"])
+    if "refresh" in top:
+        refresh = top["refresh"].mapping("refresh")
+        _check_keys(top["refresh"], refresh, "refresh", {"allow_merged"}, set())
+        if "allow_merged" in refresh:
+            values["allow_merged"] = refresh["allow_merged"].boolean("refresh.allow_merged")
     return Config(root=path.parent, path=path, lines=lines, **values)
 
 

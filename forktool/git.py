@@ -489,6 +489,17 @@ class LogEntry:
         return self.message.split("\n", 1)[0].strip()
 
 
+@dataclass(frozen=True)
+class MergeTreeResult:
+    """What ``git merge-tree --write-tree`` said: clean or not, the tree it wrote (with
+    conflict markers when not clean), the conflicted paths and git's messages."""
+
+    clean: bool
+    tree: str
+    conflicted: tuple[str, ...]
+    messages: str
+
+
 @dataclass
 class TempIndex:
     """A throwaway index file; git commands given ``env`` read and write it."""
@@ -568,6 +579,52 @@ class TempIndex:
         against this index as it is (not a series), going on past a failure; not checked."""
         args = [*APPLY_CACHED_ARGS[:2], "--check", "--reject", *APPLY_CACHED_ARGS[2:]]
         return self.run([*args, *(["-R"] if reverse else []), *paths], purpose=purpose, check=False)
+
+    def sibling(self, name: str) -> TempIndex:
+        """Another index file beside this one, sharing its object directory (removed
+        with it): commits and trees written through either are seen by both."""
+        path = self.path.with_name(name)
+        return TempIndex(self.git, path, {**self.env, "GIT_INDEX_FILE": str(path)})
+
+    def tree_of(self, rev: str) -> str:
+        """The tree ``rev`` records, read through this index's objects (a commit made
+        in its private object directory included)."""
+        return self.run(
+            ["rev-parse", f"{rev}^{{tree}}"], purpose=f"read the tree of {rev}"
+        ).out.strip()
+
+    def merge_tree(self, ours: str, theirs: str) -> MergeTreeResult:
+        """``git merge-tree --write-tree`` of two commits (merge-ort, the machinery of
+        ``git merge`` and ``git cherry-pick``): their merge base is the one history gives.
+
+        Rename detection is on and a directory rename is a conflict (git's defaults;
+        ``diff.renames=false``, pinned above for diffs, would otherwise turn it off).
+        """
+        res = self.run(
+            [
+                "-c",
+                "merge.renames=true",
+                "-c",
+                "merge.directoryRenames=conflict",
+                "-c",
+                "merge.renormalize=false",
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--messages",
+                ours,
+                theirs,
+            ],
+            purpose="merge a patch onto the new tree",
+            check=False,
+        )
+        if res.returncode not in (0, 1):
+            raise GitError("merge a patch onto the new tree", res.argv, res.returncode, res.err)
+        head, _, messages = res.out.partition("\n\n")
+        lines = head.splitlines()
+        return MergeTreeResult(
+            res.returncode == 0, lines[0].strip(), tuple(lines[1:]), messages.strip()
+        )
 
     def format_patches(
         self,

@@ -492,6 +492,8 @@ def test_refresh_says_retire_it_first_and_opens_no_worktree(
     assert data["message"] == (  # 0001's fix is in v3 (absorbed): retire it first
         "0001-a.patch is already on v3 (it reverse-applies exactly): retire it first "
         "(forktool retire 0001-a.patch --tag v3 --force --reason '...') or drop it; "
+        "0002-b.patch is already on v3 (it reverse-applies exactly): retire it first "
+        "(forktool retire 0002-b.patch --tag v3 --force --reason '...') or drop it; "
         "nothing was written"
     )
     assert data["in_progress"] is False

@@ -237,10 +237,14 @@ def test_a_hand_resolution_that_changes_nothing_says_the_change_is_already_there
     (entry,) = res.json()["patches"]  # type: ignore[misc]
     assert entry["status"] == "conflict"
     assert "conflict markers" not in entry["message"]
+    # The refresh's own 3-way merge from the pre-image finds it: no worktree is opened.
     assert entry["message"] == (
-        "app.c: hunk 1 does not apply at line 2 on v2: its lines are not there; applying it "
-        "changed nothing, v2 already has the change: retire the patch or drop it (--abort); "
-        f"nothing to resolve in {tmp_path / 'wt'}"
+        "already applied: v2 has the whole change (a 3-way merge of it from its pre-image on "
+        "v1 changes nothing); retire it first, or drop it"
+    )
+    assert res.json()["worktree"] is None and not (tmp_path / "wt").exists()
+    assert str(res.json()["message"]).startswith(
+        "0001-five.patch is already on v2 (a 3-way merge of it changes nothing): retire it first"
     )
 
 

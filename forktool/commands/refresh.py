@@ -41,12 +41,16 @@ def command(
 
     Works in a temporary index, never the checkout. Each patch is 'unchanged'
     (applies exactly), 'rebased' (applied only at an offset; regenerated at its
-    new lines) or 'conflict' (does not apply: a hand rebase is needed; a patch
-    that would need fuzz is a conflict). Nothing is written unless every patch
-    succeeds. With --worktree DIR, a conflict leaves DIR at TAG with the earlier
-    patches committed and the conflicting one applied with 3-way markers; fix
-    the files there and run --continue (a resolution that leaves out a file the patch
-    changed is refused, naming it, unless --drop-file PATH confirms it). A range-diff of the old series against
+    new lines), 'merged' (git's 3-way merge from the patch's own pre-image on the
+    pin moves it with no conflict; regenerated, proven exact; review it; forbidden
+    by 'refresh: {allow_merged: false}') or 'conflict' (a hand rebase is needed;
+    never fuzz). A conflict does not stop the series: the later patches are tried
+    without it. Nothing is written unless every patch succeeds. With --worktree
+    DIR, a conflict leaves DIR at TAG with the earlier patches committed and the
+    conflicting one applied with 3-way markers; fix the files there and run
+    --continue, which moves on to the next conflict (a resolution that leaves out a
+    file the patch changed is refused, naming it, unless --drop-file PATH confirms
+    it). A range-diff of the old series against
     the new is shown for review. The pin does not change: run 'forktool pin bump
     TAG' next. Exit 0 when written, 1 on a conflict, 2 on bad input.
 

@@ -55,7 +55,9 @@ def command(
     TAG is merged (never upstream's main branch). The result is checked and a report
     (markdown for a pull request, and JSON) is written under
     .git/forktool/sync/TAG/BRANCH/.
-    A conflict stops the sync: resolve it and run 'sync --continue', or 'sync --abort'.
+    Every patch is refreshed (moved exactly, at an offset, or by a clean 3-way merge
+    listed under "review first"); the sync then stops once for all the conflicts:
+    resolve them one after the other, each followed by 'sync --continue', or 'sync --abort'.
     A fork that pins a release tarball (pin import-tarball) needs TAG's tarball:
     --tarball FILE imports it on TAG first (also with --dry-run); the patches are
     refreshed onto the tarball's tree and pin.import_commit moves with the pin.

@@ -166,6 +166,7 @@ class Link:
     patch: Patch
     verdict: PatchVerdict  # how it applied: exact, offset, or why not
     commit: str | None  # None when it did not apply
+    merged: bool = False  # moved by a 3-way merge (refresh), not by an apply
 
 
 @dataclass(frozen=True)

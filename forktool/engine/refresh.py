@@ -6,14 +6,23 @@ TAG plus the patches before it:
 * ``unchanged``: it applies exactly (its bytes may still change: the ``index`` line
   names the blobs of TAG);
 * ``rebased``: it applies only at an offset, and is regenerated at its new lines;
-* ``conflict``: it does not apply (git never fuzzes, so a patch that would need fuzz
-  is a conflict too): it needs a hand rebase. The patches after it are ``pending``.
+* ``merged``: it applies neither way, but git's 3-way merge (:mod:`forktool.engine.merge_patch`:
+  the patch's own pre-image on the pin, merge-ort, renames followed) moves it with no
+  conflict; the result is regenerated and proven exact on TAG, and shown for review;
+* ``conflict``: neither (git never fuzzes, so a patch that would need fuzz and does not
+  merge is a conflict too): it needs a hand rebase.
+
+A conflict does not stop the series: the patches after it are tried on the tree without
+it, as ``git rebase`` goes on after a skipped commit, so every conflict is known at once.
+``refresh.allow_merged: false`` in forktool.yaml makes a ``merged`` patch a conflict, for
+forks that want a human on every move that is not an apply.
 
 Nothing is written unless every patch succeeds. With ``worktree``, a conflict leaves
-a worktree at TAG with the earlier patches committed and the conflicting one applied
-with 3-way markers (the only place forktool uses ``git apply --3way``); ``--continue``
-takes the worktree's content as the resolution (``resolved``) and goes on, and
-``--abort`` removes it. The state lives in ``<git-dir>/forktool/refresh/``.
+a worktree at TAG with the earlier patches committed and the conflicting one merged
+with conflict markers (git's merge from its pre-image, else ``git apply --3way``: the
+only place forktool uses it); ``--continue``
+takes the worktree's content as the resolution (``resolved``) and goes on to the next
+conflict, and ``--abort`` removes it. The state lives in ``<git-dir>/forktool/refresh/``.
 
 A refresh never changes the pin: the patches are regenerated against TAG while
 ``forktool.yaml`` still names the old tag, and ``pin bump TAG`` follows (the sync
@@ -29,9 +38,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from forktool.config import ApplyRule, PatchForm
+from forktool.engine.attempt import PatchVerdict
 from forktool.engine.canonical import (
     Chain,
     Link,
+    apply_and_commit,
     build_chain,
     chain_bytes,
     commit_meta,
@@ -39,6 +51,7 @@ from forktool.engine.canonical import (
     meta_for_form,
     range_diff,
 )
+from forktool.engine.merge_patch import PreImages, merge_onto, merge_sides, prove, review_notes
 from forktool.errors import FatalError, command_line, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, Patch
@@ -47,7 +60,8 @@ from forktool.git import Git, TempIndex
 from forktool.model.patchfile import touched_paths
 from forktool.state import read_state, state_bytes, state_path
 
-RefreshStatus = Literal["unchanged", "rebased", "conflict", "resolved", "not-tried"]
+RefreshStatus = Literal["unchanged", "rebased", "merged", "conflict", "resolved", "not-tried"]
+MOVED = ("unchanged", "rebased", "merged", "resolved")  # the statuses a written refresh has
 _MARKERS = ("<<<<<<< ", ">>>>>>> ")
 
 
@@ -86,9 +100,7 @@ class RefreshResult:
     def ok(self) -> bool:
         if self.aborted:
             return True
-        return bool(self.entries) and all(
-            e.status in ("unchanged", "rebased", "resolved") for e in self.entries
-        )
+        return bool(self.entries) and all(e.status in MOVED for e in self.entries)
 
     @property
     def in_progress(self) -> bool:
@@ -203,16 +215,110 @@ def fingerprint(fork: Fork) -> str:
 # -- the refresh ----------------------------------------------------------------------
 
 
-def _entries(chain: Chain, patches: Sequence[Patch]) -> list[RefreshEntry]:
-    entries = []
-    for position, patch in enumerate(patches):
-        if position >= len(chain.links):
-            message = "not tried: an earlier patch conflicts"
-            entries.append(RefreshEntry(patch.name, patch.rel, "not-tried", message))
-            continue
-        link = chain.links[position]
-        entries.append(_entry(link))
-    return entries
+def _entries(chain: Chain) -> list[RefreshEntry]:
+    return [_entry(link) for link in chain.links]
+
+
+@dataclass(frozen=True)
+class Series:
+    """What a refresh chain needs besides the patches: the pin they were made on (each
+    patch's pre-image for a 3-way merge) and whether a merged patch is allowed."""
+
+    pin_commit: str
+    pin_name: str
+    patches: tuple[Patch, ...]  # the whole series, for the pre-images
+    allow_merged: bool = True
+    rule: ApplyRule = "exact"  # the fork's apply rule (dpkg's accepts an offset)
+    form: PatchForm = "canonical"  # how a chain's commits get their metadata
+
+    def pre_images(self) -> tuple[str, tuple[Patch, ...], str]:
+        """The arguments of :class:`PreImages` after its index."""
+        return self.pin_commit, self.patches, self.pin_name
+
+    @classmethod
+    def of(cls, fork: Fork, pin_commit: str, patches: Sequence[Patch] | None = None) -> Series:
+        config = fork.config
+        return cls(
+            pin_commit,
+            config.pin_tag,
+            tuple(fork.patches if patches is None else patches),
+            config.allow_merged,
+            config.apply_rule,
+            config.patch_form,
+        )
+
+
+def refresh_chain(
+    index: TempIndex,
+    base_commit: str,
+    patches: Sequence[Patch],
+    series: Series,
+    *,
+    base_name: str,
+) -> Chain:
+    """Commit ``patches`` one by one on ``base_commit``: applied exactly, at an offset, or
+    by a clean 3-way merge. A patch that moves none of these ways is skipped and the
+    rest go on without it (its link has no commit)."""
+    index.read_tree(f"{base_commit}^{{tree}}")
+    pre = PreImages(index, *series.pre_images())
+    links: list[Link] = []
+    parent = base_commit
+    for patch in patches:
+        link = apply_and_commit(
+            index,
+            parent,
+            patch,
+            base_name=base_name,
+            allow_offset=True,
+            meta_for=meta_for_form(series.form),
+            rule=series.rule,
+        )
+        if link.commit is None and _mergeable(link):
+            link = _merged(index, parent, link, pre, series, base_name)
+        links.append(link)
+        if link.commit is not None:
+            parent = link.commit
+    return Chain(base_commit, tuple(links))
+
+
+def _mergeable(link: Link) -> bool:
+    return link.verdict.status in ("fails", "fuzz") and not already_on(link)
+
+
+def _merged(
+    index: TempIndex, parent: str, link: Link, pre: PreImages, series: Series, base_name: str
+) -> Link:
+    """``link`` (a patch that did not apply) moved by a 3-way merge, or why not."""
+    patch, verdict = link.patch, link.verdict
+    merge = merge_onto(index, parent, patch, pre)
+    if merge.absorbed:
+        message = (
+            f"already applied: {base_name} has the whole change (a 3-way merge of it from "
+            f"its pre-image on {series.pin_name} changes nothing)"
+        )
+        return Link(patch, replace(verdict, message=message), None)
+    if merge.tree is None:
+        return Link(patch, replace(verdict, message=f"{verdict.message}; {merge.message}"), None)
+    meta = meta_for_form(series.form)(patch)
+    assert not isinstance(meta, str)  # apply_and_commit read it already
+    commit = commit_tree(index.git, merge.tree, parent, meta, index.env)
+    data, unproven = prove(index, parent, commit, patch)
+    if unproven:
+        return Link(patch, replace(verdict, message=f"{verdict.message}; {unproven}"), None)
+    notes = "".join(f"; {note}" for note in review_notes(patch.parsed, data))
+    if not series.allow_merged:
+        message = (
+            f"{verdict.message}; a 3-way merge moves it with no conflict{notes}, but "
+            "refresh.allow_merged is false: resolve it by hand"
+        )
+        return Link(patch, replace(verdict, message=message), None)
+    index.read_tree(merge.tree)
+    message = (
+        f"{verdict.message.removesuffix('; rebase the patch by hand')}; moved by a 3-way merge "
+        f"from its pre-image on {series.pin_name} (no conflict, proven exact){notes}; "
+        "review it; regenerated"
+    )
+    return Link(patch, replace(verdict, message=message), commit, merged=True)
 
 
 def already_on(link: Link) -> bool:
@@ -221,21 +327,26 @@ def already_on(link: Link) -> bool:
     return link.commit is None and link.verdict.message.startswith("already applied")
 
 
-def retire_first(patch: Patch, onto: str) -> str:
-    """What to do about a patch whose change ``onto`` already has. A pending patch's PR
-    has most likely merged: recording its commit lets ancestry retire it, unforced."""
+def presence(message: str) -> str:
+    """How a refresh saw that a patch's change is already there, from its message."""
+    if "3-way merge" in message:
+        return "a 3-way merge of it changes nothing"
+    return "it reverse-applies exactly"
+
+
+def retire_first(patch: Patch, onto: str, how: str = "it reverse-applies exactly") -> str:
+    """What to do about a patch whose change ``onto`` already has (``how``: how that was
+    seen, :func:`presence`). A pending patch's PR has most likely merged: recording its
+    commit lets ancestry retire it, unforced."""
     name = patch.name
     force = command_line("forktool", "retire", name, "--tag", onto, "--force") + " --reason '...'"
     if patch.mapping is not None and patch.mapping.pending:
         return (
-            f"{name} is already on {onto} (it reverse-applies exactly) and is pending: "
+            f"{name} is already on {onto} ({how}) and is pending: "
             "record the commit that merged its PR first (forktool upstream resolve --write), "
             f"so ancestry retires it, or retire it by hand ({force})"
         )
-    return (
-        f"{name} is already on {onto} (it reverse-applies exactly): retire it first "
-        f"({force}) or drop it"
-    )
+    return f"{name} is already on {onto} ({how}): retire it first ({force}) or drop it"
 
 
 def _entry(link: Link) -> RefreshEntry:
@@ -245,6 +356,8 @@ def _entry(link: Link) -> RefreshEntry:
         return RefreshEntry(patch.name, patch.rel, "conflict", message)
     if link.commit is None:
         return RefreshEntry(patch.name, patch.rel, "conflict", verdict.message)
+    if link.merged:
+        return RefreshEntry(patch.name, patch.rel, "merged", verdict.message, commit=link.commit)
     if verdict.status == "exact":
         return RefreshEntry(patch.name, patch.rel, "unchanged", "", commit=link.commit)
     message = verdict.message.replace("; run 'forktool refresh'", "") + "; regenerated"
@@ -254,12 +367,12 @@ def _entry(link: Link) -> RefreshEntry:
 def plan_refresh(
     git: Git,
     onto: str,
-    patches: Sequence[Patch],
+    series: Series,
     *,
     onto_commit: str | None = None,
     carried: Sequence[tuple[str, str, str]] = (),
 ) -> list[RefreshEntry]:
-    """What a refresh of ``patches`` onto ``onto`` (``onto_commit`` when given: a
+    """What a refresh of ``series.patches`` onto ``onto`` (``onto_commit`` when given: a
     release tarball import) would find; nothing is written. ``carried`` files (mode,
     blob, path) are added to ``onto``'s tree first, in the temporary index only."""
     onto_commit = onto_commit or _onto_commit(git, onto)
@@ -274,8 +387,8 @@ def plan_refresh(
                 purpose="plan on the tag with the tarball's files",
                 env={**index.env, **CARRIED_IDENTITY},
             )
-        chain = build_chain(index, onto_commit, patches, base_name=onto)
-        return _unwritten(_entries(chain, patches))
+        chain = refresh_chain(index, onto_commit, series.patches, series, base_name=onto)
+        return _unwritten(_entries(chain))
 
 
 CARRIED_IDENTITY = {
@@ -292,7 +405,7 @@ def _unwritten(entries: Sequence[RefreshEntry]) -> list[RefreshEntry]:
     """The entries of a refresh that wrote nothing: a rebased patch *would be* regenerated."""
     return [
         replace(e, message=e.message.removesuffix("; regenerated") + "; would be regenerated")
-        if e.status == "rebased"
+        if e.status in ("rebased", "merged")
         else e
         for e in entries
     ]
@@ -380,23 +493,23 @@ def refresh_onto(
     onto_commit = onto_commit or _onto_commit(git, onto)
     stamp = fingerprint(fork)
     pin = fork.config.pin_tag
+    series = Series.of(fork, pin_commit)
     with git.temp_index() as index:
-        rule = fork.config.apply_rule
-        meta_for = meta_for_form(fork.config.patch_form)
-        chain = build_chain(
-            index, onto_commit, fork.patches, base_name=onto, rule=rule, meta_for=meta_for
-        )
-        entries = _entries(chain, fork.patches)
+        chain = refresh_chain(index, onto_commit, fork.patches, series, base_name=onto)
+        entries = _entries(chain)
         if not chain.complete:
-            failed = chain.failed
-            assert failed is not None
-            if already_on(failed):
+            present = [link for link in chain.links if already_on(link)]
+            if present:
+                told = "; ".join(
+                    retire_first(link.patch, onto, presence(link.verdict.message))
+                    for link in present
+                )
                 return RefreshResult(
                     onto,
                     onto_commit,
                     pin,
                     tuple(_unwritten(entries)),
-                    message=f"{retire_first(failed.patch, onto)}; nothing was written",
+                    message=f"{told}; nothing was written",
                 )
             if worktree is None:
                 return RefreshResult(
@@ -404,33 +517,56 @@ def refresh_onto(
                     onto_commit,
                     pin,
                     tuple(_unwritten(entries)),
-                    message=f"{failed.patch.name} conflicts on {onto}: nothing was written; "
-                    "rerun with --worktree DIR to resolve it by hand",
+                    message=_conflicts_message(entries, onto),
                 )
         else:
-            generated = chain_bytes(index, chain, fork.config.patch_form, rule)
+            generated = chain_bytes(index, chain, fork.config.patch_form, fork.config.apply_rule)
             review = _review(index, fork, pin_commit, onto_commit, chain.tip)
     if not chain.complete:
         assert worktree is not None
-        done = [e for e in entries if e.status in ("unchanged", "rebased")]
-        reason = entries[len(done)].message
-        return _open_worktree(fork, git, onto, onto_commit, worktree, done, stamp, reason)
+        first = _first_conflict(entries)
+        return _open_worktree(
+            fork, git, onto, onto_commit, worktree, entries, first, stamp, pin_commit
+        )
     final, written = _write(fork, git, entries, generated, stamp)
     return RefreshResult(onto, onto_commit, pin, tuple(final), written, review)
+
+
+def _first_conflict(entries: Sequence[RefreshEntry]) -> int:
+    return next(i for i, e in enumerate(entries) if e.status not in MOVED)
+
+
+def _conflicts_message(entries: Sequence[RefreshEntry], onto: str) -> str:
+    names = [e.patch for e in entries if e.status not in MOVED]
+    if len(names) == 1:
+        return (
+            f"{names[0]} conflicts on {onto}: nothing was written; "
+            "rerun with --worktree DIR to resolve it by hand"
+        )
+    return (
+        f"{len(names)} patches conflict on {onto} ({', '.join(names)}): nothing was written; "
+        "rerun with --worktree DIR to resolve them by hand, one after the other"
+    )
 
 
 # -- hand resolution ------------------------------------------------------------------
 
 
 def _persisted_base(
-    fork: Fork, git: Git, onto: str, onto_commit: str, done: Sequence[RefreshEntry]
+    fork: Fork,
+    git: Git,
+    onto: str,
+    onto_commit: str,
+    done: Sequence[RefreshEntry],
+    pin_commit: str,
 ) -> tuple[str, list[RefreshEntry]]:
     """Re-make the commits of the patches before the conflict with their objects kept:
     the worktree checks them out, so they must outlive the temporary index."""
     if not done:
         return onto_commit, []
+    series = Series.of(fork, pin_commit)
     with git.temp_index(keep_objects=True) as index:
-        chain = build_chain(index, onto_commit, fork.patches[: len(done)], base_name=onto)
+        chain = refresh_chain(index, onto_commit, fork.patches[: len(done)], series, base_name=onto)
     if not chain.complete:
         raise FatalError("the patches before the conflict no longer apply; nothing was written")
     kept = [
@@ -446,12 +582,14 @@ def _open_worktree(
     onto: str,
     onto_commit: str,
     worktree: Path,
-    done: list[RefreshEntry],
+    entries: list[RefreshEntry],
+    first: int,
     stamp: str,
-    reason: str,
+    pin_commit: str,
 ) -> RefreshResult:
-    base, kept = _persisted_base(fork, git, onto, onto_commit, done)
-    conflict = fork.patches[len(kept)]
+    base, kept = _persisted_base(fork, git, onto, onto_commit, entries[:first], pin_commit)
+    conflict = fork.patches[first]
+    reason = entries[first].message
     directory = worktree.resolve()
     existed = directory.exists()
     # The state first: if this run is killed from here on, --abort finds and removes
@@ -468,9 +606,17 @@ def _open_worktree(
         _undo_open(git, directory, made=not existed)
         raise rolled_back(exc, "the refresh was rolled back: nothing changed") from exc
     faultpoint("refresh.apply_3way")
-    detail = _apply_3way(Git(directory), conflict, onto, renamed)
+    series = Series.of(fork, pin_commit)
+    detail = _apply_3way(git, Git(directory), conflict, base, series, onto, renamed)
     return _pending_result(
-        fork, onto, onto_commit, kept, conflict, directory, f"{reason}; {detail}"
+        fork,
+        onto,
+        onto_commit,
+        kept,
+        conflict,
+        directory,
+        f"{reason}; {detail}",
+        entries[first + 1 :],
     )
 
 
@@ -502,16 +648,23 @@ def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
     _drop_state(git)
 
 
-def _apply_3way(wt: Git, patch: Patch, onto: str, renamed: dict[str, str]) -> str:
-    """Apply ``patch`` in the hand-resolution worktree, leaving conflict markers (or .rej),
-    and say what the worktree holds afterwards: git's own words ("with conflicts") are
-    not read, because a merge can end with nothing to resolve. A file upstream renamed
-    gets neither markers nor a .rej (git apply does not follow renames): said."""
-    res = wt.apply_3way(patch.path)
+def _apply_3way(
+    git: Git, wt: Git, patch: Patch, base: str, series: Series, onto: str, renamed: dict[str, str]
+) -> str:
+    """Apply ``patch`` in the hand-resolution worktree (at ``base``), leaving conflict
+    markers: git's merge from the patch's pre-image on the pin where it has one (as a
+    refresh tried it), else ``git apply --3way`` (or .rej files); and say what the
+    worktree holds afterwards: git's own words ("with conflicts") are not read, because
+    a merge can end with nothing to resolve. A file upstream renamed gets neither
+    markers nor a .rej from git apply (it does not follow renames): said."""
     moved = "".join(
         f"; {old} was renamed upstream to {new}: carry its change there by hand"
         for old, new in renamed.items()
     )
+    marked = _merge_markers(git, wt, patch, base, series)
+    if marked:
+        return marked + moved
+    res = wt.apply_3way(patch.path)
     if not res.ok and "conflicts" not in res.err:
         wt.apply_with_rejects(patch.path)
         return (
@@ -531,6 +684,29 @@ def _apply_3way(wt: Git, patch: Patch, onto: str, renamed: dict[str, str]) -> st
     return "applied cleanly with a 3-way merge: check the result" + moved
 
 
+def _merge_markers(git: Git, wt: Git, patch: Patch, base: str, series: Series) -> str:
+    """Write git's merge of ``patch`` onto ``base`` into the worktree (with conflict
+    markers, or clean when only ``refresh.allow_merged: false`` sent it here); "" when
+    there is none to write (no pre-image, or it changes files the sparse checkout of the
+    worktree does not hold: then ``git apply --3way`` takes over)."""
+    with git.temp_index(keep_objects=True) as index:
+        result = merge_sides(index, base, patch, PreImages(index, *series.pre_images()))
+        if isinstance(result, str):
+            return ""
+        changed = git.diff_name_status(base, result.tree)
+    if not changed or not {path for _, path in changed} <= set(touched_paths(patch.parsed)):
+        return ""
+    for status, path in changed:
+        target = wt.cwd / path
+        if status == "D":
+            target.unlink(missing_ok=True)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(git.blob(result.tree, path) or b"")
+    how = "with no conflict: review it" if result.clean else "with conflict markers"
+    return f"merged 3-way from its pre-image on {series.pin_name}, {how}"
+
+
 def _pending_result(
     fork: Fork,
     onto: str,
@@ -539,7 +715,10 @@ def _pending_result(
     conflict: Patch,
     directory: Path,
     detail: str,
+    later: Sequence[RefreshEntry],
 ) -> RefreshResult:
+    """The refresh stopped for a hand resolution of ``conflict``; ``later`` are the
+    patches after it as they fared without it (each is tried again once it is resolved)."""
     entries = list(kept)
     entries.append(
         RefreshEntry(
@@ -549,8 +728,13 @@ def _pending_result(
             f"{detail} in {directory}",
         )
     )
-    for patch in fork.patches[len(entries) :]:
-        entries.append(RefreshEntry(patch.name, patch.rel, "not-tried", "not tried yet"))
+    without = f"tried without {conflict.name}"
+    entries += [
+        replace(e, message=f"{e.message}; {without}" if e.message else without, commit=None)
+        for e in _unwritten(later)
+    ]
+    waiting = [e.patch for e in later if e.status not in MOVED]
+    also = f"; {len(waiting)} more conflict(s) follow: {', '.join(waiting)}" if waiting else ""
     return RefreshResult(
         onto,
         onto_commit,
@@ -558,7 +742,7 @@ def _pending_result(
         tuple(entries),
         worktree=str(directory),
         message=f"resolve {conflict.name} in {directory} (edit the files; no need to commit), "
-        "then run 'forktool refresh --continue' (or --abort)",
+        f"then run 'forktool refresh --continue' (or --abort){also}",
     )
 
 
@@ -651,20 +835,26 @@ def refresh_continue(
         ),
     ]
     rest = fork.patches[len(done) :]
+    series = Series.of(fork, pin_commit)
+    base_name = f"{state.onto} + the resolution"
     with git.temp_index(keep_objects=True) as index:
-        chain = build_chain(index, resolved, rest, base_name=f"{state.onto} + the resolution")
-    done += [_entry(link) for link in chain.links]
+        chain = refresh_chain(index, resolved, rest, series, base_name=base_name)
+    later = _entries(chain)
+    present = [link for link in chain.links if already_on(link)]
+    if present:
+        raise FatalError(
+            retire_first(present[0].patch, state.onto, presence(present[0].verdict.message)),
+            f"run 'forktool {command} --abort', retire or drop it, and run "
+            f"'{_restart(command, state.onto)}' again",
+        )
     if not chain.complete:
-        failed = chain.failed
-        assert failed is not None
-        if already_on(failed):
-            raise FatalError(
-                retire_first(failed.patch, state.onto),
-                f"run 'forktool {command} --abort', retire or drop it, and run "
-                f"'{_restart(command, state.onto)}' again",
-            )
-        reason = done[-1].message
-        return _move_worktree(fork, git, state, wt, done[:-1], chain.tip, failed.patch, reason)
+        first = _first_conflict(later)
+        base = later[first - 1].commit if first else resolved
+        assert base is not None
+        return _move_worktree(
+            fork, git, state, wt, [*done, *later[:first]], base, later[first:], series
+        )
+    done += later
     with git.temp_index() as index:
         full = Chain(state.onto_commit, tuple(_links(fork, done)))
         generated = chain_bytes(index, full, fork.config.patch_form, fork.config.apply_rule)
@@ -722,8 +912,6 @@ def _restart(command: str, onto: str) -> str:
 
 
 def _links(fork: Fork, done: Sequence[RefreshEntry]) -> list[Link]:
-    from forktool.engine.attempt import PatchVerdict
-
     by_name = {p.name: p for p in fork.patches}
     return [Link(by_name[e.patch], PatchVerdict(e.patch, "exact"), e.commit) for e in done]
 
@@ -735,15 +923,18 @@ def _move_worktree(
     wt: Git,
     done: list[RefreshEntry],
     base: str,
-    conflict: Patch,
-    reason: str,
+    later: list[RefreshEntry],
+    series: Series,
 ) -> RefreshResult:
+    """Move the worktree on to ``later[0]``, the next conflict (``base``: the commit
+    before it)."""
+    conflict = fork.patch(later[0].patch)
     faultpoint("refresh.worktree_reset")
     wt.reset_hard(base, purpose="move the worktree on")
     renamed = _renamed_upstream(fork, git, state.onto_commit, conflict)
     wt.sparse_reset(base, _worktree_paths(conflict, renamed))
     wt.clean()
-    detail = _apply_3way(wt, conflict, state.onto, renamed)
+    detail = _apply_3way(git, wt, conflict, base, series, state.onto, renamed)
     _save_state(
         git,
         RefreshState(
@@ -763,7 +954,8 @@ def _move_worktree(
         done,
         conflict,
         Path(state.worktree),
-        f"{reason}; {detail}",
+        f"{later[0].message}; {detail}",
+        later[1:],
     )
 
 

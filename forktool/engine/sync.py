@@ -1,7 +1,8 @@
 """``forktool sync TAG``: the release procedure, in its proper order, on a new branch.
 
 1. **retire** what TAG absorbed: ancestry only, through the retirement engine;
-2. **refresh** what it did not onto TAG (a conflict stops the sync for a human);
+2. **refresh** what it did not onto TAG (every conflict is listed, and the sync stops
+   once for a human, who resolves them one after the other);
 3. **bump** every pin site to TAG;
 4. **merge** the release **tag** (never upstream's main branch) for a merged-layout fork;
 5. **check** the result, and write a report (markdown for a pull request, and JSON).
@@ -38,6 +39,7 @@ from forktool.engine.pin_sites import plan_bump, validate_tag_name
 from forktool.engine.pin_state import require_tree
 from forktool.engine.refresh import (
     RefreshEntry,
+    Series,
     plan_refresh,
     refresh_abort,
     refresh_continue,
@@ -128,6 +130,11 @@ class SyncReport:
     decide: str = ""
 
     @property
+    def merged(self) -> tuple[str, ...]:
+        """The patches a 3-way merge moved: a reviewer looks at these first."""
+        return tuple(e.patch for e in self.refreshed if e.status == "merged")
+
+    @property
     def needs_hands(self) -> bool:
         return bool(self.conflicts) or self.stage not in ("done",) or self.check_ok is False
 
@@ -149,6 +156,7 @@ class SyncReport:
             "retired": [r.to_json() for r in self.retired],
             "kept": list(self.kept),
             "refreshed": [e.to_json() for e in self.refreshed],
+            "merged": list(self.merged),
             "range_diff": self.range_diff,
             "pins": [p.to_json() for p in self.pins],
             "conflicts": list(self.conflicts),
@@ -365,8 +373,9 @@ def plan_sync(
     kept = [p for p in fork.patches if p.name not in retiring]
     onto = (f"{tag}+tarball", tree) if tree else (tag, None)
     carried = carried_files(fork.config, git, tag_commit) if tree is None else ()
+    series = Series.of(fork, fork.config.pin_commit, kept)
     refreshed = (
-        tuple(plan_refresh(git, onto[0], kept, onto_commit=onto[1], carried=carried))
+        tuple(plan_refresh(git, onto[0], series, onto_commit=onto[1], carried=carried))
         if kept
         else ()
     )
@@ -916,10 +925,15 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
         )
     if not result.ok or result.in_progress:
         where = f" in {result.worktree}" if result.worktree else ""
-        message = (
-            f"a patch conflicts on {run.state.tag}: resolve it{where}, then run "
-            "'forktool sync --continue' (or 'forktool sync --abort')"
+        names = [e.patch for e in result.entries if e.status == "conflict"]
+        what = (
+            f"{len(names)} patches conflict on {run.state.tag} ({', '.join(names)}): resolve "
+            f"them one after the other{where}, running 'forktool sync --continue' after each"
+            if len(names) > 1
+            else f"a patch conflicts on {run.state.tag}: resolve it{where}, then run "
+            "'forktool sync --continue'"
         )
+        message = f"{what} (or 'forktool sync --abort')"
         return _conflict_stop(run, result.entries, message)
     run.commit(f"sync {run.state.tag}: refresh the series onto {run.state.tag}\n")
     run.advance(

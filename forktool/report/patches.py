@@ -16,6 +16,7 @@ _STYLE = {
     "canonical": "green",
     "unchanged": "green",
     "rebased": "yellow",
+    "merged": "yellow",
     "resolved": "yellow",
     "rewrite": "yellow",
     "cosmetic": "yellow",

@@ -25,9 +25,16 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
         out.print(styled(f"refresh ({len(report.refreshed)}) onto {report.tag}", style="bold"))
         table = new_table("patch", "refresh", "note")
         for e in report.refreshed:
-            style = {"conflict": "red", "rebased": "yellow"}.get(e.status, "green")
+            style = {"conflict": "red", "rebased": "yellow", "merged": "yellow"}.get(
+                e.status, "green"
+            )
             table.add_row(e.patch, styled(e.status, style=style), e.message)
         out.print(table)
+    if report.merged:
+        out.print(
+            Text(f"review first: moved by a 3-way merge: {', '.join(report.merged)}", style="bold"),
+            markup=False,
+        )
     waiting = pending_patches(report)
     if waiting:
         out.print(
@@ -109,7 +116,9 @@ def next_step(report: SyncReport) -> str:
     if report.dry_run and report.notes:
         return f"settle what needs a human (above), then '{sync}'"
     if report.dry_run and report.conflicts:
-        return f"{sync} (it stops at the conflict for you to resolve)"
+        many = len(report.conflicts) > 1
+        what = "once for the conflicts, one after the other" if many else "at the conflict"
+        return f"{sync} (it stops {what} for you to resolve)"
     if report.dry_run:
         return sync
     if report.stage != "done":
@@ -183,6 +192,12 @@ def render_sync_markdown(report: SyncReport) -> str:
         ]
     else:
         lines.append("No patch left to refresh.")
+    if report.merged:
+        lines += [
+            "",
+            "**Review first**: moved by a 3-way merge (no conflict, proven exact): "
+            + ", ".join(f"`{name}`" for name in report.merged),
+        ]
     if report.range_diff:
         lines += [
             "",
