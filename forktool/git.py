@@ -298,6 +298,14 @@ class Started:
     def done(self) -> bool:
         return self._proc.poll() is not None
 
+    def wait_done(self, seconds: float) -> bool:
+        """Whether it ended within ``seconds`` (its output is read by :meth:`wait`)."""
+        try:
+            self._proc.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def wait(self, *, check: bool = True) -> GitResult:
         try:
             returncode = self._proc.wait()
@@ -396,6 +404,25 @@ class TempIndex:
 
     def write_tree(self) -> str:
         return self.run(["write-tree"], purpose="write the temporary index as a tree").out.strip()
+
+    def twin(self, name: str) -> TempIndex:
+        """A second index beside this one, starting as a copy of it (no git call), with
+        the same object directory; it goes when this one's directory does. Two git
+        processes may then work side by side, one on each."""
+        path = self.path.with_name(name)
+        if path.exists() or path == self.path:
+            raise ValueError(f"index {name} exists already")
+        path.write_bytes(self.path.read_bytes())
+        return TempIndex(self.git, path, {**self.env, "GIT_INDEX_FILE": str(path)})
+
+    def snapshot(self) -> Callable[[], None]:
+        """A way back to this index as it is now (its file's bytes, restored on call)."""
+        saved = self.path.read_bytes()
+
+        def restore() -> None:
+            self.path.write_bytes(saved)
+
+        return restore
 
     def add_all(self, *, purpose: str = "stage the changes") -> None:
         """Stage every change of the work tree (``git add --all``) into this index."""

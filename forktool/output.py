@@ -13,16 +13,17 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+if TYPE_CHECKING:  # rich is imported only when text is drawn (JSON output never loads it)
+    from rich.console import Console
 
 PROGRESS_DELAY_SECONDS = 1.0
 
 
 def _console(stream: Any) -> Console:
+    from rich.console import Console
+
     plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
     return Console(
         file=stream,
@@ -38,12 +39,39 @@ class Tick(Protocol):
     def __call__(self, advance: int = 1, description: str | None = None) -> None: ...
 
 
-@dataclass
 class Output:
-    quiet: bool = False
-    verbose: bool = False
-    out: Console = field(default_factory=lambda: _console(sys.stdout))
-    err: Console = field(default_factory=lambda: _console(sys.stderr))
+    """Where a command's answer goes. The rich consoles are made when first drawn on,
+    so a command answering in JSON never imports rich."""
+
+    def __init__(
+        self,
+        quiet: bool = False,
+        verbose: bool = False,
+        out: Console | None = None,
+        err: Console | None = None,
+    ) -> None:
+        self.quiet = quiet
+        self.verbose = verbose
+        self._out = out
+        self._err = err
+
+    @property
+    def out(self) -> Console:
+        if self._out is None:
+            self._out = _console(sys.stdout)
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        if self._err is None:
+            self._err = _console(sys.stderr)
+        return self._err
+
+    def _err_is_terminal(self) -> bool:
+        # stderr not a tty: no console is made to say so (_console makes it plain).
+        if self._err is None and not sys.stderr.isatty():
+            return False
+        return self.err.is_terminal
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if not self.quiet:
@@ -80,7 +108,7 @@ class Output:
         if self.quiet:
             yield lambda name: None
             return
-        if not self.err.is_terminal:
+        if not self._err_is_terminal():
 
             def line(name: str) -> None:
                 nonlocal count
@@ -101,9 +129,17 @@ class Output:
     @contextmanager
     def progress(self, total: int, description: str) -> Iterator[Tick]:
         """A progress bar on stderr that appears only if the work outlasts one second."""
-        if self.quiet or not self.err.is_terminal:
+        if self.quiet or not self._err_is_terminal():
             yield _null_tick
             return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
