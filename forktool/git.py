@@ -298,14 +298,6 @@ class Started:
     def done(self) -> bool:
         return self._proc.poll() is not None
 
-    def wait_done(self, seconds: float) -> bool:
-        """Whether it ended within ``seconds`` (its output is read by :meth:`wait`)."""
-        try:
-            self._proc.wait(timeout=seconds)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-
     def wait(self, *, check: bool = True) -> GitResult:
         try:
             returncode = self._proc.wait()

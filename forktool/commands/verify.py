@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     type=click.IntRange(min=1),
     default=None,
     metavar="N",
-    help="git processes side by side on file-disjoint parts of the series "
-    "(default: 2 on a machine with two cores or more; 1: the series in one call).",
+    help="git processes side by side on file-disjoint parts of the series (default: 2 "
+    "when the machine has two cores or more and one is free; 1: the series in one call).",
 )
 @format_option()
 @pass_app

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -234,9 +235,13 @@ def verify_series(
 
 
 def default_jobs() -> int:
-    """git processes verify runs side by side: two where the machine has two cores
-    (more buys little: git's own work is what is split, and the parse runs first)."""
-    return min(2, os.cpu_count() or 1)
+    """git processes verify runs side by side: two where the machine has two cores or
+    more and one of them is free (a 1-minute load average below the cores); one when
+    every core is busy already, where a second process only adds its own start-up."""
+    cores = os.cpu_count() or 1
+    if cores < 2 or os.getloadavg()[0] >= cores:
+        return 1
+    return 2
 
 
 @dataclass(frozen=True)
@@ -692,13 +697,9 @@ def _run_bins(
     call does); their outputs, or None unless every one applied."""
     runs = [_SeriesRun(twin, part, reverse) for twin, part in zip(indexes, parts, strict=True)]
     try:
-        while any(run.running is not None for run in runs):
-            for run in runs:
-                run.poll()
-            busy = next((run.running for run in runs if run.running is not None), None)
-            if busy is not None:
-                busy.wait_done(0.02)
-        results = [run.wait() for run in runs]
+        # A thread waits on each bin's git (and starts its next chunk at once).
+        with ThreadPoolExecutor(max_workers=len(runs)) as pool:
+            results = list(pool.map(_SeriesRun.wait, runs))
     finally:
         for run in runs:
             run.__exit__(None, None, None)
