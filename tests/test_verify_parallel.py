@@ -354,3 +354,19 @@ def test_json_output_does_not_import_rich(failing_second: MiniFork, tmp_path: Pa
     loaded = done.stderr.splitlines()
     assert "forktool.engine.verify" in loaded
     assert [m for m in loaded if m == "rich" or m.startswith("rich.")] == []
+
+
+@pytest.mark.parametrize(
+    ("cores", "load", "jobs"), [(1, 0.0, 1), (2, 0.5, 2), (2, 2.0, 1), (8, 3.0, 2)]
+)
+def test_side_by_side_only_with_a_second_core_free(
+    monkeypatch: pytest.MonkeyPatch, cores: int, load: float, jobs: int
+) -> None:
+    monkeypatch.setattr(verify_engine.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(verify_engine.os, "getloadavg", lambda: (load, load, load))
+    assert verify_engine.default_jobs() == jobs
+
+
+def test_jobs_must_be_at_least_one(failing_second: MiniFork) -> None:
+    result = failing_second.cli("verify", "--jobs", "0")
+    assert result.code == 2

@@ -696,13 +696,17 @@ def _run_bins(
     series order (reversed, with ``reverse``; in chunks on a long series, as one
     call does); their outputs, or None unless every one applied."""
     runs = [_SeriesRun(twin, part, reverse) for twin, part in zip(indexes, parts, strict=True)]
+    # A thread waits on each bin's git (and starts its next chunk at once).
+    pool = ThreadPoolExecutor(max_workers=len(runs))
     try:
-        # A thread waits on each bin's git (and starts its next chunk at once).
-        with ThreadPoolExecutor(max_workers=len(runs)) as pool:
-            results = list(pool.map(_SeriesRun.wait, runs))
-    finally:
-        for run in runs:
+        futures = [pool.submit(run.wait) for run in runs]
+        results = [future.result() for future in futures]
+    except BaseException:
+        for run in runs:  # an error or Ctrl-C: stop every git now, not when it is done
             run.__exit__(None, None, None)
+        raise
+    finally:
+        pool.shutdown(wait=True)
     return [err for _, err in results] if all(ok for ok, _ in results) else None
 
 
