@@ -312,13 +312,20 @@ def _applied_groups(
 ) -> list[str] | None:
     """The output of each patch git applied, in order; None when the output does not
     match the patches' file counts."""
+    return _applied_outputs([s.files for s in surveys], err)
+
+
+def _applied_outputs(files: Sequence[int], err: str) -> list[str] | None:
+    """The output of each patch file git applied (``files``: how many file diffs each
+    holds), in order, up to the first it did not; None when the output does not match
+    the counts."""
     out = []
-    for group, survey in zip(_groups(err), surveys, strict=False):
+    for group, count in zip(_groups(err), files, strict=False):
         checked = sum(line.startswith("Checking patch ") for line in group)
         done = sum(line.startswith("Applied patch ") for line in group)
         if done == 0:
             break
-        if checked != survey.files or done != survey.files:
+        if checked != count or done != count:
             return None
         out.append("\n".join(group))
     return out
@@ -631,17 +638,8 @@ def _disjoint(named: Sequence[set[str]]) -> bool:
 
 def _part_outputs(parts: Sequence[_Part], err: str) -> list[str] | None:
     """The -v output of each part (all applied), or None when it does not match."""
-    groups = _groups(err)
-    if len(groups) != len(parts):
-        return None
-    out = []
-    for part, group in zip(parts, groups, strict=True):
-        checked = sum(line.startswith("Checking patch ") for line in group)
-        done = sum(line.startswith("Applied patch ") for line in group)
-        if checked != part.files or done != part.files:
-            return None
-        out.append("\n".join(group))
-    return out
+    out = _applied_outputs([part.files for part in parts], err)
+    return out if out is not None and len(out) == len(parts) else None
 
 
 def _side_by_side(
