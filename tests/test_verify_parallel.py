@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from apply_support import edit_line, export, numbered, side_commit, writes
-from helpers import MiniFork, mini_fork
+from helpers import MiniFork, mini_fork, snapshot_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -118,6 +118,20 @@ def test_disjoint_series_goes_side_by_side_with_the_serial_verdicts(
     assert eager == [True]
     assert side.ok and side.round_trip
     assert as_json(side) == as_json(serial)
+
+
+def test_side_by_side_leaves_the_repository_byte_identical(
+    builder: RepoBuilder, eager: list[bool]
+) -> None:
+    fork = mini_fork(builder, FILES)
+    steps: list[dict[str, str | None]] = [
+        {f"pkg/m{n}.py": edit_line(FILES[f"pkg/m{n}.py"], f"m{n} 3", f"m{n} 3 x")} for n in range(6)
+    ]
+    fork.write(chain_of(fork, steps))
+    before = snapshot_tree(fork.root)
+    assert run(fork, 2).ok
+    assert eager == [True]
+    assert snapshot_tree(fork.root) == before
 
 
 def test_offsets_read_from_the_parts_match_the_serial_messages(
