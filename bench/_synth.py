@@ -49,6 +49,21 @@ def module_text(index: int, value: int) -> str:
     return f"# module {index}\nheader = {index}\nvalue = {value}\nfooter = {index}\n"
 
 
+def fast_import(path: Path, stream: bytes | bytearray) -> dict[str, str]:
+    """Import ``stream`` into the repository at ``path``; mark (``:N``) -> commit id."""
+    marks = path / "marks"
+    subprocess.run(
+        git_argv(["fast-import", "--quiet", f"--export-marks={marks}"]),
+        cwd=path,
+        input=bytes(stream),
+        check=True,
+        env=hardened_env(),
+    )
+    by_mark = dict(line.split() for line in marks.read_text().splitlines())
+    marks.unlink()
+    return by_mark
+
+
 def build_upstream(path: Path, commits: int, fixes: int, *, pre_pin: int = 0) -> list[str]:
     """A linear history of ``commits`` commits on ``main``; returns the fix commits.
 
@@ -100,16 +115,7 @@ def build_upstream(path: Path, commits: int, fixes: int, *, pre_pin: int = 0) ->
             minor = n // RELEASE_EVERY
             stream += b"reset refs/tags/v1.%d.0rc0\nfrom :%d\n\n" % (minor, mark - 1)
             stream += b"reset refs/tags/v1.%d.0\nfrom :%d\n\n" % (minor, mark)
-    marks = path / "marks"
-    subprocess.run(
-        git_argv(["fast-import", "--quiet", f"--export-marks={marks}"]),
-        cwd=path,
-        input=bytes(stream),
-        check=True,
-        env=hardened_env(),
-    )
-    by_mark = dict(line.split() for line in marks.read_text().splitlines())
-    marks.unlink()
+    by_mark = fast_import(path, stream)
     return [by_mark[f":{m}"] for m in fix_marks]
 
 
@@ -118,6 +124,144 @@ def last_release(commits: int) -> str:
     if commits < RELEASE_EVERY:
         return "v0.1.0"
     return f"v1.{commits // RELEASE_EVERY}.0"
+
+
+# -- a history of git.git's shape -----------------------------------------------------------
+
+
+def build_topic_history(
+    path: Path, commits: int, fixes: int, *, seed: int = 20, skew: float = 0.02
+) -> tuple[list[str], list[str]]:
+    """A history shaped like git.git's: ``master`` and ``maint``; topic branches fork
+    from ``maint`` (now and then from an older point of ``master``), get 1-6 commits,
+    are merged into ``master`` and (one in three, the fixes) down into ``maint``, which
+    ``master`` merges back; a release tag ``v1.N.0`` on master every 1,000 commits. A
+    fraction ``skew`` of commits is dated up to 30 days off (clock skew). ``fixes``
+    topic commits, spread along the history, each set one module ``m/NNNN.txt`` to 1
+    (as :func:`build_upstream`). Commit 1 (tag ``v0.1.0``) adds the modules.
+
+    Returns (the fix commits, the release tags oldest first). Seeded: the same
+    arguments give the same history.
+    """
+    rng = random.Random(seed)
+    subprocess.run(
+        git_argv(["init", "-q", "--template=", str(path)]), check=True, env=hardened_env()
+    )
+    stream = bytearray()
+    mark = 0
+    clock = EPOCH
+
+    def commit(ref: str, message: str, parents: Sequence[int], changes: bytes) -> int:
+        nonlocal mark, clock
+        mark += 1
+        clock += 60
+        when = clock
+        if rng.random() < skew:
+            when += rng.randint(-30 * 86_400, 30 * 86_400)
+        stream.extend(b"commit %s\nmark :%d\n" % (ref.encode(), mark))
+        stream.extend(b"author A <a@example.com> %d +0000\n" % when)
+        stream.extend(b"committer C <c@example.com> %d +0000\n" % when)
+        stream.extend(_data(message.encode()))
+        if parents:
+            stream.extend(b"from :%d\n" % parents[0])
+            for parent in parents[1:]:
+                stream.extend(b"merge :%d\n" % parent)
+        stream.extend(changes + b"\n")
+        return mark
+
+    setup = b"".join(
+        b"M 100644 inline m/%04d.txt\n" % i + _data(module_text(i, 0).encode())
+        for i in range(fixes)
+    )
+    master = maint = commit("refs/heads/master", "start", [], setup)
+    stream.extend(b"reset refs/tags/v0.1.0\nfrom :%d\n\n" % master)
+    history = [master]  # master's first-parent line, for forks from older points
+    tags = ["v0.1.0"]
+    fix_every = max(1, commits // (fixes + 1))
+    fix_marks: list[int] = []
+    topic = 0
+    while mark < commits:
+        topic += 1
+        base = maint if rng.random() < 0.7 else rng.choice(history[-200:])
+        ref = f"refs/heads/topic{topic % 50}"
+        head = base
+        for step in range(rng.randint(1, 6)):
+            due = mark // fix_every > len(fix_marks) and len(fix_marks) < fixes
+            if due:
+                k = len(fix_marks)
+                change = b"M 100644 inline m/%04d.txt\n" % k + _data(module_text(k, 1).encode())
+                head = commit(ref, f"fix module {k}", [head], change)
+                fix_marks.append(head)
+            else:
+                name = f"t/{topic % 997}/{step}.txt"
+                change = b"M 100644 inline %s\n" % name.encode() + _data(f"{topic}\n".encode())
+                head = commit(ref, f"topic {topic} step {step}", [head], change)
+        master = commit("refs/heads/master", f"Merge branch 'topic{topic}'", [master, head], b"")
+        history.append(master)
+        if topic % 3 == 0:
+            maint = commit(
+                "refs/heads/maint", f"Merge branch 'topic{topic}' into maint", [maint, head], b""
+            )
+            master = commit("refs/heads/master", "Merge branch 'maint'", [master, maint], b"")
+            history.append(master)
+        if mark // 1000 >= len(tags):
+            tags.append(f"v1.{len(tags)}.0")
+            stream.extend(b"reset refs/tags/%s\nfrom :%d\n\n" % (tags[-1].encode(), master))
+    by_mark = fast_import(path, stream)
+    return [by_mark[f":{m}"] for m in fix_marks], tags
+
+
+def merge_base_loop(repo: Path, commits: Sequence[str], tip: str) -> list[bool]:
+    """The baseline: one ``git merge-base --is-ancestor <commit> <tip>`` process per
+    commit, as a shell loop would run them."""
+    return [
+        subprocess.run(
+            git_argv(["merge-base", "--is-ancestor", commit, tip]), cwd=repo, env=hardened_env()
+        ).returncode
+        == 0
+        for commit in commits
+    ]
+
+
+def patch_id_pipeline(repo: Path, tip: str, since: str) -> bytes:
+    """The baseline: ``git log -p tip ^since | git patch-id --stable``, scripted."""
+    log = subprocess.Popen(
+        git_argv(["log", "-p", "--no-merges", "--format=commit %H", tip, f"^{since}"]),
+        cwd=repo,
+        env=hardened_env(),
+        stdout=subprocess.PIPE,
+    )
+    ids = subprocess.run(
+        git_argv(["patch-id", "--stable"]),
+        cwd=repo,
+        env=hardened_env(),
+        stdin=log.stdout,
+        capture_output=True,
+        check=True,
+    ).stdout
+    log.wait()
+    return ids
+
+
+def write_fork(path: Path, fixes: list[str], pin_commit: str, pin_tag: str = "v0.1.0") -> None:
+    """The fork's files in ``path``: one patch per fix (module k's value 0 -> 1), mapped
+    to it, pinned at ``pin_tag``."""
+    (path / "patches").mkdir()
+    names = []
+    for i, fix in enumerate(fixes):
+        name = f"{i + 1:04d}-fix-module-{i}.patch"
+        names.append(f"{name} {fix}")
+        (path / "patches" / name).write_text(
+            f"Subject: fix module {i}\n\n"
+            f"diff --git a/m/{i:04d}.txt b/m/{i:04d}.txt\n"
+            f"--- a/m/{i:04d}.txt\n+++ b/m/{i:04d}.txt\n"
+            f"@@ -1,4 +1,4 @@\n # module {i}\n header = {i}\n-value = 0\n+value = 1\n footer = {i}\n"
+        )
+    (path / "series").write_text("".join(n.split()[0] + "\n" for n in names))
+    (path / "upstream.map").write_text("".join(n + "\n" for n in names))
+    (path / "forktool.yaml").write_text(
+        f"pin:\n  tag: {pin_tag}\n  commit: {pin_commit}\nrecord: FORK.md\n"
+    )
 
 
 # -- a short history of real-sized commits --------------------------------------------------

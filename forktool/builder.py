@@ -176,11 +176,14 @@ class RepoBuilder:
         )
         return self.rev("HEAD")
 
-    def cherry_pick(self, commit: str, *, x: bool = True) -> str:
-        """A real ``git cherry-pick`` (with ``-x`` by default); the new commit."""
+    def cherry_pick(self, commit: str, *, x: bool = True, mainline: int | None = None) -> str:
+        """A real ``git cherry-pick`` (with ``-x`` by default; ``mainline`` picks a merge
+        against that parent, as ``-m1`` does on release branches); the new commit."""
         args = ["cherry-pick", "--allow-empty"]
         if x:
             args.append("-x")
+        if mainline is not None:
+            args.append(f"--mainline={mainline}")
         self.git.run([*args, commit], purpose=f"cherry-pick {commit[:12]}", env=self._tick())
         return self.rev("HEAD")
 

@@ -161,7 +161,7 @@ def cli(
       forktool status               pin, series, and each patch's state
       forktool -C ../myfork check   the CI gate, for the fork in ../myfork
     """
-    from forktool.git import set_observer
+    from forktool.git import set_graph_notice, set_observer
     from forktool.output import Output
 
     cwd = Path.cwd()
@@ -174,6 +174,7 @@ def cli(
     ctx.obj = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
     _current_app.set(ctx.obj)
     set_observer(_git_narrator(ctx.obj.output) if verbose else None)
+    set_graph_notice(None if quiet else notice)
 
 
 # Commands are added on first use: see ForktoolGroup.

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from forktool.errors import FatalError, GitError, git_said
 from forktool.faults import faultpoint
 
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40}$", re.MULTILINE)
 
 # Every setting that could change a result, pinned in one place and passed as
 # ``git -c`` to every git process: neither the user's environment nor the
@@ -219,6 +221,41 @@ class GitResult:
     @property
     def err(self) -> str:
         return self.stderr.decode("utf-8", "surrogateescape")
+
+
+# Settling ancestry candidates (Git.ancestors): up to this many are asked one
+# ``merge-base --is-ancestor`` each, more take one walk of the tip's history. Without
+# a commit-graph one merge-base can walk as much as that whole walk.
+_DIRECT_MAX = 2
+_DIRECT_WITH_GRAPH = 48
+# A history walk without a commit-graph that takes longer than this earns the notice.
+SLOW_WALK_SECONDS = 1.0
+GRAPH_FIX = "git commit-graph write --reachable --changed-paths"
+
+# Who hears, once per process, that a repository without a commit-graph made a run
+# slow (set by the CLI only: a notice on stderr).
+_graph_notice: Callable[[str], None] | None = None
+_graph_noted: set[Path] = set()
+
+
+def set_graph_notice(callback: Callable[[str], None] | None) -> None:
+    """Say (through ``callback``) when a walk was slow for want of a commit-graph."""
+    global _graph_notice
+    _graph_notice = callback
+    _graph_noted.clear()
+
+
+def note_missing_commit_graph(git: Git) -> None:
+    """Once per repository and process: the walk was slow, a commit-graph would fix it.
+    forktool never writes one unasked (it changes the user's ``.git``)."""
+    key = git.cwd.resolve()
+    if _graph_notice is None or key in _graph_noted:
+        return
+    _graph_noted.add(key)
+    _graph_notice(
+        "this repository has no commit-graph, so walking its history is slow; "
+        f"`{GRAPH_FIX}` in it (once) makes ancestry and history scans fast"
+    )
 
 
 # Who wants to hear about each git command (``forktool -v``); set by the CLI only.
@@ -499,6 +536,11 @@ class Git:
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = Path(cwd)
+        self._graph: bool | None = None
+        # (commit, reverse, paths) -> its diff as commit_patches reads it: each commit's
+        # diff is read at most once per run, however many tags the run judges.
+        self._diffs: dict[tuple[str, bool, tuple[str, ...] | None], bytes] = {}
+        self._changes: dict[tuple[str, tuple[str, ...]], list[tuple[str, frozenset[str]]]] = {}
 
     # -- running -----------------------------------------------------------------
 
@@ -544,6 +586,15 @@ class Git:
 
     def remotes(self) -> list[str]:
         return self.out(["remote"], purpose="list remotes").split()
+
+    def remote_url(self, remote: str) -> str | None:
+        """The URL ``remote`` fetches from (``insteadOf`` rewrites applied), or None."""
+        if remote.startswith("-") or remote not in self.remotes():
+            return None
+        res = self.run(
+            ["remote", "get-url", remote], purpose=f"read the URL of remote {remote}", check=False
+        )
+        return (res.out.strip() or None) if res.ok else None
 
     # -- objects and refs --------------------------------------------------------
 
@@ -643,19 +694,33 @@ class Git:
         return [t for t in self.out(args, purpose="list tags").splitlines() if t]
 
     def tag_commits(self, pattern: str | None = None) -> dict[str, str]:
-        """Every tag (matching ``pattern``) mapped to the commit it peels to, in one call."""
+        """Every tag (matching ``pattern``) mapped to the commit it peels to, in two calls.
+
+        ``%(*objectname)`` peels one level only: a tag of a tag (of a tag...) is peeled
+        fully by one ``cat-file --batch-check`` of ``refs/tags/NAME^{commit}``. A tag
+        of a tree or a blob names no commit and is left out.
+        """
         fmt = "%(refname:strip=2)%00%(objectname)%00%(*objectname)%00%(objecttype)%00%(*objecttype)"
         args = ["for-each-ref", f"--format={fmt}", "refs/tags/" + (pattern or "")]
         if pattern and not any(c in pattern for c in "*?["):
             args[-1] = f"refs/tags/{pattern}"
         out = self.run(args, purpose="list tags").out
-        result: dict[str, str] = {}
+        peeled_to: dict[str, str | None] = {}
         for line in out.splitlines():
             name, oid, peeled, otype, ptype = line.split("\0")
             if otype == "commit":
-                result[name] = oid
+                peeled_to[name] = oid
             elif ptype == "commit":
-                result[name] = peeled
+                peeled_to[name] = peeled
+            elif ptype == "tag":
+                peeled_to[name] = None  # a tag of a tag: peeled below
+        nested = [f"refs/tags/{name}^{{commit}}" for name, oid in peeled_to.items() if oid is None]
+        found = self.resolve_names(nested)
+        result: dict[str, str] = {}
+        for name, known in peeled_to.items():
+            hit = found.get(f"refs/tags/{name}^{{commit}}") if known is None else (known, "commit")
+            if hit is not None and hit[1] == "commit":
+                result[name] = hit[0]
         return result
 
     def object_types(self, oids: Iterable[str]) -> dict[str, str | None]:
@@ -700,32 +765,146 @@ class Git:
             found[commit] = message.decode("utf-8", "surrogateescape")
         return found
 
+    # -- ancestry: the one rule ----------------------------------------------------
+
     def is_ancestor(self, ancestor: str, descendant: str) -> bool:
+        """``git merge-base --is-ancestor ancestor descendant`` (see :meth:`ancestors`)."""
+        return bool(self.ancestors([ancestor], descendant))
+
+    def not_ancestors(self, commits: Iterable[str], tip: str) -> set[str]:
+        """Those of ``commits`` that are NOT ancestors of ``tip``: the complement of
+        :meth:`ancestors`, in the names the caller gave."""
+        items = list(dict.fromkeys(commits))
+        return set(items) - self.ancestors(items, tip)
+
+    def ancestors(self, commits: Iterable[str], tip: str) -> set[str]:
+        """Those of ``commits`` that are ancestors of ``tip`` (a commit is its own
+        ancestor): for each, exactly what ``git merge-base --is-ancestor <commit> <tip>``
+        answers, in the names the caller gave.
+
+        Every commit must exist: one that is missing or is not a commit is an error
+        (GitError), never an answer. Then, by construction:
+
+        1. one walking ``rev-list --parents --stdin`` of the commits and ``^tip``. git
+           hides a commit from that output only when it marked it reachable from
+           ``tip``, and marks travel only from ``tip`` along parent links: a commit it
+           does not print IS an ancestor. A printed commit that reaches ``tip`` through
+           the printed parent links descends from it, so is NOT one (no cycles). Any
+           other printed commit is only a candidate: with commit dates out of order git
+           may stop walking ``tip``'s side before it reaches an ancestor.
+        2. each candidate is settled exactly: ``merge-base --is-ancestor`` for a few
+           (cheap with a commit-graph's generation numbers), else one full walk of
+           ``tip``'s history (``rev-list tip``, no negative: nothing stops it early),
+           a membership test.
+
+        Never ``--no-walk`` with ``^tip``: that hides only what git happened to mark
+        while reading its input, which is no ancestry test.
+        """
+        items = list(dict.fromkeys(commits))
+        if not items:
+            return set()
+        ids = self._commit_ids([*items, f"{tip}^{{commit}}"], tip)
+        tip_id = ids[f"{tip}^{{commit}}"]
+        full = {ids[c] for c in items}
+        stdin = "\n".join([*sorted(full), f"^{tip_id}"]) + "\n"
+        listing = self.run(
+            ["rev-list", "--parents", "--stdin"],
+            purpose=f"check ancestry against {tip}",
+            input=stdin.encode(),
+        ).out
+        printed: set[str] = set()
+        children: dict[str, list[str]] = {}
+        for line in listing.splitlines():
+            commit, *parents = line.split()
+            printed.add(commit)
+            for parent in parents:
+                children.setdefault(parent, []).append(commit)
+        above = _descendants(tip_id, children)
+        candidates = full.intersection(printed) - above
+        yes = full - candidates - above
+        if candidates:
+            yes |= self._settle(sorted(candidates), tip_id, tip)
+        return {c for c in items if ids[c] in yes}
+
+    def _commit_ids(self, names: Sequence[str], tip: str) -> dict[str, str]:
+        """name -> full commit id; a missing name or a non-commit is a GitError."""
+        res = self.run(
+            ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+            purpose=f"check ancestry against {tip}",
+            input=("\n".join(names) + "\n").encode(),
+        )
+        found: dict[str, str] = {}
+        for name, line in zip(names, res.out.splitlines(), strict=True):
+            parts = line.split()
+            if len(parts) != 2 or parts[1] != "commit":
+                what = "missing" if len(parts) != 2 or parts[1] == "missing" else parts[1]
+                raise GitError(
+                    f"check ancestry against {tip}",
+                    res.argv,
+                    1,
+                    f"{name} is not a commit in this repository ({what})",
+                )
+            found[name] = parts[0]
+        return found
+
+    def _settle(self, candidates: Sequence[str], tip_id: str, tip: str) -> set[str]:
+        """Those of ``candidates`` (full ids) that are ancestors of ``tip_id``, exactly."""
+        graph = self.has_commit_graph()
+        if len(candidates) <= (_DIRECT_WITH_GRAPH if graph else _DIRECT_MAX):
+            return {c for c in candidates if self._merge_base_is_ancestor(c, tip_id)}
+        started = time.monotonic()
+        reachable = self.run(["rev-list", tip_id], purpose=f"read the history of {tip}").out.split()
+        if not graph and time.monotonic() - started > SLOW_WALK_SECONDS:
+            note_missing_commit_graph(self)
+        return set(candidates).intersection(reachable)
+
+    def _merge_base_is_ancestor(self, ancestor: str, descendant: str) -> bool:
         res = self.run(
             ["merge-base", "--is-ancestor", ancestor, descendant],
-            purpose=f"check whether {ancestor[:12]} is in {descendant}",
+            purpose=f"check whether {ancestor[:12]} is in {descendant[:12]}",
             check=False,
         )
         if res.returncode not in (0, 1):
             raise GitError(f"check ancestry of {ancestor[:12]}", res.argv, res.returncode, res.err)
         return res.returncode == 0
 
-    def not_in(self, commits: Iterable[str], tip: str) -> set[str]:
-        """Those of ``commits`` that are NOT ancestors of ``tip`` (one rev-list call).
+    def has_commit_graph(self) -> bool:
+        """Whether git can use a commit-graph here (generation numbers, changed paths)."""
+        if self._graph is None:
+            paths = self.out(
+                [
+                    "rev-parse",
+                    "--git-path",
+                    "objects/info/commit-graph",
+                    "--git-path",
+                    "objects/info/commit-graphs/commit-graph-chain",
+                ],
+                purpose="look for a commit-graph",
+            ).splitlines()
+            setting = self.run(
+                ["config", "--type=bool", "core.commitGraph"],
+                purpose="read core.commitGraph",
+                check=False,
+            ).out.strip()
+            here = [p if Path(p).is_absolute() else self.cwd / p for p in paths]
+            self._graph = setting != "false" and any(Path(p).is_file() for p in here)
+        return self._graph
 
-        Every commit must exist: check with :meth:`object_types` first, because a
-        missing commit would otherwise look like an ancestor.
-        """
-        items = list(dict.fromkeys(commits))
+    def tips_containing(self, commit: str, tips: Iterable[str]) -> set[str]:
+        """Those of ``tips`` that contain ``commit`` (it is one of their ancestors, or
+        them): one ``rev-list --ancestry-path`` for all of them, which lists exactly the
+        descendants of ``commit`` that are ancestors of a tip. Every commit must exist."""
+        items = list(dict.fromkeys(tips))
         if not items:
             return set()
-        stdin = "\n".join([*items, f"^{tip}"]) + "\n"
+        stdin = "\n".join([*items, f"^{commit}"]) + "\n"
         res = self.run(
-            ["rev-list", "--no-walk=unsorted", "--stdin"],
-            purpose=f"check ancestry against {tip}",
+            ["rev-list", "--ancestry-path", "--stdin"],
+            purpose=f"find what contains {commit[:12]}",
             input=stdin.encode(),
         )
-        return set(res.out.split()) & set(items)
+        listed = set(res.out.split())
+        return {tip for tip in items if tip == commit or tip in listed}
 
     def blob(self, rev: str, path: str) -> bytes | None:
         res = self.run(
@@ -960,13 +1139,40 @@ class Git:
             purpose=f"read the changes in {tip}",
         ).stdout
 
-    def commit_patches(self, commits: Sequence[str], *, reverse: bool = False) -> bytes:
+    def commit_patches(
+        self,
+        commits: Sequence[str],
+        *,
+        reverse: bool = False,
+        paths: Sequence[str] | None = None,
+    ) -> bytes:
         """``git log -p`` of exactly ``commits`` (a merge against its first parent),
         each introduced by a ``commit <id>`` line; ``reverse``: each change inverted,
-        as a revert of it would read."""
+        as a revert of it would read. With ``paths`` (relative to the top of the work
+        tree), only their changes to them: the text :meth:`log_patches` gives them.
+        Each commit's diff is read once per :class:`Git` (full commit ids)."""
         if not commits:
             return b""
-        return self.run(
+        if not all(HEX40.match(c) for c in commits):  # only full ids name their diff
+            return self._read_patches(commits, reverse=reverse, paths=paths)
+        commits = list(dict.fromkeys(commits))
+        scope = tuple(paths) if paths is not None else None
+        unread = [c for c in commits if (c, reverse, scope) not in self._diffs]
+        if unread:
+            data = self._read_patches(unread, reverse=reverse, paths=paths)
+            starts = [m.start() for m in _COMMIT_LINE.finditer(data)]
+            for at, end in zip(starts, [*starts[1:], len(data)], strict=True):
+                commit = data[at + 7 : at + 47].decode()
+                self._diffs[(commit, reverse, scope)] = data[at:end]
+            for commit in unread:  # a commit git showed nothing for (pathspec) is empty
+                self._diffs.setdefault((commit, reverse, scope), b"")
+        return b"".join(self._diffs[(c, reverse, scope)] for c in commits)
+
+    def _read_patches(
+        self, commits: Sequence[str], *, reverse: bool, paths: Sequence[str] | None
+    ) -> bytes:
+        pathspecs = [f":(literal){p}" for p in paths] if paths is not None else []
+        return run(
             [
                 "log",
                 "--no-walk=unsorted",
@@ -977,10 +1183,62 @@ class Git:
                 *(["-R", "--src-prefix=b/", "--dst-prefix=a/"] if reverse else []),
                 "-p",
                 "--format=commit %H",
+                "--",
+                *pathspecs,
             ],
+            cwd=self.toplevel() if paths is not None else self.cwd,
             purpose="read the changes of the mapped commits",
             input=("\n".join(commits) + "\n").encode(),
         ).stdout
+
+    def commit_names(self, commits: Sequence[str]) -> dict[str, frozenset[str]]:
+        """Each commit -> every file its diff (a merge against its first parent) names,
+        relative to the top: tree comparisons only. One ``git log``."""
+        if not commits:
+            return {}
+        out = self.run(
+            [
+                "log",
+                "-z",
+                "--no-walk=unsorted",
+                "--stdin",
+                "--diff-merges=first-parent",
+                "--no-renames",
+                "--name-only",
+                "--format=%x01%H",
+            ],
+            purpose="list the files of the mapped commits",
+            input=("\n".join(commits) + "\n").encode(),
+        ).stdout
+        return dict(_changed_files(out))
+
+    def log_changes(
+        self, tip: str, exclude: Sequence[str] = ()
+    ) -> list[tuple[str, frozenset[str]]]:
+        """(commit, every file its diff names, relative to the top) for the non-merge
+        commits of ``tip`` and not in ``exclude``. Tree comparisons only
+        (``--name-only``), no file is read: the cheap first pass before any diff. Read
+        once per :class:`Git` for each range."""
+        key = (tip, tuple(exclude))
+        if key in self._changes:
+            return self._changes[key]
+        out = self.run(
+            [
+                "log",
+                "-z",
+                "--no-merges",
+                "--no-renames",
+                "--name-only",
+                "--format=%x01%H",
+                tip,
+                *(f"^{e}" for e in exclude),
+                "--",
+            ],
+            purpose=f"list the files changed in {tip}",
+        ).stdout
+        found = _changed_files(out)
+        self._changes[key] = found
+        return found
 
     def patch_ids(self, patches: bytes) -> list[tuple[str, str]]:
         """(patch id, commit) for each patch in ``patches`` (``git patch-id --stable``)."""
@@ -1075,18 +1333,6 @@ class Git:
         )
         return [line.split() for line in res.out.splitlines() if line]
 
-    def common_ancestors(self, commits: Sequence[str]) -> list[str]:
-        """The best common ancestors of all ``commits`` (``merge-base --all --octopus``);
-        empty when they share no history."""
-        res = self.run(
-            ["merge-base", "--all", "--octopus", *commits],
-            purpose="find the common ancestors",
-            check=False,
-        )
-        if res.returncode not in (0, 1):
-            raise GitError("find the common ancestors", res.argv, res.returncode, res.err)
-        return res.out.split()
-
     # -- the release sync ----------------------------------------------------------
 
     def common_dir(self) -> Path:
@@ -1172,6 +1418,13 @@ class Git:
             purpose="look for uncommitted changes to the fork's files",
         )
         return [line[3:] for line in res.out.splitlines() if line]
+
+    def unmerged_paths(self) -> list[str]:
+        """The paths a merge left unmerged (with conflict markers) in this worktree."""
+        out = self.run(
+            ["diff", "--name-only", "--diff-filter=U", "-z"], purpose="list unmerged paths"
+        ).out
+        return sorted({path for path in out.split("\0") if path})
 
     def uncommitted_anywhere(self) -> list[str]:
         """Every path in the index or the work tree that HEAD does not have as it is."""
@@ -1431,6 +1684,30 @@ class Git:
             if added == "-" and deleted == "-" and path:
                 found.append(path)
         return found
+
+
+def _descendants(commit: str, children: Mapping[str, Sequence[str]]) -> set[str]:
+    """Every commit that reaches ``commit`` through the ``children`` links."""
+    found: set[str] = set()
+    stack = [commit]
+    while stack:
+        for child in children.get(stack.pop(), ()):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def _changed_files(out: bytes) -> list[tuple[str, frozenset[str]]]:
+    """``log -z --name-only --format=%x01%H`` output -> [(commit, files)]."""
+    found: list[tuple[str, set[str]]] = []
+    for token in out.split(b"\0"):
+        token = token.lstrip(b"\n")
+        if token.startswith(b"\x01"):
+            found.append((token[1:].decode(), set()))
+        elif token and found:
+            found[-1][1].add(token.decode("utf-8", "surrogateescape"))
+    return [(c, frozenset(files)) for c, files in found]
 
 
 def _literal_pattern(path: str) -> str:

@@ -1086,3 +1086,97 @@ CASES: list[Case] = [
         "verify would read patches git does not commit",
     ),
 ]
+
+
+# -- one path created and deleted in one patch: refused as malformed by every engine --
+
+
+def create_then_delete_patch(path: str) -> bytes:
+    return (
+        new_file_patch(path)
+        + (
+            f"diff --git a/{path} b/{path}\ndeleted file mode 100644\n--- a/{path}\n+++ /dev/null\n"
+            "@@ -1 +0,0 @@\n-owned\n"
+        ).encode()
+    )
+
+
+def delete_then_create_patch(path: str, lines: bytes) -> bytes:
+    removed = b"".join(b"-" + line + b"\n" for line in lines.splitlines())
+    count = len(lines.splitlines())
+    return (
+        (
+            f"diff --git a/{path} b/{path}\ndeleted file mode 100644\n--- a/{path}\n+++ /dev/null\n"
+            f"@@ -1,{count} +0,0 @@\n"
+        ).encode()
+        + removed
+        + new_file_patch(path)
+    )
+
+
+def delete_and_create_readme(fork: Path, scratch: Path) -> None:
+    del scratch
+    readme = (fork / "pulse" / "__init__.py").read_bytes()
+    (fork / "patches" / P4).write_bytes(delete_then_create_patch("pulse/__init__.py", readme))
+
+
+CREATED_AND_DELETED = "pulse/extra.py: the patch has two file diffs for it"
+CASES += [
+    Case(
+        f"patch-creates-and-deletes-one-path-{command[0]}-{command[-1]}",
+        with_site(write(f"patches/{P4}", create_then_delete_patch("pulse/extra.py"))),
+        command,
+        1,
+        CREATED_AND_DELETED,
+        "git keeps a created-then-deleted file and GNU patch removes it: no engine can "
+        "prove it, so every engine refuses it as malformed",
+    )
+    for command in (
+        ("verify",),
+        ("apply", "--target", "{scratch}/site", "--engine", "git"),
+        ("apply", "--target", "{scratch}/site", "--engine", "patch"),
+    )
+]
+CASES += [
+    Case(
+        f"patch-deletes-and-recreates-one-path-{command[-1]}",
+        both(site, delete_and_create_readme),
+        command,
+        1,
+        "pulse/__init__.py: the patch has two file diffs for it",
+        "a deletion and a creation of one path cannot be reverted exactly: malformed",
+    )
+    for command in (("verify",), ("apply", "--target", "{scratch}/site", "--engine", "patch"))
+]
+
+
+def rename_then_recreate(fork: Path, scratch: Path) -> None:
+    """A rename of pulse/__init__.py away, then a diff creating it again."""
+    del scratch
+    (fork / "patches" / P4).write_bytes(
+        b"diff --git a/pulse/__init__.py b/pulse/moved.py\nsimilarity index 100%\n"
+        b"rename from pulse/__init__.py\nrename to pulse/moved.py\n"
+        + new_file_patch("pulse/__init__.py")
+    )
+
+
+CASES.append(
+    Case(
+        "patch-renames-a-path-away-and-creates-it-again",
+        rename_then_recreate,
+        ("verify",),
+        1,
+        "pulse/__init__.py: the patch has two file diffs for it",
+        "a rename's source created again in the same patch cannot be reverted exactly",
+    )
+)
+CASES.append(
+    Case(
+        "patch-creates-and-deletes-one-path-check",
+        write(f"patches/{P4}", create_then_delete_patch("pulse/extra.py")),
+        ("check", "--only", "apply"),
+        1,
+        CREATED_AND_DELETED,
+        "the CI gate fails on a patch no engine can prove",
+    )
+)

@@ -362,3 +362,43 @@ def test_apply_checks_in_one_call_agree_with_one_check_per_patch(
         single = run_cli("-C", example_fork.path, "absorbed", "--tag", tag, "--format", "json")
         assert single.code == expected.code == 0
         assert single.json() == expected.json(), tag
+
+
+def test_patch_id_evidence_is_exactly_the_commits_git_gives_the_patch_id(
+    builder: RepoBuilder,
+) -> None:
+    """Only commits whose files fit a patch's are read for patch ids: the evidence is
+    still exactly the commits `git patch-id --stable` gives the patch's id. Copies
+    beside a mode change, an added empty file or another edit in the same directory
+    are told apart as git tells them."""
+    builder.commit("import\n", {"src/app.py": APP, "src/run.sh": "run\n", "src/b.py": "b\n"})
+    builder.tag("v1.0.0")
+    builder.branch("release-1.0")
+    fixed = _edit(APP, "line 9\n", "line nine\n")
+    fix = builder.commit("fix line 9\n", {"src/app.py": fixed})
+    builder.checkout("release-1.0")
+    copies = [builder.commit("fix line 9\n", {"src/app.py": fixed})]
+    builder.commit("undo\n", {"src/app.py": APP})
+    (builder.path / "src" / "run.sh").chmod(0o755)
+    copies.append(builder.commit("fix line 9, mode\n", {"src/app.py": fixed}))
+    builder.commit("undo\n", {"src/app.py": APP})
+    copies.append(builder.commit("fix line 9, empty\n", {"src/app.py": fixed, "src/e": ""}))
+    builder.commit("undo\n", {"src/app.py": APP})
+    copies.append(builder.commit("fix line 9 and b\n", {"src/app.py": fixed, "src/b.py": "bb\n"}))
+    builder.tag("v1.0.1")
+    builder.checkout("main")
+    patch = make_patch(builder, "v1.0.0", {"src/app.py": fixed}, "fix line 9")
+    fork = _fork(builder, "v1.0.0", {"0001-fix.patch": patch}, {"0001-fix.patch": fix})
+    result = fork.cli("absorbed", "--tag", "v1.0.1", "--format", "json")
+    entry = result.json()["patches"][0]  # type: ignore[index]
+
+    def patch_id(data: bytes) -> str:
+        return builder.git.patch_ids(data)[0][0]
+
+    def shown(commit: str) -> bytes:
+        return builder.git.run(["show", "--format=commit %H", commit], purpose="show").stdout
+
+    same = [c for c in copies if patch_id(shown(c)) == patch_id(patch)]  # git's own answer
+    assert same and len(same) < len(copies)
+    found = [e["commit"] for e in entry["evidence"] if e["kind"] == "patch-id"]
+    assert sorted(found) == sorted(same)

@@ -413,3 +413,65 @@ def test_pristine_target_is_the_pinned_tree(fork: MiniFork, tmp_path: Path) -> N
     target = pristine(fork, tmp_path / "t")
     assert (target / APP).read_text() == BASE
     assert not (target / ".git").exists()
+
+
+# -- two file diffs for one path --------------------------------------------------------
+
+
+def _diff(path: str, old: str | None, new: str | None) -> bytes:
+    """A git diff of ``path`` from ``old`` to ``new`` text (None: absent)."""
+    head = f"diff --git a/{path} b/{path}\n"
+    if old is None:
+        head += "new file mode 100644\n"
+    elif new is None:
+        head += "deleted file mode 100644\n"
+    old_lines = (old or "").splitlines()
+    new_lines = (new or "").splitlines()
+    head += f"--- {'/dev/null' if old is None else 'a/' + path}\n"
+    head += f"+++ {'/dev/null' if new is None else 'b/' + path}\n"
+    start_old = 1 if old_lines else 0
+    start_new = 1 if new_lines else 0
+    head += f"@@ -{start_old},{len(old_lines)} +{start_new},{len(new_lines)} @@\n"
+    body = "".join(f"-{line}\n" for line in old_lines) + "".join(f"+{line}\n" for line in new_lines)
+    return (head + body).encode()
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "what"),
+    [
+        ((None, "new\n"), ("new\n", None), "the first created it and the second deleted it"),
+        (("readme\n", None), (None, "again\n"), "the first deleted it and the second created it"),
+    ],
+)
+def test_one_path_created_and_deleted_in_one_patch_is_malformed_for_every_engine(
+    fork: MiniFork,
+    tmp_path: Path,
+    first: tuple[str | None, str | None],
+    second: tuple[str | None, str | None],
+    what: str,
+) -> None:
+    path = "README" if first[0] is not None else "NEW"
+    fork.write({P: _diff(path, *first) + _diff(path, *second)})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("malformed", path, None, 7, [])  # the second diff's line
+    assert exit_codes(runs) == {1}
+    message = str(runs["patch"].verdict(P)["message"])
+    assert message.startswith(f"{path}: the patch has two file diffs for it (lines 1 and ")
+    assert what in message
+
+
+def test_one_file_modified_in_two_diffs_gives_one_tree_in_every_engine(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    # A multi-commit patch (two commits' diffs, one after the other) of one file.
+    first = side_commit(fork.repo, "v1", writes({APP: FIXED}))
+    again = edit_line(FIXED, "line 30", "line 30 fixed")
+    second = side_commit(fork.repo, first, writes({APP: again}))
+    one, two = export(fork.repo, first), export(fork.repo, second)
+    tail = two[two.index(b"diff --git ") :]
+    fork.write({P: one + tail})  # no signature: the second diff follows the first
+    runs = run_all(fork, tmp_path)
+    assert [r.statuses for r in runs.values()] == [["exact"]] * 3, runs["verify"].patches
+    assert exit_codes(runs) == {0}
+    for engine in ("git", "patch"):
+        assert (tmp_path / f"target-{engine}" / APP).read_text() == again

@@ -283,7 +283,10 @@ def test_f2_landed_one_commit_after_the_release_1_2_branch_point(
 def test_v1_3_0rc0_holds_f2_and_f3(demo_upstream: DemoUpstream) -> None:
     repo = Git(demo_upstream.path)
     for tag in ("v1.3.0rc0", "v1.3.0"):
-        assert repo.not_in([demo_upstream.fix_retry_timeout, demo_upstream.fix_utf8], tag) == set()
+        assert (
+            repo.not_ancestors([demo_upstream.fix_retry_timeout, demo_upstream.fix_utf8], tag)
+            == set()
+        )
 
 
 def test_v1_1_1rc0_carries_a_backport_and_no_fix(demo_upstream: DemoUpstream) -> None:
@@ -295,7 +298,7 @@ def test_v1_1_1rc0_carries_a_backport_and_no_fix(demo_upstream: DemoUpstream) ->
         demo_upstream.fix_retry_timeout,
         demo_upstream.fix_utf8,
     ]
-    assert Git(path).not_in(fixes, "v1.1.1rc0") == set(fixes)
+    assert Git(path).not_ancestors(fixes, "v1.1.1rc0") == set(fixes)
 
 
 def test_stale_bot_workflow_arrives_in_v1_2_0(demo_upstream: DemoUpstream) -> None:

@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 from forktool.builder import RepoBuilder
 from forktool.engine.resolve import _MENTION_WORDS, merged_prs, parse_pr, squashed_pr
 from forktool.git import Git, LogEntry
+from forktool.model.project_url import Project, repository_project, review_project
 
+UPSTREAM_URL = "https://github.com/acme/app.git"  # the project; fetched from remote origin
 GH = "https://github.com/acme/app/pull"
 GL = "https://gitlab.com/grp/proj/-/merge_requests/21"
 REVIEW = "https://review.example.org/c/777"
@@ -70,7 +72,7 @@ def resolve_fork(tmp_path: Path) -> tuple[RepoBuilder, dict[str, str]]:
     (fork.path / "series").write_text("".join(f"{n}\n" for n in MAP))
     (fork.path / "upstream.map").write_text("".join(f"{n} {m}\n" for n, m in MAP.items()))
     (fork.path / "forktool.yaml").write_text(
-        f"upstream:\n  remote: origin\n  pr_patterns:\n    - '{PATTERN}'\n"
+        f"upstream:\n  remote: origin\n  url: {UPSTREAM_URL}\n  pr_patterns:\n    - '{PATTERN}'\n"
         f"pin:\n  tag: v1\n  commit: {pin}\n"
     )
     return fork, commits
@@ -87,7 +89,7 @@ def test_resolve_finds_the_merging_commit_and_skips_mentions(resolve_fork) -> No
     assert found == {
         "0001-parser.patch": (c["squash"], "squash", [c["squash"]]),
         "0002-retries.patch": (c["merge"], "merge", [c["merge"]]),
-        "0003-cache.patch": (c["gitlab"], "gitlab", [c["gitlab"]]),
+        "0003-cache.patch": (None, "other-project", []),  # gitlab.com/grp/proj's MR
         "0004-loader.patch": (None, "ambiguous", [c["land1"], c["land2"]]),
         "0005-unmerged.patch": (None, "not-merged", []),
         "0006-no-url.patch": (None, "no-pr", []),
@@ -104,7 +106,7 @@ def test_resolve_write_records_commits_and_keeps_the_pr_url(resolve_fork) -> Non
     assert (fork.path / "upstream.map").read_text() == (
         f"0001-parser.patch {c['squash']} {GH}/12\n"
         f"0002-retries.patch {c['merge']} {GH}/15 backported early\n"
-        f"0003-cache.patch {c['gitlab']} {GL}\n"
+        f"0003-cache.patch pending {GL}\n"
         f"0004-loader.patch pending {GH}/30\n"
         f"0005-unmerged.patch pending {GH}/99\n"
         "0006-no-url.patch pending waiting for a PR\n"
@@ -139,7 +141,6 @@ def test_poll_lists_newly_merged_prs(resolve_fork) -> None:
     assert [(m["patch"], m["commit"]) for m in merged] == [  # type: ignore[attr-defined]
         ("0001-parser.patch", c["squash"]),
         ("0002-retries.patch", c["merge"]),
-        ("0003-cache.patch", c["gitlab"]),
         ("0007-review.patch", c["review"]),
     ]
     text = run_cli("-C", fork.path, "upstream", "poll", "--no-fetch")
@@ -153,7 +154,7 @@ def test_config_refuses_a_pr_pattern_without_its_group(resolve_fork) -> None:
     res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch")
     assert res.code == 2
     assert res.error_lines[0].endswith(
-        "forktool.yaml:4: upstream.pr_patterns pattern has no (?P<pr>...) group"
+        "forktool.yaml:5: upstream.pr_patterns pattern has no (?P<pr>...) group"
     )
 
 
@@ -189,7 +190,7 @@ def test_which_pr_a_subject_merged(subject: str, parents: int, expected: dict[st
         ("https://codeberg.org/o/r/pulls/3", "3", "o/r"),
         ("#7", "7", None),
         ("!8", "8", None),
-        ("https://review.example.org/c/777", "777", None),
+        ("https://review.example.org/c/777", "777", "c"),
     ],
 )
 def test_pr_references(text: str, number: str, project: str | None) -> None:
@@ -250,7 +251,7 @@ def test_resolve_without_the_branch_hints_the_url_when_there_is_no_remote(resolv
     fork.git.run(["remote", "remove", "origin"], purpose="no remote, only a URL")
     config = (fork.path / "forktool.yaml").read_text()
     (fork.path / "forktool.yaml").write_text(
-        config.replace("upstream:\n", f"upstream:\n  url: {url}\n")
+        config.replace(f"  url: {UPSTREAM_URL}\n", f"  url: {url}\n")
     )
     res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch")
     assert res.code == 2
@@ -285,3 +286,116 @@ def test_resolve_on_an_upstream_whose_branch_is_not_main_names_the_setting(
         "hint: upstream's default branch is 'trunk' (refs/remotes/origin/HEAD): "
         "set upstream.branch: trunk in forktool.yaml",
     ]
+
+
+def _set_upstream_url(fork: RepoBuilder, url: str | None) -> None:
+    config = fork.path / "forktool.yaml"
+    text = config.read_text().replace(f"  url: {UPSTREAM_URL}\n", f"  url: {url}\n" if url else "")
+    config.write_text(text)
+
+
+def _resolved(fork: RepoBuilder) -> dict[str, tuple[object, ...]]:
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--format", "json")
+    assert res.code == 0, res.err
+    return {
+        p["patch"]: (p["commit"], p["how"], p["reason"])
+        for p in res.json()["patches"]  # type: ignore[attr-defined]
+    }
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "git@gitlab.com:grp/proj.git",
+        "ssh://git@gitlab.com:22/grp/proj",
+        "https://user@GitLab.com/Grp/Proj.git/",
+        "gitlab.com:grp/proj",
+    ],
+)
+def test_a_merge_request_resolves_only_on_its_own_project(resolve_fork, url: str) -> None:
+    """Upstream is gitlab.com/grp/proj (any URL form): its MR resolves, and the
+    github.com/acme/app PRs, merged there by number, are another project's."""
+    fork, c = resolve_fork
+    _set_upstream_url(fork, url)
+    found = _resolved(fork)
+    assert found["0003-cache.patch"][:2] == (c["gitlab"], "gitlab")
+    commit, how, reason = found["0001-parser.patch"]
+    assert (commit, how) == (None, "other-project")
+    assert reason == (
+        f"{GH}/12 is a PR of github.com/acme/app, not of upstream (gitlab.com/grp/proj): "
+        "upstream's commits with the same number are other PRs; map the patch to upstream's "
+        "commit by hand once upstream has the change"
+    )
+    assert found["0007-review.patch"][:2] == (c["review"], "pattern")  # names the URL
+
+
+def test_another_projects_pr_of_the_same_number_stays_pending(resolve_fork) -> None:
+    fork, _ = resolve_fork
+    umap = fork.path / "upstream.map"
+    umap.write_text(
+        umap.read_text().replace(
+            f"pending {GH}/12", "pending https://github.com/someone/lib/pull/12"
+        )
+    )
+    res = run_cli("-C", fork.path, "upstream", "resolve", "--no-fetch", "--write")
+    assert res.code == 0, res.err
+    assert "0001-parser.patch pending https://github.com/someone/lib/pull/12\n" in umap.read_text()
+    assert "is a PR of github.com/someone/lib, not of upstream (github.com/acme/app)" in res.out
+    absorbed = run_cli("-C", fork.path, "absorbed", "--tag", "v1", "--format", "json")
+    verdicts = {p["patch"]: p["verdict"] for p in absorbed.json()["patches"]}  # type: ignore[attr-defined]
+    assert verdicts["0001-parser.patch"] == "pending"
+
+
+def test_a_pr_named_by_number_only_or_of_an_unknown_upstream_never_resolves(
+    resolve_fork,
+) -> None:
+    fork, c = resolve_fork
+    path = fork.path / "patches" / "0002-retries.patch"
+    path.write_text(
+        path.read_text().replace("Subject: Patch 1\n", "Subject: Patch 1\n\nUpstream-PR: #15\n", 1)
+    )
+    found = _resolved(fork)
+    assert found["0002-retries.patch"][:2] == (None, "unknown-project")
+    assert str(found["0002-retries.patch"][2]).startswith("#15 names a PR by its number only")
+    _set_upstream_url(fork, None)  # remote origin is a local path: no project
+    found = _resolved(fork)
+    commit, how, reason = found["0001-parser.patch"]
+    assert (commit, how) == (None, "unknown-project")
+    assert str(reason).startswith(
+        "upstream's host and project cannot be known from remote 'origin' ("
+    )
+    assert found["0007-review.patch"][:2] == (c["review"], "pattern")  # the URL itself
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://github.com/Acme/App.git",
+        "https://github.com/acme/app",
+        "https://user:secret@www.github.com:443/acme/app/",
+        "http://github.com/acme/app.git",
+        "git://github.com/acme/app.git",
+        "ssh://git@github.com/acme/app.git",
+        "ssh://git@github.com:22/acme/app",
+        "git@github.com:acme/app.git",
+        "github.com:acme/app",
+    ],
+)
+def test_every_form_of_a_repository_url_names_one_project(url: str) -> None:
+    assert repository_project(url) == Project("github.com", "acme/app")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["/srv/git/app.git", "./app", "../up", "file:///srv/git/app.git", "~/app", "C:/repo", ""],
+)
+def test_a_local_path_names_no_project(url: str) -> None:
+    assert repository_project(url) is None
+
+
+@given(st.text(max_size=120))
+def test_url_parsing_never_fails_on_any_text(text: str) -> None:
+    project = repository_project(text)
+    assert project is None or (project.host and project.path)
+    review = review_project(text)
+    assert review is None or review[1].isdigit()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -322,3 +323,23 @@ def test_status_shows_what_the_newest_release_would_retire(example_fork: RepoBui
     }
     text = run_cli("-C", example_fork.path, "status")
     assert f"newest : v1.3.0 would retire {P1}, {P2}, {P3}" in text.out
+
+
+def test_status_on_a_long_range_names_ancestry_and_skips_the_verdicts(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the preview's size the newest release is judged by ancestry alone, with a
+    note naming the command that gives the verdicts: one screen stays fast."""
+    from forktool.engine import absorbed
+
+    monkeypatch.setattr(absorbed, "PREVIEW_MAX_COMMITS", 1)
+    result = run_cli("-C", example_fork.path, "status", "--format", "json")
+    assert result.code == 0, result.err
+    newest = result.json()["newest_release"]
+    assert newest["would_retire"] is None  # type: ignore[index]
+    note = newest["note"]  # type: ignore[index]
+    assert re.fullmatch(
+        r"\d+ commits since the pin, more than status reads \(1\); 3 of 3 mapped patches "
+        r"have their commits in v1\.3\.0; `forktool absorbed --tag v1\.3\.0` gives the verdicts",
+        note,
+    ), note

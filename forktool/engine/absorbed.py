@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,17 +37,25 @@ from forktool.engine.attempt import (
     Attempt,
     applies_shifted,
     classify,
+    hunks_of,
     is_exact,
     precheck,
     read_git_apply,
     try_patch,
 )
 from forktool.engine.releases import Release, first_releases, release_tags, require_releases
-from forktool.engine.reverts import REVERT_GREP, Revert, find_reverts, pathspec_dirs
+from forktool.engine.reverts import (
+    REVERT_GREP,
+    Need,
+    Revert,
+    find_reverts,
+    pathspec_dirs,
+    range_patch_ids,
+)
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
-from forktool.git import Git, TempIndex, short
+from forktool.git import Git, LogEntry, TempIndex, short
 from forktool.inputs import parse_json, read_input
 from forktool.model.patchfile import PatchFile, touched_paths
 
@@ -61,6 +69,7 @@ EvidenceKind = Literal[
     "revert",
     "no-longer-applies",
     "offset",
+    "hunks-still-apply",
 ]
 Outcome = Literal[
     "retired",
@@ -77,7 +86,12 @@ HARMFUL_OUTCOMES: frozenset[str] = frozenset({"broken-on-tag", "now-harmful"})
 # Evidence that, without ancestry, says the change may already be in the tag.
 _PRESENCE: tuple[EvidenceKind, ...] = ("cherry-pick", "patch-id", "content-present")
 # Evidence that, with ancestry, says the change is absent from the tag after all.
-_ABSENCE: tuple[EvidenceKind, ...] = ("revert", "still-applies", "still-applies-at-offset")
+_ABSENCE: tuple[EvidenceKind, ...] = (
+    "revert",
+    "still-applies",
+    "still-applies-at-offset",
+    "hunks-still-apply",
+)
 _CHERRY = re.compile(r"\(cherry picked from commit ([0-9a-f]{40})\)")
 CHERRY_GREP = "cherry picked from commit "
 WITNESS_WORKERS = 4
@@ -89,9 +103,20 @@ class Evidence:
     kind: EvidenceKind
     commit: str | None
     detail: str
+    # ``hunks-still-apply``: (hunks that apply forward and do not reverse-apply, all hunks)
+    hunks: tuple[int, int] | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"kind": self.kind, "commit": self.commit, "detail": self.detail}
+        data: dict[str, object] = {"kind": self.kind, "commit": self.commit, "detail": self.detail}
+        if self.hunks is not None:
+            data["hunks"] = {"still_apply": self.hunks[0], "total": self.hunks[1]}
+        return data
+
+
+def substantial(hunks: tuple[int, int]) -> bool:
+    """A substantial part of a patch: at least half of its hunks."""
+    still, total = hunks
+    return still > 0 and 2 * still >= total
 
 
 @dataclass(frozen=True)
@@ -234,6 +259,13 @@ def _absence_reason(evidence: Sequence[Evidence], tag: str) -> str:
             f"the patch still applies forward (at an offset) on {tag}: the change is absent "
             "there (reverted, or lost in a merge)"
         )
+    for e in evidence:
+        if e.kind == "hunks-still-apply" and e.hunks is not None and substantial(e.hunks):
+            return (
+                f"{e.hunks[0]} of its {e.hunks[1]} hunks still apply forward on {tag} and do "
+                "not reverse-apply there: most of the change is absent (a different change "
+                "upstream, reverted, or lost in a merge); decide by hand"
+            )
     return ""
 
 
@@ -330,17 +362,14 @@ def cherry_picks(
     """Picked-from commit -> [(commit in ``tip``, its subject)] for the ``picked``
     commits, from one ``git log --grep`` (or ``messages`` already read from it).
 
-    A cherry-pick of C is made after C, so it is never an ancestor of C: the scan
-    skips every commit that all of ``picked`` already contain (their common
-    ancestors), which on a release branch leaves little more than the branch itself.
-    Messages read from a wider range are fine: no commit older than C names C.
+    The scan reads messages only (no diffs) since ``since``; messages read from a
+    wider range are fine: no commit older than C names C.
     """
     if not picked:
         return {}
     wanted = set(picked)
     if messages is None:
-        exclude = [since, *git.common_ancestors(picked)]
-        messages = git.log_messages(tip, exclude, grep=CHERRY_GREP)
+        messages = git.log_messages(tip, [since], grep=CHERRY_GREP)
     found: dict[str, list[tuple[str, str]]] = {}
     for commit, message in messages:
         subject = message.split("\n", 1)[0]
@@ -350,26 +379,128 @@ def cherry_picks(
     return found
 
 
+def merge_picks(
+    fork: Fork,
+    git: Git,
+    tag: str,
+    patches: Sequence[Patch],
+    missing: set[str],
+    messages: Sequence[tuple[str, str]],
+) -> dict[str, list[Evidence]]:
+    """Patch name -> cherry-pick evidence from picks of upstream *merges*.
+
+    Release branches carry fixes as ``git cherry-pick -x -m1 <merge>``: the trailer
+    names the merge commit, not the mapped commit. A pick of merge M is evidence for a
+    patch whose mapped commit M's merged side contains (an ancestor of M, not of its
+    first parent), or whose PR M merged (the same host and project, never the number
+    alone). Only patches whose commits ``tag`` lacks are judged (``missing``).
+    """
+    undecided = [p for p in patches if missing.intersection(p.commits)]
+    picked: dict[str, list[tuple[str, str]]] = {}
+    wanted = {c for p in undecided for c in p.commits}
+    for commit, message in messages:
+        for origin in _CHERRY.findall(message):
+            if origin not in wanted:
+                picked.setdefault(origin, []).append((commit, message.split("\n", 1)[0]))
+    if not undecided or not picked:
+        return {}
+    known = [o for o, kind in git.object_types(picked).items() if kind == "commit"]
+    merges = [e for e in git.log_entries(known) if len(e.parents) > 1]
+    if not merges:
+        return {}
+    found: dict[str, list[Evidence]] = {}
+    why = _merged_side(git, merges, sorted(wanted & missing))
+    why_pr = _merged_pr(fork, git, merges, undecided)
+    for patch in undecided:
+        for merge in merges:
+            reason = next((w for c, w in why.get(merge.commit, ()) if c in patch.commits), None)
+            reason = reason or why_pr.get((merge.commit, patch.name))
+            if reason is None:
+                continue
+            for pick, subject in picked[merge.commit]:
+                found.setdefault(patch.name, []).append(
+                    Evidence(
+                        "cherry-pick",
+                        pick,
+                        f"{short(pick)} '{subject}' in {tag} was cherry-picked from merge "
+                        f"{short(merge.commit)} '{merge.subject}', {reason}",
+                    )
+                )
+    return found
+
+
+def _merged_side(
+    git: Git, merges: Sequence[LogEntry], commits: Sequence[str]
+) -> dict[str, list[tuple[str, str]]]:
+    """Merge -> [(commit, why)] for the ``commits`` its merged side contains (an
+    ancestor of the merge, not of its first parent): two git calls per commit, however
+    many merges a release branch picked."""
+    found: dict[str, list[tuple[str, str]]] = {}
+    first = {m.commit: m.parents[0] for m in merges}
+    for commit in commits:
+        holding = git.tips_containing(commit, first)
+        if not holding:
+            continue
+        before = git.tips_containing(commit, {first[m] for m in holding})
+        for merge in sorted(holding):
+            if first[merge] not in before:
+                found.setdefault(merge, []).append(
+                    (commit, f"whose merged side contains {short(commit)}")
+                )
+    return found
+
+
+def _merged_pr(
+    fork: Fork, git: Git, merges: Sequence[LogEntry], patches: Sequence[Patch]
+) -> dict[tuple[str, str], str]:
+    """(merge, patch name) -> why, for each merge that merged the patch's own PR."""
+    # resolve reads apply states from this module: import its PR rules here, not above.
+    from forktool.engine.resolve import claims_pr, merged_prs, parse_pr
+    from forktool.engine.upstream import upstream_project
+
+    prs = {p.name: parse_pr(p.upstream_pr) for p in patches if p.upstream_pr}
+    if not any(prs.values()):
+        return {}
+    upstream, _ = upstream_project(fork.config, git)
+    found: dict[tuple[str, str], str] = {}
+    for merge in merges:
+        merged = merged_prs(merge)
+        for name, pr in prs.items():
+            if (
+                pr is not None
+                and pr.number in merged
+                and claims_pr(pr, merged[pr.number], upstream)
+            ):
+                found[(merge.commit, name)] = f"which merged PR {fork.patch(name).upstream_pr}"
+    return found
+
+
 def history_messages(git: Git, tip: str, since: str) -> list[tuple[str, str]]:
     """Every message in ``tip`` since ``since`` that names a cherry-pick or a revert:
     one ``git log`` (no diffs) serves both witnesses."""
     return git.log_messages(tip, [since], grep=(CHERRY_GREP, REVERT_GREP), ignore_case=True)
 
 
-def copies(
-    git: Git, patches: Sequence[Patch], tip: str, since: str, missing: Iterable[str]
-) -> dict[str, list[str]]:
-    """:func:`same_changes` for patches whose verdict it can change, read only above
-    what every ``missing`` commit already contains (a copy of a change comes after
-    it); a fork-only patch has no such bound."""
+def copies(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str, list[str]]:
+    """:func:`same_changes` for patches whose verdict it can change."""
     if not patches:
         return {}
-    bound = git.common_ancestors(sorted(missing)) if missing else []
-    if any(not p.commits for p in patches):
-        bound = []
-    if any(tip not in git.not_in([tip], b) for b in bound):
-        return {}  # every missing commit descends from the tag: nothing to read
-    return same_changes(git, patches, tip, since, bound)
+    return same_changes(git, patches, tip, since)
+
+
+def _need(parsed: PatchFile) -> Need:
+    """What a commit's diff must name to share the patch's patch-id (reverts.Need)."""
+    files = frozenset(
+        path
+        for diff in parsed.files
+        if diff.hunks
+        for path in [diff.new_path or diff.old_path]
+        if path is not None
+    )
+    named = frozenset(
+        path for diff in parsed.files for path in (diff.old_path, diff.new_path) if path
+    )
+    return Need(files, named)
 
 
 def _diff_bytes(parsed: PatchFile) -> bytes:
@@ -382,16 +513,14 @@ def _diff_bytes(parsed: PatchFile) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8", "surrogateescape")
 
 
-def same_changes(
-    git: Git, patches: Sequence[Patch], tip: str, since: str, bound: Sequence[str] = ()
-) -> dict[str, list[str]]:
-    """Patch name -> commits in ``tip`` (since ``since``, and not in ``bound``) with the
-    same stable patch-id.
+def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str, list[str]]:
+    """Patch name -> commits in ``tip`` (since ``since``) with the same stable patch-id.
 
     Two ``git patch-id --stable`` runs: one over every patch file (each introduced
-    by a placeholder id), one over ``git log -p`` of the range limited to the
+    by a placeholder id), one over the diffs of the range's commits limited to the
     directories the patches touch (so a commit matches when its change there is the
-    patch's change, even if it also changed files elsewhere).
+    patch's change, even if it also changed files elsewhere); only commits touching
+    every file of some patch are read (:func:`range_patch_ids`).
     """
     if not patches:
         return {}
@@ -402,8 +531,9 @@ def same_changes(
     ids: dict[str, list[str]] = {}
     for patch_id, placeholder in git.patch_ids(stream):
         ids.setdefault(patch_id, []).append(patches[int(placeholder, 16)].name)
+    needs = [_need(p.parsed) for p in patches]
     found: dict[str, list[str]] = {}
-    for patch_id, commit in git.patch_ids(git.log_patches(tip, [since, *bound], paths)):
+    for patch_id, commit in range_patch_ids(git, tip, [since], paths, needs):
         for name in ids.get(patch_id, ()):
             found.setdefault(name, []).append(commit)
     return found
@@ -419,6 +549,9 @@ class ApplyState:
     reverse_shifted: bool = False  # reverse-applies, but only at shifted lines
     # applies forward, but only at shifted lines, without fuzz (drift, not a conflict)
     forward_shifted: bool = False
+    # hunks that apply forward (at any offset) and do not reverse-apply, and all hunks;
+    # None when the appliers' output did not tell hunk by hunk
+    hunks_forward_only: tuple[int, int] | None = None
 
 
 def _attempts_in_bulk(
@@ -445,7 +578,8 @@ def _attempts_in_bulk(
             # the output reads exactly as a single-patch check would.
             if match := _PATCH_FAILED.match(line):
                 segments[-1].append(f"error: {match.group(1)}: patch does not apply")
-    expected = [d for p in patches for d in p.parsed.files]
+    # git apply -R checks each input's file diffs last to first.
+    expected = [d for p in patches for d in (p.parsed.files[::-1] if reverse else p.parsed.files)]
     if len(segments) != len(expected):
         return None
     for segment, diff in zip(segments, expected, strict=True):
@@ -495,6 +629,7 @@ def apply_states(
                 "" if is_exact(fwd) else classify(patch, fwd, None, is_exact(back), base).message
             )
             shifted = applies_shifted(back)
+            per_hunk = _forward_only(patch, fwd, back) if forward and backward else None
             # git never fuzzes without -C: an apply that succeeds is exact or shifted.
             states[patch.name] = ApplyState(
                 is_exact(fwd),
@@ -502,8 +637,23 @@ def apply_states(
                 message,
                 shifted,
                 applies_shifted(fwd),
+                per_hunk,
             )
     return states
+
+
+def _forward_only(patch: Patch, fwd: Attempt, back: Attempt) -> tuple[int, int] | None:
+    """(hunks that apply forward and do not reverse-apply, all hunks), read from the
+    ``--reject`` checks, which go on past a failed hunk; None when a failure was not a
+    hunk's (git's output does not tell which hunks would have applied)."""
+    if any(not a.ok and a.reason not in ("context", "missing", "exists") for a in (fwd, back)):
+        return None
+    hunks = hunks_of(patch.parsed)
+    if len(set(hunks)) != len(hunks):  # one file in two diffs: git names hunks by file
+        return None
+    forward_failed, backward_failed = set(fwd.rejected), set(back.rejected)
+    still = [h for h in hunks if h not in forward_failed and h in backward_failed]
+    return len(still), len(hunks)
 
 
 def _evidence(
@@ -556,7 +706,20 @@ def _evidence(
         )
     elif state.forward_shifted:  # offset drift: it still applies, moved
         found.append(Evidence("offset", None, state.message))
-    elif not state.forward and not state.reverse:
+    elif (
+        ancestor and not state.forward and state.hunks_forward_only and state.hunks_forward_only[0]
+    ):
+        still, total = state.hunks_forward_only
+        found.append(
+            Evidence(
+                "hunks-still-apply",
+                None,
+                f"{still} of {total} hunks still apply forward on {tag} and do not "
+                "reverse-apply there",
+                state.hunks_forward_only,
+            )
+        )
+    if not state.forward and not state.reverse and not state.forward_shifted:
         detail = state.message
         if state.reverse_shifted:
             detail += "; it reverse-applies only at an offset: the change looks present, moved"
@@ -646,16 +809,17 @@ def absorbed(
         messages_f = pool.submit(history_messages, git, tag_commit, since)
         first_f = None if releases is None else pool.submit(first_release_map, fork, git, releases)
         states_f = pool.submit(apply_states, git, tag_commit, patches, tag)
-        missing = git.not_in(commits, tag_commit)
+        missing = git.not_ancestors(commits, tag_commit)
         in_tag = [c for c in dict.fromkeys(commits) if c not in missing]
         # Ancestry decides where it says no, unless other evidence says the change may
         # be there: only those patches (and fork-only ones) are sought by patch-id. Where
         # ancestry says yes, only a revert or a forward apply can object.
         undecided = [p for p in patches if not p.commits or missing.intersection(p.commits)]
-        same_f = pool.submit(copies, git, undecided, tag_commit, since, missing)
+        same_f = pool.submit(copies, git, undecided, tag_commit, since)
         messages = messages_f.result()
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
         picks = cherry_picks(git, tag_commit, since, sorted(missing), messages)
+        merged_picks = merge_picks(fork, git, tag, patches, missing, messages)
         states = states_f.result()
         # A change the tag visibly carries (the patch reverse-applies exactly) was not
         # reverted for good: only the others are sought by their inverse diff.
@@ -680,6 +844,7 @@ def absorbed(
         not_in_tag = tuple(c for c in patch.commits if c in missing)
         ancestor = bool(patch.commits) and not not_in_tag
         evidence = _evidence(patch, tag, ancestor, picks, same, states[patch.name])
+        evidence = [*merged_picks.get(patch.name, ()), *evidence]
         evidence += _revert_evidence(patch, tag, reverts)
         verdict, is_ancestor, reason = decide(
             patch.commits,
@@ -785,6 +950,11 @@ def load_probe_results(path: Path) -> ProbeResults:
 # -- for status ------------------------------------------------------------------------
 
 
+# status previews the newest release with the whole absorbed engine only up to this
+# many commits between the pin and it; beyond, ancestry alone and a note.
+PREVIEW_MAX_COMMITS = 2000
+
+
 @dataclass(frozen=True)
 class ReleasePreview:
     """What the newest release tag would retire: the patches, or None and ``note``
@@ -816,6 +986,23 @@ def newest_release_preview(fork: Fork, git: Git) -> ReleasePreview | None:
         return None
     newest = releases[-1]
     try:
+        ahead = git.count_commits(newest.commit, config.pin_commit)
+        if ahead > PREVIEW_MAX_COMMITS:
+            # The verdicts read the range's history and diffs: too slow for one screen.
+            require_commits(fork, git)
+            commits = [c for p in fork.patches for c in p.commits]
+            missing = git.not_ancestors(commits, newest.commit)
+            mapped = [p for p in fork.patches if p.commits]
+            inside = sum(1 for p in mapped if not missing.intersection(p.commits))
+            return ReleasePreview(
+                newest.tag,
+                newest.commit,
+                None,
+                f"{ahead} commits since the pin, more than status reads "
+                f"({PREVIEW_MAX_COMMITS}); {inside} of {len(mapped)} mapped patches have "
+                f"their commits in {newest.tag}; `forktool absorbed --tag {newest.tag}` "
+                "gives the verdicts",
+            )
         report = absorbed(fork, git, newest.tag)
     except FatalError as exc:
         return ReleasePreview(newest.tag, newest.commit, None, exc.message)

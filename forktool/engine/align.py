@@ -225,7 +225,7 @@ def _retirable(config: Config, git: Git, ledger: Ledger, tag_commit: str) -> lis
                 "this repository",
                 f"fetch upstream (git fetch {config.upstream_remote} --tags), or fix the commit id",
             )
-    missing = git.not_in([e.until_commit for e in pending if e.until_commit], tag_commit)
+    missing = git.not_ancestors([e.until_commit for e in pending if e.until_commit], tag_commit)
     return [e for e in pending if e.until_commit not in missing]
 
 

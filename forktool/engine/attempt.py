@@ -126,6 +126,9 @@ class Attempt:
     fuzz: int = 0
     detail: str = ""
     reason: Reason = ""
+    # Every hunk that did not apply, as (file, hunk number): complete only when the
+    # applier went on past a failure (``git apply --reject``).
+    rejected: list[tuple[str, int]] = field(default_factory=list)
 
     def fail(self, reason: Reason, path: str, at: int | None = None) -> None:
         """Record the first failure only: later ones are consequences."""
@@ -183,10 +186,13 @@ def read_git_apply(
             offsets[(current, number)] = (at, int(match.group(3) or 0))
         elif match := _GIT_PATCH_FAILED.match(line):
             attempt.fail("context", match.group(1), int(match.group(2)))
+            _reject(attempt, parsed, match.group(1), int(match.group(2)), reverse)
         elif match := _GIT_EXISTS.match(line):
             attempt.fail("exists", match.group(1))
+            _reject(attempt, parsed, match.group(1), None, reverse)
         elif match := _GIT_MISSING.match(line):
             attempt.fail("missing", match.group(1))
+            _reject(attempt, parsed, match.group(1), None, reverse)
         elif modes and (match := _GIT_MODE_MISMATCH.match(line)):
             path, found, wanted = match.groups()
             attempt.ok = False
@@ -205,6 +211,25 @@ def read_git_apply(
             errors[-1] if errors else "git apply failed",
         )
     return attempt
+
+
+def _reject(
+    attempt: Attempt, parsed: PatchFile, path: str, line: int | None, reverse: bool
+) -> None:
+    """Record the hunk of ``path`` expected at ``line`` (every hunk of the file when
+    ``line`` is None: the file itself is missing, or already exists) as not applied."""
+    diff = _diff_for(parsed, path)
+    if diff is None:
+        return
+    if line is None:
+        attempt.rejected += [(diff.path, n) for n in range(1, len(diff.hunks) + 1)]
+    elif (number := _hunk_at(parsed, path, line, reverse)) is not None:
+        attempt.rejected.append((diff.path, number))
+
+
+def hunks_of(parsed: PatchFile) -> list[tuple[str, int]]:
+    """Every hunk of the patch as (file, hunk number), in order."""
+    return [(d.path, n) for d in parsed.files for n in range(1, len(d.hunks) + 1)]
 
 
 def mode_detail(path: str, wanted: str, found: str) -> str:
@@ -302,6 +327,45 @@ def _unplaceable(diff: FileDiff) -> tuple[int, Hunk] | None:
     return None
 
 
+def path_created_and_deleted(parsed: PatchFile) -> tuple[FileDiff, str] | None:
+    """(the later diff, why) when one patch creates and deletes the same path in two
+    file diffs (create then delete, or delete then create).
+
+    git and GNU patch give different trees for it (git keeps a created-then-deleted
+    file, GNU patch removes it) and ``git apply -R`` cannot undo it, so no engine can
+    prove its round trip: refused as malformed everywhere. Several diffs that only
+    modify one file, or create and then modify it (a multi-commit patch), are fine:
+    both engines apply them in turn.
+    """
+    seen: dict[str, FileDiff] = {}
+    for diff in parsed.files:
+        for path in dict.fromkeys(p for p in (diff.old_path, diff.new_path) if p):
+            earlier = seen.get(path)
+            seen[path] = diff
+            if earlier is None:
+                continue
+            was = _lifecycle(earlier, path)
+            now = _lifecycle(diff, path)
+            if {was, now} != {"created", "deleted"}:
+                continue  # modified twice, or created then modified: applied in turn
+            return diff, (
+                f"{path}: the patch has two file diffs for it (lines {earlier.line} and "
+                f"{diff.line}), the first {was} it and the second {now} it; git and GNU patch "
+                "disagree on the result and no round trip can be proven: make it one diff "
+                "per path (regenerate it with git diff between the two trees)"
+            )
+    return None
+
+
+def _lifecycle(diff: FileDiff, path: str) -> str:
+    """What ``diff`` does to ``path``: 'created', 'deleted' or 'modified'."""
+    if diff.is_new or (diff.is_rename and path == diff.new_path and path != diff.old_path):
+        return "created"
+    if diff.is_deleted or (diff.is_rename and path == diff.old_path):
+        return "deleted"
+    return "modified"
+
+
 def _contradiction(diff: FileDiff) -> tuple[Hunk, str] | None:
     """A hunk whose header positions contradict the hunks before it (a hand edit)."""
     delta = 0
@@ -335,6 +399,9 @@ def precheck(patch: Patch, engine: str, parsed: PatchFile | None = None) -> Patc
         problems = [p for p in parsed.problems if p.kind == kind]
         if problems:
             return PatchVerdict(patch.name, kind, problems[0].message, line=problems[0].line)
+    if reused := path_created_and_deleted(parsed):
+        diff, message = reused
+        return PatchVerdict(patch.name, "malformed", message, file=diff.path, line=diff.line)
     for diff in parsed.files:
         if contradiction := _contradiction(diff):
             hunk, message = contradiction

@@ -425,7 +425,7 @@ def _open_worktree(
         _undo_open(git, directory, made=not existed)
         raise rolled_back(exc, "the refresh was rolled back: nothing changed") from exc
     faultpoint("refresh.apply_3way")
-    detail = _apply_3way(Git(directory), conflict)
+    detail = _apply_3way(Git(directory), conflict, onto)
     return _pending_result(
         fork, onto, onto_commit, kept, conflict, directory, f"{reason}; {detail}"
     )
@@ -447,15 +447,23 @@ def _undo_open(git: Git, directory: Path, *, made: bool) -> None:
     _drop_state(git)
 
 
-def _apply_3way(wt: Git, patch: Patch) -> str:
-    """Apply ``patch`` in the hand-resolution worktree, leaving conflict markers (or .rej)."""
+def _apply_3way(wt: Git, patch: Patch, onto: str) -> str:
+    """Apply ``patch`` in the hand-resolution worktree, leaving conflict markers (or .rej),
+    and say what the worktree holds afterwards: git's own words ("with conflicts") are
+    not read, because a merge can end with nothing to resolve."""
     res = wt.apply_3way(patch.path)
-    if res.ok:
-        return "applied cleanly with a 3-way merge: check the result"
-    if "conflicts" in res.err or "with conflicts" in res.err:
-        return "applied with conflict markers"
-    wt.apply_with_rejects(patch.path)
-    return "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
+    if not res.ok and "conflicts" not in res.err:
+        wt.apply_with_rejects(patch.path)
+        return "3-way merge impossible (blobs missing): the hunks that failed are in *.rej files"
+    unmerged = wt.unmerged_paths()
+    if unmerged:
+        return f"applied with conflict markers in {', '.join(unmerged)}"
+    if not wt.status_entries(["."]):
+        return (
+            f"applying it changed nothing, {onto} already has the change: retire the patch "
+            "or drop it (--abort); nothing to resolve"
+        )
+    return "applied cleanly with a 3-way merge: check the result"
 
 
 def _pending_result(
@@ -621,7 +629,7 @@ def _move_worktree(
     wt.reset_hard(base, purpose="move the worktree on")
     wt.sparse_reset(base, touched_paths(conflict.parsed))
     wt.clean()
-    detail = _apply_3way(wt, conflict)
+    detail = _apply_3way(wt, conflict, state.onto)
     _save_state(
         git,
         RefreshState(

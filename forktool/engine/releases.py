@@ -127,15 +127,17 @@ def first_releases(
     releases' history since ``since`` (usually the pin) gives every commit's set of
     containing releases (:func:`containing_releases`). A commit outside that walk is in
     no release, or ``since`` already has it; the latter (rare: a patch mapped to a
-    commit its own pin contains) is placed by bulk ancestry, one ``rev-list`` per
-    release for all such commits. Never one process per patch.
+    commit its own pin contains) is placed by exact ancestry (:meth:`Git.ancestors`),
+    one question per release for all such commits. Never one process per patch.
     """
     everything = {c for cs in wanted.values() for c in cs}
     sets = containing_releases(git, releases, everything, since) if releases else {}
-    rest = sorted(everything - sets.keys())
-    if rest and since:
-        # Outside the walk: in no release at all, or already in ``since``.
-        in_since = sorted(set(rest) - git.not_in(rest, since))
+    if since and everything:
+        # The walk is exact only for commits ``since`` lacks; it may also print (with
+        # too few releases) a commit ``since`` has, when commit dates are out of
+        # order. Those, and the commits outside the walk that ``since`` has, are
+        # placed by exact ancestry.
+        in_since = sorted(git.ancestors(everything, since))
         if in_since:
             sets.update(_by_release(git, releases, in_since))
     found: dict[str, str | None] = {}
@@ -153,7 +155,7 @@ def _by_release(git: Git, releases: Sequence[Release], commits: list[str]) -> di
     """Bitsets of containing releases, one bulk ancestry question per release."""
     sets = dict.fromkeys(commits, 0)
     for index, release in enumerate(releases):
-        for commit in set(commits) - git.not_in(commits, release.commit):
+        for commit in git.ancestors(commits, release.commit):
             sets[commit] |= 1 << index
     return sets
 

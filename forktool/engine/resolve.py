@@ -13,6 +13,14 @@ PR each commit *merged*:
 A commit that only mentions a PR does not count: a revert (``Revert "... (#N)" (#M)``
 merged #M, not #N) or a follow-up whose subject ends "from (#N)". When two commits
 still claim the same PR the patch stays pending and both are listed.
+
+A number alone never resolves a PR: ``(#64)`` on upstream's branch is upstream's PR 64,
+so a patch's PR resolves only when its host and project are upstream's (from
+``upstream.url``, else the remote's URL), or when the merging commit names the PR's
+own URL (a ``pr_patterns`` match). A PR of another project, a PR named by its number
+only, and a PR of an upstream whose project cannot be known stay pending, with the
+reason. A commit the pin already contains, while the patch still applies exactly on
+the pin, cannot be the change the patch carries: it is listed, never written.
 """
 
 from __future__ import annotations
@@ -23,20 +31,34 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forktool.config import Config
+from forktool.engine.absorbed import apply_states, substantial
 from forktool.engine.upstream import (
     Fetched,
     fetch_upstream,
     no_source_hint,
     remote_default_branch,
+    upstream_project,
     upstream_source,
 )
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
-from forktool.git import Git, LogEntry
+from forktool.git import Git, LogEntry, short
+from forktool.model.project_url import Project, review_project
 from forktool.model.upstream_map import MapEntry, UpstreamMap
 
-How = Literal["squash", "merge", "gitlab", "pattern", "not-merged", "ambiguous", "no-pr"]
+How = Literal[
+    "squash",
+    "merge",
+    "gitlab",
+    "pattern",
+    "not-merged",
+    "ambiguous",
+    "no-pr",
+    "other-project",
+    "unknown-project",
+    "in-pin",
+]
 
 _MERGE = re.compile(r"^Merge pull request #(?P<pr>[0-9]+) from \S")
 _GITLAB = re.compile(r"^See merge request (?P<project>\S+)!(?P<pr>[0-9]+)\s*$", re.MULTILINE)
@@ -64,31 +86,34 @@ def squashed_pr(subject: str) -> str | None:
     return number
 
 
-# A PR reference: a URL (GitHub pull, GitLab merge request, Gitea/Forgejo pulls), or #N, !N, N.
-_PR_URL = re.compile(
-    r"^https?://[^/\s]+/(?P<project>\S+?)(?:/-)?/(?:pull|pulls|merge_requests)/(?P<pr>[0-9]+)"
-    r"(?:[/?#]\S*)?$"
-)
 _PR_SHORT = re.compile(r"^[#!]?(?P<pr>[0-9]+)$")
-_PR_TRAILING = re.compile(r"^https?://\S*?/(?P<pr>[0-9]+)/?$")  # any review URL ending in N
+_URL = re.compile(r"https?://[^\s<>\"')\]]+")
 
 
 @dataclass(frozen=True)
 class PrRef:
-    """A pending patch's PR: its number, and the project it belongs to when known."""
+    """A pending patch's PR: its number, and the project it belongs to when its URL
+    names one (``host`` None: named by its number only)."""
 
     number: str
     project: str | None
+    host: str | None = None
+
+    @property
+    def where(self) -> Project | None:
+        if self.host is None or self.project is None:
+            return None
+        return Project(self.host, self.project)
 
 
 def parse_pr(text: str) -> PrRef | None:
     """The PR number (and project) in a PR URL or ``#N``/``!N``/``N``; None otherwise."""
     text = text.strip()
-    if match := _PR_URL.match(text):
-        return PrRef(match.group("pr"), match.group("project"))
-    for pattern in (_PR_SHORT, _PR_TRAILING):
-        if match := pattern.match(text):
-            return PrRef(match.group("pr"), None)
+    if found := review_project(text):
+        project, number = found
+        return PrRef(number, project.path or None, project.host)
+    if match := _PR_SHORT.match(text):
+        return PrRef(match.group("pr"), None)
     return None
 
 
@@ -100,6 +125,7 @@ class Merged:
     subject: str
     how: How
     project: str | None = None  # GitLab's group/project
+    named: Project | None = None  # the review URL's project, when the commit names one
 
 
 def merged_prs(entry: LogEntry, patterns: Sequence[re.Pattern[str]] = ()) -> dict[str, Merged]:
@@ -121,8 +147,18 @@ def merged_prs(entry: LogEntry, patterns: Sequence[re.Pattern[str]] = ()) -> dic
         for match in pattern.finditer(entry.message):
             pr = parse_pr(match.group("pr") or "")
             if pr is not None:
-                found.setdefault(pr.number, Merged(entry.commit, subject, "pattern"))
+                named = _named_review(match.group(0), pr.number) if pr.where is None else pr.where
+                found.setdefault(pr.number, Merged(entry.commit, subject, "pattern", None, named))
     return found
+
+
+def _named_review(text: str, number: str) -> Project | None:
+    """The project of the review URL for PR ``number`` that ``text`` names, if any."""
+    for url in _URL.findall(text):
+        pr = parse_pr(url)
+        if pr is not None and pr.number == number and pr.where is not None:
+            return pr.where
+    return None
 
 
 def compiled_patterns(config: Config) -> list[re.Pattern[str]]:
@@ -149,6 +185,7 @@ class Resolution:
     how: How
     candidates: tuple[str, ...]
     written: bool = False
+    reason: str = ""  # why it stays pending, when a commit claims it ("" otherwise)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -159,6 +196,7 @@ class Resolution:
             "how": self.how,
             "candidates": list(self.candidates),
             "written": self.written,
+            "reason": self.reason,
         }
 
 
@@ -171,6 +209,7 @@ class ResolveResult:
     written: tuple[str, ...] = ()  # files changed by --write
     changes: tuple[str, ...] = ()  # what --write changed, one line each
     warnings: tuple[str, ...] = ()
+    project: str | None = None  # upstream's host/project, None when it cannot be known
 
     @property
     def merged(self) -> tuple[Resolution, ...]:
@@ -185,6 +224,7 @@ class ResolveResult:
             "written": list(self.written),
             "changes": list(self.changes),
             "warnings": list(self.warnings),
+            "project": self.project,
         }
 
 
@@ -241,24 +281,94 @@ def tracked(patch: Patch) -> bool:
     return patch.pending or (not patch.commits and patch.upstream_pr is not None)
 
 
-def _resolve_one(patch: Patch, index: dict[str, list[Merged]]) -> Resolution:
+def claims_pr(pr: PrRef, merged: Merged, upstream: Project | None) -> bool | None:
+    """Did ``merged`` merge the patch's ``pr``? None when that cannot be known (the PR
+    is named by its number only, or upstream's project is not known)."""
+    if merged.named is not None:  # the commit names a review URL: compare the URLs
+        return pr.where == merged.named
+    if pr.where is None:
+        return None
+    if merged.project is not None:  # GitLab names the project; its host is upstream's
+        if pr.project != merged.project.lower():
+            return False
+        return upstream is None or upstream.host == pr.host
+    if upstream is None:
+        return None
+    return pr.where == upstream
+
+
+def _resolve_one(
+    patch: Patch, index: dict[str, list[Merged]], upstream: Project | None, unknown: str
+) -> Resolution:
     pr_text = patch.upstream_pr
     pr = parse_pr(pr_text) if pr_text else None
     if pr is None:
         return Resolution(patch.name, pr_text, None, "", "no-pr", ())
-    found = [
-        m
-        for m in index.get(pr.number, [])
-        if m.project is None or pr.project is None or m.project == pr.project
-    ]
-    if not found:
-        return Resolution(patch.name, pr_text, None, "", "not-merged", ())
+    claims = [(m, claims_pr(pr, m, upstream)) for m in index.get(pr.number, [])]
+    found = [m for m, claim in claims if claim]
     if len(found) > 1:
         return Resolution(
             patch.name, pr_text, None, "", "ambiguous", tuple(m.commit for m in found)
         )
-    one = found[0]
-    return Resolution(patch.name, pr_text, one.commit, one.subject, one.how, (one.commit,))
+    if found:
+        one = found[0]
+        return Resolution(patch.name, pr_text, one.commit, one.subject, one.how, (one.commit,))
+    if pr.where is not None and upstream is not None and pr.where != upstream:
+        return Resolution(
+            patch.name,
+            pr_text,
+            None,
+            "",
+            "other-project",
+            tuple(m.commit for m, claim in claims if claim is None),
+            reason=f"{pr_text} is a PR of {pr.where}, not of upstream ({upstream}): "
+            "upstream's commits with the same number are other PRs; map the patch "
+            "to upstream's commit by hand once upstream has the change",
+        )
+    maybe = tuple(m.commit for m, claim in claims if claim is None)
+    if maybe:
+        why = (
+            f"{pr_text} names a PR by its number only: write the PR's URL "
+            "(https://HOST/OWNER/PROJECT/pull/N) so upstream's PR can be told from "
+            "another project's"
+            if pr.where is None
+            else unknown
+        )
+        return Resolution(patch.name, pr_text, None, "", "unknown-project", maybe, reason=why)
+    return Resolution(patch.name, pr_text, None, "", "not-merged", ())
+
+
+def _already_in_pin(fork: Fork, git: Git, found: Sequence[Resolution]) -> dict[str, str]:
+    """Patch name -> why its resolved commit cannot be its change: the pin already
+    contains the commit, yet the patch still applies exactly on the pin."""
+    config = fork.config
+    merged = [r for r in found if r.commit is not None]
+    if not merged:
+        return {}
+    outside = git.not_in([r.commit for r in merged if r.commit], config.pin_commit)
+    inside = [r for r in merged if r.commit not in outside]
+    if not inside:
+        return {}
+    states = apply_states(
+        git, config.pin_commit, [fork.patch(r.patch) for r in inside], config.pin_tag
+    )
+    why: dict[str, str] = {}
+    for r in inside:
+        state = states[r.patch]
+        part = state.hunks_forward_only
+        if state.forward:
+            how = "exactly"
+        elif part is not None and substantial(part):
+            how = f"hunk by hunk ({part[0]} of its {part[1]} hunks, not reverse-applying)"
+        else:
+            continue
+        why[r.patch] = (
+            f"{short(r.commit)} '{r.subject}' is already in the pin {config.pin_tag}, yet the "
+            f"patch still applies {how} on {config.pin_tag}: that commit is not the change "
+            "this patch carries (another PR of the same number, or a change upstream lost); "
+            "map the patch by hand"
+        )
+    return why
 
 
 def resolve(fork: Fork, git: Git, *, fetch: bool) -> ResolveResult:
@@ -269,8 +379,21 @@ def resolve(fork: Fork, git: Git, *, fetch: bool) -> ResolveResult:
     tip = upstream_branch_commit(config, git)
     pending = [p for p in fork.patches if tracked(p)]
     index = merged_index(git.first_parent_log(tip), compiled_patterns(config)) if pending else {}
+    upstream, unknown = upstream_project(config, git)
+    found = [_resolve_one(p, index, upstream, unknown) for p in pending]
+    contradicted = _already_in_pin(fork, git, found)
+    found = [
+        Resolution(r.patch, r.pr, None, r.subject, "in-pin", r.candidates, reason=why)
+        if (why := contradicted.get(r.patch))
+        else r
+        for r in found
+    ]
     return ResolveResult(
-        config.upstream_branch, tip, fetch, tuple(_resolve_one(p, index) for p in pending)
+        config.upstream_branch,
+        tip,
+        fetch,
+        tuple(found),
+        project=None if upstream is None else str(upstream),
     )
 
 
@@ -314,9 +437,18 @@ def _with(
     done: set[str],
 ) -> ResolveResult:
     patches = tuple(
-        Resolution(p.patch, p.pr, p.commit, p.subject, p.how, p.candidates, p.patch in done)
+        Resolution(
+            p.patch, p.pr, p.commit, p.subject, p.how, p.candidates, p.patch in done, p.reason
+        )
         for p in result.patches
     )
     return ResolveResult(
-        result.branch, result.branch_commit, result.fetched, patches, written, changes, warnings
+        result.branch,
+        result.branch_commit,
+        result.fetched,
+        patches,
+        written,
+        changes,
+        warnings,
+        result.project,
     )

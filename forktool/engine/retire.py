@@ -239,7 +239,7 @@ def retire(
 
 def _pin_lacks(fork: Fork, git: Git, patches: Sequence[Patch]) -> dict[str, tuple[str, ...]]:
     """Patch -> its mapped commits that the pinned commit does not contain."""
-    missing = git.not_in([c for p in patches for c in p.commits], fork.config.pin_commit)
+    missing = git.not_ancestors([c for p in patches for c in p.commits], fork.config.pin_commit)
     return {
         p.name: tuple(c for c in p.commits if c in missing)
         for p in patches
@@ -317,7 +317,7 @@ def lost_fixes(config: Config, git: Git, pin_commit: str) -> list[LostFix]:
                 "not a commit in this repository",
                 f"fetch it: git fetch {config.upstream_remote} {commit}",
             )
-    missing = git.not_in(commits, pin_commit)
+    missing = git.not_ancestors(commits, pin_commit)
     return [
         LostFix(e.patch, tuple(c for c in e.commits if c in missing), e.tag)
         for e in entries

@@ -36,7 +36,6 @@ MAX_PATHSPECS = 64
 _REVERT_LINE = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 _REVERT_TITLE = re.compile(r'Revert "(.*)"')
 _PR_SUFFIX = re.compile(r"\s*\(#[0-9]+\)\s*$")
-_DIFF_PATHS = re.compile(rb"^diff --git a/(.*) b/(.*)$", re.MULTILINE)
 
 # Names of the witnesses, as they appear in the evidence's detail.
 BY_LINE = "'This reverts commit' line"
@@ -60,6 +59,62 @@ def pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
     changed entry, so hundreds of pathspecs cost more than reading the whole range."""
     dirs = sorted({str(PurePosixPath(p).parent) if "/" in p else p for p in paths})
     return dirs if len(dirs) <= MAX_PATHSPECS else None
+
+
+@dataclass(frozen=True)
+class Need:
+    """What a commit's diff must name to share a change's stable patch-id: every file
+    of ``files`` (those the change has hunks in), and nothing outside ``within`` (every
+    file the change's diff names; None: not known, no bound)."""
+
+    files: frozenset[str]
+    within: frozenset[str] | None
+
+
+def range_patch_ids(
+    git: Git,
+    tip: str,
+    exclude: Sequence[str],
+    dirs: Sequence[str] | None,
+    needs: Iterable[Need],
+) -> list[tuple[str, str]]:
+    """(stable patch-id, commit) for the non-merge commits of ``tip`` and not in
+    ``exclude`` that could share a patch-id with one of the changes ``needs`` describe
+    (each commit's diff limited to ``dirs``, as :meth:`Git.log_patches` reads it).
+
+    A stable patch-id hashes every file a diff names (its hunks, a mode change, even
+    an added empty file): two diffs share one only if they name the same files. One
+    ``--name-only`` pass over the range (tree comparisons, no file read) gives each
+    commit's files; only the diffs of commits whose files (within ``dirs``) hold every
+    file a need has hunks in, and nothing outside what it names, are read. The
+    matches are exactly those a diff of the whole range gives.
+    """
+    wanted = list(dict.fromkeys(needs))
+    if not wanted:
+        return []
+    if any(not need.files for need in wanted):  # nothing to require: any may match
+        return git.patch_ids(git.log_patches(tip, exclude, dirs))
+    by_file: dict[str, list[Need]] = {}
+    for need in wanted:
+        by_file.setdefault(min(need.files), []).append(need)
+    inside = tuple(dirs) if dirs is not None else None
+    candidates = []
+    for commit, files in git.log_changes(tip, exclude):
+        mine = _within(files, inside)
+        if any(
+            need.files <= mine and (need.within is None or mine <= need.within)
+            for name in mine
+            for need in by_file.get(name, ())
+        ):
+            candidates.append(commit)
+    return git.patch_ids(git.commit_patches(candidates, paths=dirs or []))
+
+
+def _within(files: frozenset[str], dirs: tuple[str, ...] | None) -> frozenset[str]:
+    """Those of ``files`` that the literal pathspecs ``dirs`` match (all for None)."""
+    if dirs is None:
+        return files
+    return frozenset(f for f in files if any(f == d or f.startswith(f"{d}/") for d in dirs))
 
 
 def title_key(title: str) -> str:
@@ -141,20 +196,31 @@ def _ids(git: Git, patches: bytes) -> dict[str, list[str]]:
 def _content_claims(
     edges: _Edges, git: Git, tip: str, since: str, commits: Sequence[str], paths: Iterable[str]
 ) -> None:
-    """Inverse patch-ids: one walk of the range's diffs, limited to the directories
-    the mapped commits and their patches touch."""
-    forward = git.commit_patches(commits)
-    inverse = _ids(git, git.commit_patches(commits, reverse=True))
-    redo = _ids(git, forward)
-    touched = [
-        name.decode("utf-8", "surrogateescape")
-        for pair in _DIFF_PATHS.findall(forward)
-        for name in pair
-    ]
-    dirs = pathspec_dirs([*touched, *paths])
-    exclude = [since, *git.common_ancestors(commits)]
+    """Inverse patch-ids, limited to the directories the mapped commits and their
+    patches touch. A stable patch-id hashes every file a diff names, so a revert (or a
+    re-land) of C names, there, exactly the files C names: the range's file names
+    (``--name-only``, no file read) pick the candidates, and only the mapped commits
+    that some candidate fits have their diffs read, forward and inverted."""
+    named = git.commit_names(commits)
+    dirs = pathspec_dirs([*(f for files in named.values() for f in files), *paths])
+    inside = tuple(dirs) if dirs is not None else None
+    wanted: dict[frozenset[str], list[str]] = {}
+    for commit, files in named.items():
+        wanted.setdefault(_within(files, inside), []).append(commit)
+    candidates: list[str] = []
+    fitted: dict[str, None] = {}
+    for commit, files in git.log_changes(tip, [since]):
+        fits = wanted.get(_within(files, inside))
+        if fits:
+            candidates.append(commit)
+            fitted.update(dict.fromkeys(fits))
+    if not candidates:
+        return
+    mapped = list(fitted)
+    inverse = _ids(git, git.commit_patches(mapped, reverse=True))
+    redo = _ids(git, git.commit_patches(mapped))
     relanded: dict[str, list[str]] = {}
-    for patch_id, commit in git.patch_ids(git.log_patches(tip, exclude, dirs)):
+    for patch_id, commit in git.patch_ids(git.commit_patches(candidates, paths=dirs or [])):
         for target in inverse.get(patch_id, ()):
             edges.add(commit, target, BY_CONTENT)
         for original in redo.get(patch_id, ()):
@@ -177,7 +243,7 @@ def _descending(git: Git, claims: Mapping[str, Mapping[str, list[str]]]) -> set[
             targets_of.setdefault(reverter, []).append(target)
     valid = set()
     for reverter, targets in targets_of.items():
-        outside = git.not_in(targets, reverter)
+        outside = git.not_ancestors(targets, reverter)
         valid |= {(reverter, t) for t in targets if t not in outside}
     return valid
 

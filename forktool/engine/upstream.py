@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from forktool.config import Config
 from forktool.errors import FatalError, GitError, git_said
 from forktool.git import Git
+from forktool.model.project_url import Project, repository_project
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,26 @@ def upstream_source(config: Config, git: Git) -> str | None:
     if config.upstream_remote in git.remotes():
         return config.upstream_remote
     return config.upstream_url
+
+
+def upstream_project(config: Config, git: Git) -> tuple[Project | None, str]:
+    """The host and project upstream is (from ``upstream.url``, else the remote's URL),
+    or None and why it cannot be known."""
+    url = config.upstream_url or git.remote_url(config.upstream_remote)
+    where = "upstream.url" if config.upstream_url else f"remote '{config.upstream_remote}'"
+    if url is None:
+        return None, (
+            f"upstream's host and project cannot be known: no upstream.url and no remote "
+            f"'{config.upstream_remote}'; set upstream.url to upstream's URL"
+        )
+    project = repository_project(url)
+    if project is None:
+        return None, (
+            f"upstream's host and project cannot be known from {where} ({url}, a local path "
+            "or a URL without host and project); set upstream.url to upstream's URL "
+            "(e.g. https://github.com/OWNER/PROJECT.git)"
+        )
+    return project, ""
 
 
 def remote_default_branch(git: Git, remote: str) -> str | None:

@@ -28,7 +28,9 @@ def render_text(out: Output, result: GateResult) -> None:
         for finding in check.findings:
             style = {"error": "red", "warning": "yellow"}.get(finding.severity, "cyan")
             label = "notice" if finding.severity == "info" else finding.severity
-            out.result(Text(f"{label}: [{check.id}] {finding.render()}", style=style))
+            line = Text(f"{label}: [{check.id}] {finding.render()}", style=style)
+            # A notice changes no verdict: -q leaves it out, like the table.
+            (out.print if finding.severity == "info" else out.result)(line)
             if finding.hint:
                 out.print(Text(f"  hint: {finding.hint}", style="dim"))
     if result.ok:

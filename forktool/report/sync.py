@@ -62,12 +62,37 @@ def render_sync(out: Output, report: SyncReport) -> None:
     if report.check is not None:
         verdict = Text("passed", style="green") if report.check_ok else Text("FAILED", style="red")
         out.print(Text.assemble("check  : ", verdict))
+        for reason in check_failures(report.check):
+            out.print(f"  {reason}", markup=False)
     if report.message:
         style = "green" if report.ok else "red"
         out.result(Text(report.message, style=style), markup=False)
     step = next_step(report)
     if step:
         out.print(f"next: {step}", markup=False)
+
+
+def check_failures(check: dict[str, object]) -> list[str]:
+    """Why the gate failed, one line per failed check's error or warning (``check``
+    is the gate's JSON, as the sync report keeps it)."""
+    lines: list[str] = []
+    checks = check.get("checks")
+    for entry in checks if isinstance(checks, list) else ():
+        if not isinstance(entry, dict) or entry.get("ok") or entry.get("skipped"):
+            continue
+        findings = entry.get("findings")
+        said = [
+            f
+            for f in (findings if isinstance(findings, list) else ())
+            if isinstance(f, dict) and f.get("severity") in ("error", "warning")
+        ]
+        for finding in said:
+            where = ":".join(str(finding[k]) for k in ("path", "line") if finding.get(k))
+            message = str(finding.get("message", ""))
+            lines.append(f"{entry.get('id')}: {where + ': ' if where else ''}{message}")
+        if not said:
+            lines.append(f"{entry.get('id')}: failed")
+    return lines
 
 
 def next_step(report: SyncReport) -> str:
@@ -180,6 +205,10 @@ def render_sync_markdown(report: SyncReport) -> str:
                     else ("ok" if check.get("ok") else "**failed**")
                 )
                 lines.append(f"| `{check.get('id')}` | {result} |")
+        failures = check_failures(report.check)
+        if failures:
+            lines.append("")
+            lines += [f"- {reason}" for reason in failures]
     if report.message:
         lines += ["", report.message]
     return "\n".join(lines) + "\n"

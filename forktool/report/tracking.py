@@ -50,7 +50,11 @@ _HOW_WORDS = {
     "not-merged": "not merged yet",
     "ambiguous": "several commits claim it: left pending",
     "no-pr": "no PR to look for (write 'pending <PR-url>')",
+    "other-project": "another project's PR: left pending",
+    "unknown-project": "whose PR cannot be told: left pending",
+    "in-pin": "already in the pin: left pending",
 }
+_LEFT_PENDING = frozenset({"ambiguous", "other-project", "unknown-project", "in-pin"})
 
 
 def render_resolve(out: Output, result: ResolveResult) -> None:
@@ -61,15 +65,17 @@ def render_resolve(out: Output, result: ResolveResult) -> None:
     table = new_table("patch", "PR", "commit", "how", "subject")
     for p in result.patches:
         commit = Text(short(p.commit), style="green") if p.commit else Text("-", style="dim")
-        how = Text(_HOW_WORDS[p.how], style="yellow" if p.how == "ambiguous" else "")
+        how = Text(_HOW_WORDS[p.how], style="yellow" if p.how in _LEFT_PENDING else "")
         table.add_row(p.patch, p.pr or "-", commit, how, p.subject)
     out.print(table)
     for p in result.patches:
-        if p.how == "ambiguous":
+        if p.how in _LEFT_PENDING and p.candidates:
             out.print(
                 f"  {p.patch}: candidates {', '.join(short(c) for c in p.candidates)}",
                 markup=False,
             )
+        if p.reason:
+            out.print(f"  {p.patch}: {p.reason}", markup=False)
     for change in result.changes:
         out.result(f"wrote {change}", markup=False)
     for warning in result.warnings:

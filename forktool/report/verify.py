@@ -49,10 +49,14 @@ def render_verify(out: Output, result: VerifyResult) -> None:
     if result.patches:
         out.print(_verdict_table(result.patches))
     if result.ok:
+        shifted = sum(v.status == "offset" for v in result.patches)
+        exact = len(result.patches) - shifted
+        how = f"{exact} patch(es) apply exactly"
+        if shifted:  # --allow-offset: say so, never count them as exact
+            how += f", {shifted} only at an offset (--allow-offset),"
         out.result(
             Text(
-                f"OK: {len(result.patches)} patch(es) apply exactly and the round trip restores "
-                f"{result.base} exactly.",
+                f"OK: {how} and the round trip restores {result.base} exactly.",
                 style="green",
             )
         )
