@@ -345,7 +345,7 @@ def _already_in_pin(fork: Fork, git: Git, found: Sequence[Resolution]) -> dict[s
     merged = [r for r in found if r.commit is not None]
     if not merged:
         return {}
-    outside = git.not_in([r.commit for r in merged if r.commit], config.pin_commit)
+    outside = git.not_ancestors([r.commit for r in merged if r.commit], config.pin_commit)
     inside = [r for r in merged if r.commit not in outside]
     if not inside:
         return {}
