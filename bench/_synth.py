@@ -494,11 +494,20 @@ print(os.waitstatus_to_exitcode(status), time.perf_counter() - start, usage.ru_m
 """
 
 
-def measure_cli(args: Sequence[str], *, expect: int = 0) -> tuple[float, int]:
-    """Seconds and peak resident KiB (it and its git children) of ``forktool ARGS``."""
+def user_env() -> dict[str, str]:
+    """The environment with bytecode caching on, as a user has it (this machine may set
+    PYTHONDONTWRITEBYTECODE, which makes every run compile forktool's modules again)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def measure_cli(
+    args: Sequence[str], *, expect: int = 0, env: dict[str, str] | None = None
+) -> tuple[float, int]:
+    """Seconds and peak resident KiB (it and its git children) of ``forktool ARGS``
+    (``env``: the environment to run it in, default this process's)."""
     argv = [sys.executable, "-m", "forktool", *args]
     res = subprocess.run(
-        [sys.executable, "-c", _MEASURE, *argv], capture_output=True, check=True, cwd=ROOT
+        [sys.executable, "-c", _MEASURE, *argv], capture_output=True, check=True, cwd=ROOT, env=env
     )
     code, seconds, peak = res.stdout.split()
     if int(code) != expect:

@@ -531,6 +531,25 @@ class TempIndex:
         ).out
         return out.split()
 
+    def twin(self, name: str) -> TempIndex:
+        """A second index beside this one, starting as a copy of it (no git call), with
+        the same object directory; it goes when this one's directory does. Two git
+        processes may then work side by side, one on each."""
+        path = self.path.with_name(name)
+        if path.exists() or path == self.path:
+            raise ValueError(f"index {name} exists already")
+        path.write_bytes(self.path.read_bytes())
+        return TempIndex(self.git, path, {**self.env, "GIT_INDEX_FILE": str(path)})
+
+    def snapshot(self) -> Callable[[], None]:
+        """A way back to this index as it is now (its file's bytes, restored on call)."""
+        saved = self.path.read_bytes()
+
+        def restore() -> None:
+            self.path.write_bytes(saved)
+
+        return restore
+
     def add_all(self, *, purpose: str = "stage the changes") -> None:
         """Stage every change of the work tree (``git add --all``) into this index."""
         self.run(["add", "--all"], purpose=purpose)

@@ -13,73 +13,28 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Any, Protocol
-
-from rich.console import Console, ConsoleOptions, RenderableType
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.segment import Segment
-from rich.text import Text
+from typing import TYPE_CHECKING, Any, Protocol
 
 from forktool.escape import terminal
 
+if TYPE_CHECKING:  # rich is imported only when text is drawn (JSON output never loads it)
+    from rich.console import Console
+    from rich.text import Text
+
 PROGRESS_DELAY_SECONDS = 1.0
-
-
-def safe_text(text: Text) -> Text:
-    """``text`` with its control characters and escape sequences shown (``\\x1b``),
-    its styles kept on the characters they covered; line breaks stay."""
-    plain = text.plain
-    if plain.isprintable() or terminal(plain, keep="\n") == plain:
-        return text
-    cuts = sorted(
-        {cut for i, ch in enumerate(plain) if terminal(ch, keep="\n") != ch for cut in (i, i + 1)}
-    )
-    made = text.blank_copy()
-    for piece in text.divide(cuts):
-        shown = terminal(piece.plain, keep="\n")
-        if shown != piece.plain:
-            escaped = Text(shown, style=piece.style)
-            for span in piece.spans:
-                escaped.stylize(span.style, 0, len(shown))
-            piece = escaped
-        made.append_text(piece)
-    return made
 
 
 def styled(text: str, style: str = "") -> Text:
     """``text`` in ``style`` for the terminal, its control characters shown (rich's
     ``Text`` would drop BEL, BS, VT, FF and CR unseen)."""
+    from rich.text import Text
+
     return Text(terminal(text, keep="\n"), style=style)
 
 
-class DataConsole(Console):
-    """A rich console on which text is never markup and never a control sequence.
-
-    forktool writes what others wrote (subjects, author names, patch names): a
-    ``[/b]`` in it is two characters to show, an ESC is shown as ``\\x1b``. Styles
-    come only from forktool's own ``Text`` objects; rich markup is off for every
-    string, and the segments rich is about to write are checked once more, so a
-    renderer that forgot cannot send a raw escape sequence.
-    """
-
-    def render_str(self, text: str, **kwargs: Any) -> Text:
-        kwargs["markup"] = False
-        return super().render_str(terminal(text, keep="\n"), **kwargs)
-
-    def render(
-        self, renderable: RenderableType, options: ConsoleOptions | None = None
-    ) -> Iterator[Segment]:
-        if isinstance(renderable, Text):
-            renderable = safe_text(renderable)
-        for segment in super().render(renderable, options):
-            if segment.control or segment.text.isprintable():
-                yield segment
-            else:
-                yield Segment(terminal(segment.text, keep="\n"), segment.style)
-
-
 def _console(stream: Any) -> Console:
+    from forktool.console import DataConsole
+
     plain = bool(os.environ.get("NO_COLOR")) or not stream.isatty()
     return DataConsole(
         file=stream,
@@ -96,12 +51,39 @@ class Tick(Protocol):
     def __call__(self, advance: int = 1, description: str | None = None) -> None: ...
 
 
-@dataclass
 class Output:
-    quiet: bool = False
-    verbose: bool = False
-    out: Console = field(default_factory=lambda: _console(sys.stdout))
-    err: Console = field(default_factory=lambda: _console(sys.stderr))
+    """Where a command's answer goes. The rich consoles are made when first drawn on,
+    so a command answering in JSON never imports rich."""
+
+    def __init__(
+        self,
+        quiet: bool = False,
+        verbose: bool = False,
+        out: Console | None = None,
+        err: Console | None = None,
+    ) -> None:
+        self.quiet = quiet
+        self.verbose = verbose
+        self._out = out
+        self._err = err
+
+    @property
+    def out(self) -> Console:
+        if self._out is None:
+            self._out = _console(sys.stdout)
+        return self._out
+
+    @property
+    def err(self) -> Console:
+        if self._err is None:
+            self._err = _console(sys.stderr)
+        return self._err
+
+    def _err_is_terminal(self) -> bool:
+        # stderr not a tty: no console is made to say so (_console makes it plain).
+        if self._err is None and not sys.stderr.isatty():
+            return False
+        return self.err.is_terminal
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         if not self.quiet:
@@ -138,7 +120,7 @@ class Output:
         if self.quiet:
             yield lambda name: None
             return
-        if not self.err.is_terminal:
+        if not self._err_is_terminal():
 
             def line(name: str) -> None:
                 nonlocal count
@@ -159,9 +141,17 @@ class Output:
     @contextmanager
     def progress(self, total: int, description: str) -> Iterator[Tick]:
         """A progress bar on stderr that appears only if the work outlasts one second."""
-        if self.quiet or not self.err.is_terminal:
+        if self.quiet or not self._err_is_terminal():
             yield _null_tick
             return
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         bar = Progress(
             TextColumn("{task.description}", markup=False),
             BarColumn(),

@@ -437,3 +437,22 @@ def test_forecast_text_keeps_a_long_patch_name_whole_in_piped_output(
     assert res.code == 0, res.err
     row = next(line for line in res.out.splitlines() if line.startswith("0001-"))
     assert row.split() == [name, *["fork-only", "/", "exact"] * 6]
+
+
+def test_forecast_keep_going_applies_the_rest_without_the_conflict(forecast_fork) -> None:
+    fork, _ = forecast_fork
+    res = fork.cli("forecast", "--no-fetch", "--keep-going", "--format", "json")
+    assert res.code == 0, res.err
+    cells = _cells(res.json())
+    shape = {k: (v["apply"], v.get("without")) for k, v in cells.items() if k[1] == "v1.1.0"}
+    assert shape == {
+        ("0001-fix-a.patch", "v1.1.0"): ("absorbed", None),
+        ("0002-tweak-b.patch", "v1.1.0"): ("conflict", None),
+        ("0003-pending-c.patch", "v1.1.0"): ("exact", ["0002-tweak-b.patch"]),
+        ("0004-fork-d.patch", "v1.1.0"): ("exact", ["0002-tweak-b.patch"]),
+    }
+    # A target with no conflict: the same cells as without the flag.
+    plain = _cells(fork.cli("forecast", "--no-fetch", "--format", "json").json())
+    assert {k: v for k, v in cells.items() if k[1] == "v1.0.1"} == {
+        k: v for k, v in plain.items() if k[1] == "v1.0.1"
+    }

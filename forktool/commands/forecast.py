@@ -34,9 +34,17 @@ def _tag_list(value: str | None) -> list[str] | None:
     show_default=True,
     help="Fetch upstream's tags (and upstream.branch for --branch) first, or use what is here.",
 )
+@click.option(
+    "--keep-going",
+    is_flag=True,
+    help="Past a conflict, apply the later patches on the tree without the conflicting "
+    "ones (their cells say so) instead of marking them not-tried.",
+)
 @format_option("text", "json", "markdown", "html")
 @pass_app
-def command(app: App, tags: str | None, branch: str | None, fetch: bool, fmt: str) -> int:
+def command(
+    app: App, tags: str | None, branch: str | None, fetch: bool, keep_going: bool, fmt: str
+) -> int:
     """What the next releases will absorb and break: patches down, targets across.
 
     Each cell says what 'absorbed --tag TARGET' would say (retire, keep, revisit,
@@ -52,6 +60,7 @@ def command(app: App, tags: str | None, branch: str | None, fetch: bool, fmt: st
     Examples:
       forktool forecast
       forktool forecast --tags v1.3.0,v1.4.0 --branch main --no-fetch
+      forktool forecast --keep-going --format json
       forktool forecast --format html > forecast.html
       forktool forecast --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
@@ -64,7 +73,7 @@ def command(app: App, tags: str | None, branch: str | None, fetch: bool, fmt: st
             notice(line)
     targets = choose_targets(fork.config, git, wanted, branch)
     with app.output.progress(len(targets), "forecasting") as tick:
-        result = forecast(fork, git, targets, fetched=fetch, progress=tick)
+        result = forecast(fork, git, targets, fetched=fetch, progress=tick, keep_going=keep_going)
     app.emit(
         result,
         fmt,

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.verify import resolve_base, verify_series
 from forktool.errors import require_no_errors
-from forktool.report import verify as report_verify
+
+if TYPE_CHECKING:
+    from forktool.engine.verify import VerifyResult
+    from forktool.output import Output
 
 
 @click.command("verify")
@@ -13,9 +18,30 @@ from forktool.report import verify as report_verify
     "--base", metavar="REF", default=None, help="Verify onto REF instead of the pinned tag."
 )
 @click.option("--allow-offset", is_flag=True, help="Accept hunks that apply only at shifted lines.")
+@click.option(
+    "--keep-going",
+    is_flag=True,
+    help="Past a failing patch, try each later patch on the tree without the failed ones "
+    "(reported as such) instead of stopping: every failure at once.",
+)
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="git processes side by side on file-disjoint parts of the series (default: 2 "
+    "when the machine has two cores or more and one is free; 1: the series in one call).",
+)
 @format_option()
 @pass_app
-def command(app: App, base: str | None, allow_offset: bool, fmt: str) -> int:
+def command(
+    app: App,
+    base: str | None,
+    allow_offset: bool,
+    keep_going: bool,
+    jobs: int | None,
+    fmt: str,
+) -> int:
     """Apply the series exactly onto the pin (or REF), revert it, prove the round trip.
 
     Works in a temporary index: the checkout, the index and the work tree are never
@@ -26,6 +52,7 @@ def command(app: App, base: str | None, allow_offset: bool, fmt: str) -> int:
     Examples:
       forktool verify
       forktool verify --base v1.2.0 --format json
+      forktool verify --keep-going
     """
     fork = app.fork(strict=False)
     require_no_errors(fork.findings)
@@ -33,7 +60,20 @@ def command(app: App, base: str | None, allow_offset: bool, fmt: str) -> int:
     name, commit = resolve_base(fork, git, base)
     with app.output.progress(len(fork.patches), f"verifying on {name}") as tick:
         result = verify_series(
-            fork, git, base=name, base_commit=commit, allow_offset=allow_offset, progress=tick
+            fork,
+            git,
+            base=name,
+            base_commit=commit,
+            allow_offset=allow_offset,
+            progress=tick,
+            keep_going=keep_going,
+            jobs=jobs,
         )
-    app.emit(result, fmt, report_verify.render_verify)
+    app.emit(result, fmt, _render)
     return 0 if result.ok else 1
+
+
+def _render(output: Output, result: VerifyResult) -> None:
+    from forktool.report.verify import render_verify  # rich: only when text is drawn
+
+    render_verify(output, result)

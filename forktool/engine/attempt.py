@@ -78,6 +78,8 @@ class PatchVerdict:
     file: str | None = None  # the culprit file, hunk and patch line when not exact
     hunk: int | None = None
     line: int | None = None  # line in the patch file
+    # Tried after earlier patches failed, on the tree without them (--keep-going).
+    without: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {
@@ -88,6 +90,8 @@ class PatchVerdict:
         }
         if self.file is not None or self.line is not None:
             data.update(file=self.file, hunk=self.hunk, line=self.line)
+        if self.without:
+            data["without"] = list(self.without)
         return data
 
 

@@ -101,9 +101,10 @@ class Cell:
     first_break: FirstBreak | None
     reason: str  # the verdict in words
     message: str  # why it does not apply exactly ("" when it does)
+    without: tuple[str, ...] = ()  # applied without these conflicting patches (keep going)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        data: dict[str, object] = {
             "ref": self.ref,
             "verdict": self.verdict,
             "apply": self.apply,
@@ -111,6 +112,9 @@ class Cell:
             "reason": self.reason,
             "message": self.message,
         }
+        if self.without:
+            data["without"] = list(self.without)
+        return data
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,7 @@ def choose_targets(
 class Applied:
     state: ApplyState
     message: str = ""
+    without: tuple[str, ...] = ()  # tried on the tree without these (keep going)
 
 
 def _load(index: TempIndex, commit: str, overlay: Sequence[Entry]) -> None:
@@ -323,34 +328,64 @@ def _longest_prefix(
 
 
 def cumulative_apply(
-    git: Git, target: Target, patches: Sequence[Patch], rule: ApplyRule = "exact"
+    git: Git,
+    target: Target,
+    patches: Sequence[Patch],
+    rule: ApplyRule = "exact",
+    *,
+    keep_going: bool = False,
 ) -> dict[str, Applied]:
     """How each of ``patches`` meets ``target`` applied in series order, as a refresh
     would: one call when the whole series applies; otherwise the culprit is read from
     git's output and confirmed (a bisection of the prefix when it cannot be read).
-    ``rule``: the fork's apply rule (dpkg-source's accepts hand-edited hunk headers)."""
-    stop = next(
-        (i for i, p in enumerate(patches) if precheck(p, "git", rule=rule) is not None), None
-    )
-    candidates = list(patches[:stop]) if stop is not None else list(patches)
+    ``rule``: the fork's apply rule (dpkg-source's accepts hand-edited hunk headers).
+    With ``keep_going``, the patches after a conflict are applied again in one call
+    on the tree without the conflicting ones, and so on after each conflict; their
+    states name the patches left out (``without``)."""
+    states: dict[str, Applied] = {}
+    kept: list[Patch] = []  # the patches applied so far: the tree the rest go on
+    failed: list[str] = []
+    rest = list(patches)
+    overlay = target.overlay
     with git.temp_index() as index:
-        overlay = target.overlay
-        ok, err = _apply_prefix(index, target.commit, candidates, overlay)
-        good, good_err = (
-            (len(candidates), err)
-            if ok
-            else _longest_prefix(index, target.commit, candidates, err, overlay)
-        )
-        states = _states_of_prefix(
-            index, target.commit, candidates[:good], good_err, target.ref, overlay, rule
-        )
-        rest = list(patches[good:])
-        if rest:
-            message = _conflict_message(index, target, candidates[:good], rest[0], rule)
-            states[rest[0].name] = Applied("conflict", message)
-            for patch in rest[1:]:
-                states[patch.name] = Applied("not-tried", f"after the conflict of {rest[0].name}")
+        while rest:
+            stop = next(
+                (i for i, p in enumerate(rest) if precheck(p, "git", rule=rule) is not None), None
+            )
+            candidates = rest[:stop] if stop is not None else rest
+            ok, err = _apply_prefix(index, target.commit, [*kept, *candidates], overlay)
+            if ok:
+                good, good_err = len(candidates), err
+            else:
+                good, good_err = _longest_prefix(
+                    index, target.commit, [*kept, *candidates], err, overlay
+                )
+                good = max(0, good - len(kept))
+            applied = [*kept, *candidates[:good]]
+            found = _states_of_prefix(
+                index, target.commit, applied, good_err, target.ref, overlay, rule
+            )
+            for patch in candidates[:good]:
+                states[patch.name] = _without(found[patch.name], failed)
+            kept = applied
+            rest = rest[good:]
+            if not rest:
+                break
+            message = _conflict_message(index, target, kept, rest[0], rule)
+            states[rest[0].name] = _without(Applied("conflict", message), failed)
+            if not keep_going:
+                for patch in rest[1:]:
+                    states[patch.name] = Applied(
+                        "not-tried", f"after the conflict of {rest[0].name}"
+                    )
+                break
+            failed.append(rest[0].name)
+            rest = rest[1:]
     return states
+
+
+def _without(state: Applied, failed: Sequence[str]) -> Applied:
+    return replace(state, without=tuple(failed)) if failed else state
 
 
 def _conflict_message(
@@ -471,13 +506,18 @@ def _describe(
 
 
 def _column(
-    fork: Fork, git: Git, target: Target, shared: Shared, prober: Prober
+    fork: Fork,
+    git: Git,
+    target: Target,
+    shared: Shared,
+    prober: Prober,
+    keep_going: bool = False,
 ) -> dict[str, Cell]:
     """One target's cells: absorbed's verdicts, the cumulative apply, the first breaks."""
     report = absorbed(fork, git, target.ref, tag_commit=target.commit, shared=shared)
     remaining = [p for p in fork.patches if report.patch(p.name).verdict != "retire"]
     rule = fork.config.apply_rule
-    applied = cumulative_apply(git, target, remaining, rule)
+    applied = cumulative_apply(git, target, remaining, rule, keep_going=keep_going)
     # Under dpkg-source's rule an offset is accepted: only a conflict breaks.
     breaking = ("conflict",) if allows_offset(rule) else ("conflict", "offset")
     broken = [p for p in remaining if applied[p.name].state in breaking]
@@ -498,6 +538,7 @@ def _column(
             breaks.get(verdict.patch),
             verdict.reason,
             state.message,
+            state.without,
         )
     return column
 
@@ -519,8 +560,10 @@ def forecast(
     *,
     fetched: bool = False,
     progress: Progress | None = None,
+    keep_going: bool = False,
 ) -> ForecastResult:
-    """The matrix: each target judged on its own (read-only git runs, two at a time)."""
+    """The matrix: each target judged on its own (read-only git runs, two at a time).
+    With ``keep_going`` the cumulative apply goes on past each conflict."""
     config = fork.config
     columns: list[dict[str, Cell]] = []
     targets = with_tarball_files(config, git, targets)
@@ -528,7 +571,9 @@ def forecast(
         shared = shared_knowledge(fork, git)
         prober = Prober(git)
         with ThreadPoolExecutor(max_workers=TARGET_WORKERS) as pool:
-            futures = [pool.submit(_column, fork, git, t, shared, prober) for t in targets]
+            futures = [
+                pool.submit(_column, fork, git, t, shared, prober, keep_going) for t in targets
+            ]
             for future in futures:
                 columns.append(future.result())
                 if progress:

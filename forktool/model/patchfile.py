@@ -17,8 +17,6 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from email.errors import HeaderParseError
-from email.header import decode_header, make_header
 from typing import Literal
 
 from forktool.model import paths
@@ -328,6 +326,9 @@ def _decode_rfc2047(value: str) -> str:
     """A header value with ``=?UTF-8?q?...?=`` words decoded (format-patch writes them)."""
     if "=?" not in value:
         return value
+    from email.errors import HeaderParseError  # only for an encoded word: keeps start-up lean
+    from email.header import decode_header, make_header
+
     try:
         return str(make_header(decode_header(value)))
     except (HeaderParseError, UnicodeError, LookupError, ValueError):

@@ -16,8 +16,8 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
+from forktool.console import safe_text
 from forktool.escape import terminal
-from forktool.output import safe_text
 
 PROSE_COLUMNS = frozenset(
     {"detail", "note", "witnesses", "reason", "message", "subject", "from header line"}

@@ -33,7 +33,13 @@ def _verdict_table(verdicts: Sequence[PatchVerdict]) -> Table:
     table = new_table("patch", "status", "detail")
     for verdict in verdicts:
         style = STATUS_STYLE.get(verdict.status, "")
-        table.add_row(verdict.patch, styled(verdict.status, style=style), verdict.message)
+        detail = verdict.message
+        if verdict.without:
+            left_out = ", ".join(verdict.without)
+            detail = (
+                f"{detail} (tried without {left_out})" if detail else f"tried without {left_out}"
+            )
+        table.add_row(verdict.patch, styled(verdict.status, style=style), detail)
     return table
 
 
@@ -72,6 +78,10 @@ def render_verify(out: Output, result: VerifyResult) -> None:
     for verdict in bad if out.quiet else ():
         where = f"{verdict.patch}" + (f":{verdict.line}" if verdict.line else "")
         out.result(styled(f"error: {where}: {verdict.message}", style="red"), markup=False)
+    if any(v.without for v in result.patches):
+        out.result(
+            styled("later patches were tried on the tree without the failed ones (--keep-going)")
+        )
     untried = sum(v.status == "not-tried" for v in result.patches)
     if untried:
         out.result(
