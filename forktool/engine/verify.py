@@ -748,9 +748,10 @@ def _round_trip(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> b
 
 
 def resolve_base(fork: Fork, git: Git, base: str | None) -> tuple[str, str]:
-    """(name, commit) of what to verify against: ``base`` or the pin."""
-    from forktool.engine.pin_state import require_pin
+    """(name, commit) of what to verify against: ``base``, or the pin's tree (the
+    imported release tarball when the fork has one)."""
+    from forktool.engine.pin_state import require_tree
 
     if base is None:
-        return fork.config.pin_tag, require_pin(fork.config, git)
+        return require_tree(fork.config, git)
     return base, git.resolve_commit(base, what="base revision")
