@@ -23,6 +23,7 @@ from media_checks import (
 )
 from rich.text import Text
 
+from forktool.console import DataConsole
 from forktool.engine.check import CheckResult, GateResult
 from forktool.engine.forecast import Cell, FirstBreak, ForecastResult, PatchRow, Target
 from forktool.engine.refresh import RefreshEntry
@@ -39,7 +40,7 @@ from forktool.escape import (
     xml_text,
 )
 from forktool.model.record import BEGIN, END, RecordEntry, parse_record, with_section
-from forktool.output import DataConsole, Output
+from forktool.output import Output
 from forktool.report.check import (
     render_check_markdown,
     render_github,
@@ -304,7 +305,7 @@ def test_terminal_tables_and_lines_show_markup_and_escapes_as_text(colour: bool)
 
 
 def test_a_styled_text_keeps_its_styles_around_an_escaped_character() -> None:
-    from forktool.output import safe_text
+    from forktool.console import safe_text
 
     text = Text("ok ")
     text.append("bad\x1b[31m", style="red")
