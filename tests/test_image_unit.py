@@ -786,7 +786,7 @@ def test_arms_check_flags_results_for_patches_not_in_the_series(
     ("data", "error"),
     [
         ("{not json", "not valid JSON"),
-        (json.dumps({"full": "ok"}), 'full is "ok"; expected "pass" or "fail"'),
+        (json.dumps({"full": "ok"}), '\'full\' must be "pass" or "fail", not "ok"'),
         (json.dumps({"full": "pass", "extra": 1}), "unknown key(s) extra"),
         (json.dumps([]), "expected a JSON object"),
     ],

@@ -23,12 +23,10 @@ results) is combined with it in one place, :func:`combine`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from forktool.config import Config
@@ -48,7 +46,7 @@ from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex, short
-from forktool.inputs import parse_json, read_input
+from forktool.model.arm_results import ArmResults, GateVerdict
 from forktool.model.patchfile import PatchFile, touched_paths
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only", "pending"]
@@ -70,7 +68,6 @@ Outcome = Literal[
     "broken-on-tag",
     "now-harmful",
 ]
-ProbeResult = Literal["pass", "fail"]
 
 # Outcomes of the second witness that make ``absorbed`` exit 1.
 HARMFUL_OUTCOMES: frozenset[str] = frozenset({"broken-on-tag", "now-harmful"})
@@ -98,7 +95,7 @@ class Evidence:
 class ProbeWitness:
     """One patch's leave-one-out result, combined with ancestry."""
 
-    arm: ProbeResult  # the series without this patch, on the tag
+    arm: GateVerdict  # the series without this patch, on the tag
     outcome: Outcome
     detail: str
 
@@ -140,7 +137,7 @@ class AbsorbedResult:
     tag: str
     tag_commit: str
     patches: tuple[PatchAbsorption, ...]
-    probe_full: ProbeResult | None = None
+    probe_full: GateVerdict | None = None
 
     @property
     def harmful(self) -> bool:
@@ -237,7 +234,7 @@ def _absence_reason(evidence: Sequence[Evidence], tag: str) -> str:
     return ""
 
 
-def combine(verdict: Verdict, full: ProbeResult, arm: ProbeResult) -> tuple[Outcome, str]:
+def combine(verdict: Verdict, full: GateVerdict, arm: GateVerdict) -> tuple[Outcome, str]:
     """The one rule joining ancestry with a leave-one-out probe (docs/retirement.md)."""
     if full == "fail":
         if arm == "pass":
@@ -615,7 +612,7 @@ def absorbed(
     git: Git,
     tag: str,
     *,
-    probe: ProbeResults | None = None,
+    probe: ArmResults | None = None,
     progress: Progress | None = None,
     tag_commit: str | None = None,
     shared: Shared | None = None,
@@ -635,8 +632,7 @@ def absorbed(
     if shared is None:
         refuse_shallow(git, fork.config)
         require_commits(fork, git)
-    if probe is not None:
-        probe.require_covers(fork, tag)
+    probe_full = require_probe_covers(probe, fork, tag) if probe is not None else None
     patches = list(fork.patches)
     commits = [c for p in patches for c in p.commits]
     releases = checked_releases(fork, git) if shared is None else None
@@ -690,9 +686,9 @@ def absorbed(
             pending_pr=patch.upstream_pr,
         )
         witness = None
-        if probe is not None:
+        if probe is not None and probe_full is not None:
             arm = probe.arms[patch.name]
-            outcome, detail = combine(verdict, probe.full, arm)
+            outcome, detail = combine(verdict, probe_full, arm)
             witness = ProbeWitness(arm, outcome, detail)
         results.append(
             PatchAbsorption(
@@ -710,76 +706,36 @@ def absorbed(
         )
         if progress:
             progress(1)
-    return AbsorbedResult(tag, tag_commit, tuple(results), probe.full if probe else None)
+    return AbsorbedResult(tag, tag_commit, tuple(results), probe_full)
 
 
 # -- the second witness: probe results ------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ProbeResults:
-    """Leave-one-out results: the full series, and each minus-one arm, on one tag."""
-
-    full: ProbeResult
-    arms: dict[str, ProbeResult]
-    tag: str | None = None
-    source: str = "probe results"
-
-    def require_covers(self, fork: Fork, tag: str) -> None:
-        if self.tag is not None and self.tag != tag:
+def require_probe_covers(probe: ArmResults, fork: Fork, tag: str) -> GateVerdict:
+    """The full series' verdict: probe results judge TAG only when they ran there, on
+    this series, with the full series and one arm per patch."""
+    if probe.full is None:
+        raise FatalError(f"{probe.source}: missing key 'full'", "see docs/retirement.md")
+    if probe.tag is not None and probe.tag != tag:
+        raise FatalError(
+            f"{probe.source}: the probe ran on '{probe.tag}', not on '{tag}'",
+            f"run the probe on {tag}, or pass --tag {probe.tag}",
+        )
+    names = [p.name for p in fork.patches]
+    for name in names:
+        if name not in probe.arms:
             raise FatalError(
-                f"{self.source}: the probe ran on '{self.tag}', not on '{tag}'",
-                f"run the probe on {tag}, or pass --tag {self.tag}",
+                f"{probe.source}: no arm for '{name}'",
+                "a probe must run the series without each patch in turn",
             )
-        names = [p.name for p in fork.patches]
-        for name in names:
-            if name not in self.arms:
-                raise FatalError(
-                    f"{self.source}: no arm for '{name}'",
-                    "a probe must run the series without each patch in turn",
-                )
-        for name in self.arms:
-            if name not in names:
-                raise FatalError(
-                    f"{self.source}: arm '{name}' is not in the series",
-                    f"series patches: {', '.join(names) or '(none)'}",
-                )
-
-
-def _result(value: object, where: str, source: str) -> ProbeResult:
-    if value == "pass":
-        return "pass"
-    if value == "fail":
-        return "fail"
-    raise FatalError(f'{source}: {where} must be "pass" or "fail", not {json.dumps(value)}')
-
-
-def parse_probe_results(data: bytes, source: str) -> ProbeResults:
-    """``{"full": "pass"|"fail", "arms": {patch: "pass"|"fail"}, "tag": TAG?}``."""
-    doc = parse_json(data, source)
-    if not isinstance(doc, dict):
-        raise FatalError(f"{source}: expected a JSON object with 'full' and 'arms'")
-    for key in ("full", "arms"):
-        if key not in doc:
-            raise FatalError(f"{source}: missing key '{key}'", "see docs/retirement.md")
-    arms = doc["arms"]
-    if not isinstance(arms, dict):
-        raise FatalError(f'{source}: \'arms\' must map each patch to "pass" or "fail"')
-    tag = doc.get("tag")
-    if tag is not None and not isinstance(tag, str):
-        raise FatalError(f"{source}: 'tag' must be a string")
-    return ProbeResults(
-        full=_result(doc["full"], "'full'", source),
-        arms={str(k): _result(v, f"arm '{k}'", source) for k, v in arms.items()},
-        tag=tag,
-        source=source,
-    )
-
-
-def load_probe_results(path: Path) -> ProbeResults:
-    if not path.is_file():
-        raise FatalError(f"--probe-results {path}: no such file")
-    return parse_probe_results(read_input(path, str(path)), str(path))
+    for name in probe.arms:
+        if name not in names:
+            raise FatalError(
+                f"{probe.source}: arm '{name}' is not in the series",
+                f"series patches: {', '.join(names) or '(none)'}",
+            )
+    return probe.full
 
 
 # -- for status ------------------------------------------------------------------------
