@@ -9,11 +9,28 @@ what a check *found* (exit 1), and they travel inside result objects.
 from __future__ import annotations
 
 import signal
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
+
+
+def one_line(text: str) -> str:
+    """``text`` with line breaks and other control characters escaped (``\\n``).
+
+    Messages quote user input (a tag, a path, a file's line); a newline in it
+    must not forge a second ``error:`` line or split the one a script reads.
+    """
+    if text.isprintable():
+        return text
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii")
+        if unicodedata.category(ch) in ("Cc", "Zl", "Zp")
+        else ch
+        for ch in text
+    )
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,12 @@ from forktool.engine.arms import ArmsReport
 from forktool.engine.freeze import FreezeResult
 from forktool.engine.image import BuildResult, GateRecord
 from forktool.engine.promote import PromoteResult
+from forktool.errors import one_line
 from forktool.output import Output
 
 
 def escaped(text: str) -> str:
     """Build and container output with control sequences shown, never obeyed."""
-    from forktool.cli import one_line
-
     return one_line(text)
 
 
