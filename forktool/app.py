@@ -108,6 +108,25 @@ class App:
             render(self.output, result)
 
 
+def exclusive(options: Mapping[str, object], *, required: bool = False) -> None:
+    """The one check of options that exclude each other: a usage error (exit 2) when
+    more than one of ``options`` (shown name -> value) is given, or, ``required``, when
+    not exactly one is."""
+    given = [name for name, value in options.items() if value not in (None, False, (), "")]
+    names = list(options)
+    if required and len(given) != 1:
+        raise click.UsageError(f"give exactly one of {', '.join(names)}")
+    if len(given) > 1:
+        raise click.UsageError(f"{', '.join(given[:-1])} and {given[-1]} are mutually exclusive")
+
+
+def together(option: str, value: object, needs: str, present: object) -> None:
+    """A usage error when ``option`` is given without ``needs`` (``--worktree`` goes
+    with ``--onto``)."""
+    if value not in (None, False, (), "") and present in (None, False, (), ""):
+        raise click.UsageError(f"{option} goes with {needs}")
+
+
 def notice(message: str) -> None:
     """One line on stderr about something forktool did on its own (never wrapped)."""
     click.echo(f"notice: {message}", err=True)

@@ -93,3 +93,26 @@ def test_relative_paths_resolve_against_dash_c(
     )
     assert result.code == 0, result.err
     assert result.json()["target"] == str(site)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["sync", "--continue", "--abort"], "error: --continue and --abort are mutually exclusive"),
+        (
+            ["sync", "v2", "--abort", "--dry-run"],
+            "error: --abort and --dry-run are mutually exclusive",
+        ),
+        (["fmt", "--check", "--dry-run"], "error: --check and --dry-run are mutually exclusive"),
+        (["refresh"], "error: give exactly one of --onto TAG, --continue, --abort"),
+        (["refresh", "--continue", "--worktree", "x"], "error: --worktree goes with --onto"),
+        (["arms", "--results", "r.json"], "error: --results FILE goes with --check"),
+    ],
+)
+def test_options_that_exclude_each_other_are_one_usage_error(
+    example_fork: RepoBuilder, argv: list[str], message: str
+) -> None:
+    result = run_cli("-C", example_fork.path, *argv)
+    assert result.code == 2
+    assert result.error_lines[0] == message
+    assert result.out == ""

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, pass_app, user_path
+from forktool.app import App, format_option, pass_app, together, user_path
 from forktool.engine.arms import check_arms, list_arms, load_waivers
 from forktool.model.arm_results import load_arm_results
 from forktool.report.image import render_arms
@@ -43,8 +43,8 @@ def command(app: App, check: bool, results: Path | None, waivers: Path | None, f
       forktool arms --format json          # matrix: include: fromJSON(...).include
       forktool arms --check --results arm-results.json
     """
-    if check != (results is not None):
-        raise click.UsageError("--check and --results FILE go together")
+    together("--check", check, "--results FILE", results)
+    together("--results FILE", results, "--check", check)
     fork = app.fork(strict=True)
     waiver_list, waivers_file = load_waivers(fork, waivers)
     report = list_arms(fork, waiver_list, waivers_file)

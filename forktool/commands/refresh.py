@@ -4,7 +4,7 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, pass_app, user_path
+from forktool.app import App, exclusive, format_option, pass_app, together, user_path
 from forktool.engine.pin_state import require_pin
 from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
 from forktool.report import patches as report
@@ -46,11 +46,8 @@ def command(
       forktool refresh --continue
       forktool refresh --abort
     """
-    modes = sum([onto is not None, resume, abort])
-    if modes != 1:
-        raise click.UsageError("give exactly one of --onto TAG, --continue, --abort")
-    if worktree is not None and onto is None:
-        raise click.UsageError("--worktree goes with --onto")
+    exclusive({"--onto TAG": onto, "--continue": resume, "--abort": abort}, required=True)
+    together("--worktree", worktree, "--onto", onto)
     git = app.git()
     with app.lock(git):
         fork = app.fork(strict=True)  # read under the lock

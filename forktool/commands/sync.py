@@ -4,7 +4,7 @@ import os
 
 import click
 
-from forktool.app import App, format_option, notice, pass_app
+from forktool.app import App, exclusive, format_option, notice, pass_app
 from forktool.engine.sync import (
     abort_sync,
     continue_sync,
@@ -59,8 +59,7 @@ def command(
       forktool sync --continue
       forktool sync v1.3.0 --format markdown > pr-body.md
     """
-    if sum((resume, abort, dry_run)) > 1:
-        raise click.UsageError("--continue, --abort and --dry-run are mutually exclusive")
+    exclusive({"--continue": resume, "--abort": abort, "--dry-run": dry_run})
     if (resume or abort) and tag:
         raise click.UsageError("--continue and --abort take no TAG")
     if not (resume or abort) and not tag:
