@@ -44,6 +44,7 @@ class App:
     config_file: Path | None
     output: Output
     _config: Config | None = field(default=None, repr=False)
+    _forks: dict[bool, Fork] = field(default_factory=dict, repr=False)
 
     def config(self) -> Config:
         from forktool.config import find_config, load_config
@@ -54,9 +55,13 @@ class App:
         return self._config
 
     def fork(self, *, strict: bool = True) -> Fork:
+        """The fork's files, read once per command. :meth:`lock` forgets them: a fork
+        asked for under the lock is read again (another run may have changed it)."""
         from forktool.fork import load_fork
 
-        return load_fork(self.config(), strict=strict)
+        if strict not in self._forks:
+            self._forks[strict] = load_fork(self.config(), strict=strict)
+        return self._forks[strict]
 
     def git(self) -> Git:
         from forktool.git import Git
@@ -83,6 +88,7 @@ class App:
             for message in recover_interrupted(common, root or self.config().root):
                 notice(message)
             self._config = None  # read again: the fork may have changed until now
+            self._forks.clear()
             yield
 
     def emit(

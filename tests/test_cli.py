@@ -116,3 +116,19 @@ def test_options_that_exclude_each_other_are_one_usage_error(
     assert result.code == 2
     assert result.error_lines[0] == message
     assert result.out == ""
+
+
+def test_a_command_reads_the_fork_once_and_again_under_the_lock(
+    example_fork: RepoBuilder,
+) -> None:
+    from forktool.app import App
+    from forktool.output import Output
+
+    app = App(cwd=example_fork.path, config_file=None, output=Output(quiet=True, verbose=False))
+    first = app.fork()
+    assert app.fork() is first
+    assert app.fork(strict=False) is not first
+    with app.lock():
+        under_lock = app.fork()
+    assert under_lock is not first
+    assert under_lock.patches == first.patches
