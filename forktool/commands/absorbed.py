@@ -6,8 +6,8 @@ import click
 
 from forktool.app import App, format_option, notice, pass_app, user_path
 from forktool.engine.absorbed import absorbed, fetch_missing
+from forktool.engine.arms import load_arm_results
 from forktool.engine.releases import index_history
-from forktool.model.arm_results import load_arm_results
 from forktool.report import retirement
 
 

@@ -5,8 +5,7 @@ from pathlib import Path
 import click
 
 from forktool.app import App, format_option, pass_app, together, user_path
-from forktool.engine.arms import check_arms, list_arms, load_waivers
-from forktool.model.arm_results import load_arm_results
+from forktool.engine.arms import check_arms, list_arms, load_arm_results, load_waivers
 from forktool.report.image import render_arms
 
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from forktool.errors import FatalError, Finding
 from forktool.fork import Fork, Patch
-from forktool.inputs import read_input
-from forktool.model.arm_results import ArmResults
+from forktool.inputs import parse_json, read_input
+from forktool.model.arm_results import ArmResults, parse_arm_results
 from forktool.model.text import decode_lines
 
 FULL = "full"
@@ -167,6 +167,13 @@ def load_waivers(fork: Fork, override: Path | None) -> tuple[tuple[Waiver, ...],
     if not path.is_file():
         raise FatalError(f"{shown}: no such file (arm waivers)", "create it, or fix image.waivers")
     return parse_waivers(read_input(path, shown, follow=override is not None), shown, fork), shown
+
+
+def load_arm_results(path: Path, option: str) -> ArmResults:
+    """The arm-results file ``option`` (``--results``, ``--probe-results``) names."""
+    if not path.is_file():
+        raise FatalError(f"{option} {path}: no such file")
+    return parse_arm_results(parse_json(read_input(path, str(path)), str(path)), str(path))
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from forktool.config import Config
-from forktool.engine.releases import (
-    Release,
-    parse_release_version,
-    release_tags,
-    require_releases,
-)
+from forktool.engine.releases import Release, newer_releases
 from forktool.engine.resolve import Resolution, resolve, tracked
 from forktool.engine.sync import SyncReport, plan_sync, sync_blockers
 from forktool.engine.upstream import Fetched, fetch_upstream
@@ -81,24 +75,6 @@ class PollResult:
             "merged_prs_note": self.merged_note,
             "forecast": self.forecast.to_json() if self.forecast else None,
         }
-
-
-def newer_releases(config: Config, git: Git, prereleases: bool | None = None) -> list[Release]:
-    """The release tags newer than the pin, oldest first."""
-    include_pre = config.prereleases if prereleases is None else prereleases
-    releases = require_releases(
-        release_tags(git, config.release_tags, prereleases=include_pre),
-        config.release_tags,
-        config.pin_tag,
-    )
-    pinned = parse_release_version(config.pin_tag, config.release_tags)
-    if pinned is None:
-        raise FatalError(
-            f"the pinned tag '{config.pin_tag}' is not a release tag (release_tags: "
-            f"'{config.release_tags}')",
-            "pin a release tag, or set release_tags in forktool.yaml",
-        )
-    return [r for r in releases if r.version > pinned]
 
 
 def merged_pending(fork: Fork, git: Git, *, fetch: bool) -> tuple[tuple[Resolution, ...], str]:

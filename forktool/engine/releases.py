@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
+from forktool.config import Config
 from forktool.errors import FatalError
 from forktool.git import Git
 
@@ -163,3 +164,21 @@ def index_history(git: Git) -> None:
     ancestry walks and path-limited history scans above run several times faster on it.
     It changes ``.git`` (``objects/info/commit-graph``), so only on request."""
     git.write_commit_graph()
+
+
+def newer_releases(config: Config, git: Git, prereleases: bool | None = None) -> list[Release]:
+    """The release tags newer than the pin, oldest first."""
+    include_pre = config.prereleases if prereleases is None else prereleases
+    releases = require_releases(
+        release_tags(git, config.release_tags, prereleases=include_pre),
+        config.release_tags,
+        config.pin_tag,
+    )
+    pinned = parse_release_version(config.pin_tag, config.release_tags)
+    if pinned is None:
+        raise FatalError(
+            f"the pinned tag '{config.pin_tag}' is not a release tag (release_tags: "
+            f"'{config.release_tags}')",
+            "pin a release tag, or set release_tags in forktool.yaml",
+        )
+    return [r for r in releases if r.version > pinned]

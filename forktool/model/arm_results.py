@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 from forktool.errors import FatalError
-from forktool.inputs import parse_json, read_input
 
 GateVerdict = Literal["pass", "fail"]
 KEYS = ("full", "arms", "patchless", "tag")
@@ -43,8 +41,8 @@ class ArmResults:
         return data
 
 
-def parse_arm_results(data: bytes, source: str) -> ArmResults:
-    doc = parse_json(data, source)
+def parse_arm_results(doc: object, source: str) -> ArmResults:
+    """The results in ``doc``, a JSON document already parsed (``source`` names it)."""
     if not isinstance(doc, dict):
         raise FatalError(f"{source}: expected a JSON object with {', '.join(KEYS)}")
     unknown = sorted(set(doc) - set(KEYS))
@@ -65,13 +63,6 @@ def parse_arm_results(data: bytes, source: str) -> ArmResults:
         tag=tag,
         source=source,
     )
-
-
-def load_arm_results(path: Path, option: str) -> ArmResults:
-    """The file ``option`` (``--results``, ``--probe-results``) names, parsed."""
-    if not path.is_file():
-        raise FatalError(f"{option} {path}: no such file")
-    return parse_arm_results(read_input(path, str(path)), str(path))
 
 
 def _optional(value: object, where: str, source: str) -> GateVerdict | None:
