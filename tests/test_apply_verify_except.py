@@ -36,6 +36,7 @@ def test_verify_except_passes_exactly_the_minus_state(
     result = verify_except(fork, target, engine, B)
     assert result["code"] == 0, result
     assert result["message"] == f"the target carries exactly the series except {B}"
+    assert (result["mode"], result["excluded"]) == ("verify", [B])
     statuses = verdicts(result)
     assert statuses[B] == ("exact", "absent (--except): it applies on the rest")
     assert statuses[A][0] == statuses[C][0] == "exact"

@@ -93,3 +93,42 @@ def test_relative_paths_resolve_against_dash_c(
     )
     assert result.code == 0, result.err
     assert result.json()["target"] == str(site)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["sync", "--continue", "--abort"], "error: --continue and --abort are mutually exclusive"),
+        (
+            ["sync", "v2", "--abort", "--dry-run"],
+            "error: --abort and --dry-run are mutually exclusive",
+        ),
+        (["fmt", "--check", "--dry-run"], "error: --check and --dry-run are mutually exclusive"),
+        (["refresh"], "error: give exactly one of --onto TAG, --continue, --abort"),
+        (["refresh", "--continue", "--worktree", "x"], "error: --worktree goes with --onto"),
+        (["arms", "--results", "r.json"], "error: --results FILE goes with --check"),
+    ],
+)
+def test_options_that_exclude_each_other_are_one_usage_error(
+    example_fork: RepoBuilder, argv: list[str], message: str
+) -> None:
+    result = run_cli("-C", example_fork.path, *argv)
+    assert result.code == 2
+    assert result.error_lines[0] == message
+    assert result.out == ""
+
+
+def test_a_command_reads_the_fork_once_and_again_under_the_lock(
+    example_fork: RepoBuilder,
+) -> None:
+    from forktool.app import App
+    from forktool.output import Output
+
+    app = App(cwd=example_fork.path, config_file=None, output=Output(quiet=True, verbose=False))
+    first = app.fork()
+    assert app.fork() is first
+    assert app.fork(strict=False) is not first
+    with app.lock():
+        under_lock = app.fork()
+    assert under_lock is not first
+    assert under_lock.patches == first.patches

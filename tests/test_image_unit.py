@@ -786,7 +786,7 @@ def test_arms_check_flags_results_for_patches_not_in_the_series(
     ("data", "error"),
     [
         ("{not json", "not valid JSON"),
-        (json.dumps({"full": "ok"}), 'full is "ok"; expected "pass" or "fail"'),
+        (json.dumps({"full": "ok"}), '\'full\' must be "pass" or "fail", not "ok"'),
         (json.dumps({"full": "pass", "extra": 1}), "unknown key(s) extra"),
         (json.dumps([]), "expected a JSON object"),
     ],
@@ -804,7 +804,7 @@ def test_malformed_arm_results_are_exit_2(
 def test_arms_check_needs_results(example_fork: RepoBuilder) -> None:
     result = run_cli("-C", example_fork.path, "arms", "--check")
     assert result.code == 2
-    assert "--check and --results FILE go together" in result.error_lines[0]
+    assert result.error_lines[0] == "error: --check goes with --results FILE"
 
 
 # -- issue 14: the release flow cannot be fooled ------------------------------------

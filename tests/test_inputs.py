@@ -11,7 +11,7 @@ from helpers import run_cli
 
 from forktool import fork as fork_module
 from forktool.builder import RepoBuilder
-from forktool.cli import one_line
+from forktool.escape import terminal as one_line
 from forktool.inputs import UnreadableInput, parse_json, read_input, read_text
 
 

@@ -141,7 +141,8 @@ def test_harmful_and_broken_exit_1(example_fork: RepoBuilder, tmp_path: Path) ->
             },
             "the probe ran on 'v1.3.0', not on 'v1.2.0'",
         ),
-        ([1, 2], "expected a JSON object with 'full' and 'arms'"),
+        ([1, 2], "expected a JSON object with full, arms, patchless, tag"),
+        ({"full": "pass", "arms": {}, "ran_on": "ci"}, "unknown key(s) ran_on"),
     ],
 )
 def test_bad_probe_results_are_exit_2(
@@ -164,3 +165,24 @@ def test_probe_file_that_is_not_json_is_exit_2(example_fork: RepoBuilder, tmp_pa
     )
     assert result.code == 2
     assert result.error_lines[0].startswith(f"error: {probe}: not valid JSON: ")
+
+
+def test_one_results_file_serves_arms_check_and_absorbed(
+    example_fork: RepoBuilder, tmp_path: Path
+) -> None:
+    """The file `arms --check --results` reads is the file `absorbed --probe-results`
+    reads: the same keys (including `patchless` and `tag`) are accepted by both."""
+    doc = {
+        "tag": "v1.2.0",
+        "full": "pass",
+        "arms": {P1: "fail", P2: "pass", P3: "fail", P4: "fail"},
+        "patchless": "fail",
+    }
+    path = _probe(tmp_path, doc)
+    arms = run_cli("-C", example_fork.path, "arms", "--check", "--results", path)
+    assert arms.code == 0, arms.err
+    absorbed = run_cli(
+        "-C", example_fork.path, "absorbed", "--tag", "v1.2.0", "--probe-results", path
+    )
+    assert absorbed.code in (0, 1), absorbed.err
+    assert absorbed.err == ""

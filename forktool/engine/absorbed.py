@@ -23,25 +23,18 @@ results) is combined with it in one place, :func:`combine`.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
-from forktool.config import ApplyRule, Config
+from forktool.config import Config
 from forktool.engine import Progress
-from forktool.engine.attempt import (
-    Attempt,
-    applies_shifted,
-    classify,
-    hunks_of,
-    is_exact,
-    precheck,
-    read_git_apply,
-    try_patch,
+from forktool.engine.apply_states import (
+    ApplyState,
+    apply_states,
+    substantial,
 )
 from forktool.engine.releases import Release, first_releases, fork_releases, require_releases
 from forktool.engine.reverts import (
@@ -55,8 +48,8 @@ from forktool.engine.reverts import (
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError, command_line
 from forktool.fork import Fork, Patch
-from forktool.git import Git, LogEntry, TempIndex, short
-from forktool.inputs import parse_json, read_input
+from forktool.git import Git, LogEntry, short
+from forktool.model.arm_results import ArmResults, GateVerdict
 from forktool.model.patchfile import PatchFile, touched_paths
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only", "pending"]
@@ -79,7 +72,6 @@ Outcome = Literal[
     "broken-on-tag",
     "now-harmful",
 ]
-ProbeResult = Literal["pass", "fail"]
 
 # Outcomes of the second witness that make ``absorbed`` exit 1.
 HARMFUL_OUTCOMES: frozenset[str] = frozenset({"broken-on-tag", "now-harmful"})
@@ -95,7 +87,6 @@ _ABSENCE: tuple[EvidenceKind, ...] = (
 _CHERRY = re.compile(r"\(cherry picked from commit ([0-9a-f]{40})\)")
 CHERRY_GREP = "cherry picked from commit "
 WITNESS_WORKERS = 4
-_PATCH_FAILED = re.compile(r"^error: patch failed: (.+):[0-9]+$")
 
 
 @dataclass(frozen=True)
@@ -113,17 +104,11 @@ class Evidence:
         return data
 
 
-def substantial(hunks: tuple[int, int]) -> bool:
-    """A substantial part of a patch: at least half of its hunks."""
-    still, total = hunks
-    return still > 0 and 2 * still >= total
-
-
 @dataclass(frozen=True)
 class ProbeWitness:
     """One patch's leave-one-out result, combined with ancestry."""
 
-    arm: ProbeResult  # the series without this patch, on the tag
+    arm: GateVerdict  # the series without this patch, on the tag
     outcome: Outcome
     detail: str
 
@@ -165,7 +150,7 @@ class AbsorbedResult:
     tag: str
     tag_commit: str
     patches: tuple[PatchAbsorption, ...]
-    probe_full: ProbeResult | None = None
+    probe_full: GateVerdict | None = None
 
     @property
     def harmful(self) -> bool:
@@ -269,7 +254,7 @@ def _absence_reason(evidence: Sequence[Evidence], tag: str) -> str:
     return ""
 
 
-def combine(verdict: Verdict, full: ProbeResult, arm: ProbeResult) -> tuple[Outcome, str]:
+def combine(verdict: Verdict, full: GateVerdict, arm: GateVerdict) -> tuple[Outcome, str]:
     """The one rule joining ancestry with a leave-one-out probe (docs/retirement.md)."""
     if full == "fail":
         if arm == "pass":
@@ -540,123 +525,6 @@ def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> di
     return found
 
 
-@dataclass(frozen=True)
-class ApplyState:
-    """How one patch applies on the tag's tree, each direction checked on its own."""
-
-    forward: bool  # applies exactly
-    reverse: bool  # reverse-applies exactly: the change is present
-    message: str  # why the forward apply is not exact ("" when it is)
-    reverse_shifted: bool = False  # reverse-applies, but only at shifted lines
-    # applies forward, but only at shifted lines, without fuzz (drift, not a conflict)
-    forward_shifted: bool = False
-    # hunks that apply forward (at any offset) and do not reverse-apply, and all hunks;
-    # None when the appliers' output did not tell hunk by hunk
-    hunks_forward_only: tuple[int, int] | None = None
-
-
-def _attempts_in_bulk(
-    index: TempIndex, patches: Sequence[Patch], reverse: bool
-) -> dict[str, Attempt] | None:
-    """Check every patch against the index in ONE ``git apply --check --reject -v`` call.
-
-    ``--check`` checks each file against the original tree and ``--reject`` keeps
-    going past a failure; the ``Checking patch`` lines are matched to the patches'
-    file diffs in order. None when the output cannot be matched up exactly.
-    """
-    res = index.check_each(
-        [str(p.path) for p in patches], reverse=reverse, purpose="check the patches"
-    )
-    segments: list[list[str]] = []
-    for line in res.err.splitlines():
-        if line.startswith("Checking patch "):
-            segments.append([line])
-        elif not segments:
-            return None  # git refused the input before checking any file
-        else:
-            segments[-1].append(line)
-            # Without --reject git follows a failed hunk with this line; say it too, so
-            # the output reads exactly as a single-patch check would.
-            if match := _PATCH_FAILED.match(line):
-                segments[-1].append(f"error: {match.group(1)}: patch does not apply")
-    # git apply -R checks each input's file diffs last to first.
-    expected = [d for p in patches for d in (p.parsed.files[::-1] if reverse else p.parsed.files)]
-    if len(segments) != len(expected):
-        return None
-    for segment, diff in zip(segments, expected, strict=True):
-        name = segment[0].removeprefix("Checking patch ").removesuffix("...")
-        if name not in (diff.new_path, diff.old_path) and " => " not in name:
-            return None
-    attempts: dict[str, Attempt] = {}
-    position = 0
-    for patch in patches:
-        lines = [
-            line for s in segments[position : position + len(patch.parsed.files)] for line in s
-        ]
-        position += len(patch.parsed.files)
-        failed = any(line.startswith("error: ") for line in lines)
-        attempts[patch.name] = read_git_apply(patch.parsed, "\n".join(lines), not failed, reverse)
-    return attempts
-
-
-def apply_states(
-    git: Git, treeish: str, patches: Sequence[Patch], base: str, rule: ApplyRule = "exact"
-) -> dict[str, ApplyState]:
-    """Forward and reverse exactness of every patch on ``treeish``: two git calls in the
-    common case, one check per patch only if the bulk output cannot be matched up."""
-    states: dict[str, ApplyState] = {}
-    testable: list[Patch] = []
-    for patch in patches:
-        early = precheck(patch, "git", rule=rule)  # dpkg's rule tries hand-edited headers
-        if early is not None:
-            states[patch.name] = ApplyState(False, False, early.message)
-        else:
-            testable.append(patch)
-    if not testable:
-        return states
-    with git.temp_index(treeish) as index, ThreadPoolExecutor(max_workers=1) as pool:
-        # Both checks only read the index: run the reverse one beside the forward one.
-        backward_f = pool.submit(_attempts_in_bulk, index, testable, reverse=True)
-        forward = _attempts_in_bulk(index, testable, reverse=False)
-        backward = backward_f.result()
-        for patch in testable:
-            fwd = forward[patch.name] if forward else try_patch(index, patch, check=True)
-            back = (
-                backward[patch.name]
-                if backward
-                else try_patch(index, patch, reverse=True, check=True)
-            )
-            message = (
-                "" if is_exact(fwd) else classify(patch, fwd, None, is_exact(back), base).message
-            )
-            shifted = applies_shifted(back)
-            per_hunk = _forward_only(patch, fwd, back) if forward and backward else None
-            # git never fuzzes without -C: an apply that succeeds is exact or shifted.
-            states[patch.name] = ApplyState(
-                is_exact(fwd),
-                is_exact(back),
-                message,
-                shifted,
-                applies_shifted(fwd),
-                per_hunk,
-            )
-    return states
-
-
-def _forward_only(patch: Patch, fwd: Attempt, back: Attempt) -> tuple[int, int] | None:
-    """(hunks that apply forward and do not reverse-apply, all hunks), read from the
-    ``--reject`` checks, which go on past a failed hunk; None when a failure was not a
-    hunk's (git's output does not tell which hunks would have applied)."""
-    if any(not a.ok and a.reason not in ("context", "missing", "exists") for a in (fwd, back)):
-        return None
-    hunks = hunks_of(patch.parsed)
-    if len(set(hunks)) != len(hunks):  # one file in two diffs: git names hunks by file
-        return None
-    forward_failed, backward_failed = set(fwd.rejected), set(back.rejected)
-    still = [h for h in hunks if h not in forward_failed and h in backward_failed]
-    return len(still), len(hunks)
-
-
 def _evidence(
     patch: Patch,
     tag: str,
@@ -779,7 +647,7 @@ def absorbed(
     git: Git,
     tag: str,
     *,
-    probe: ProbeResults | None = None,
+    probe: ArmResults | None = None,
     progress: Progress | None = None,
     tag_commit: str | None = None,
     shared: Shared | None = None,
@@ -799,8 +667,7 @@ def absorbed(
     if shared is None:
         refuse_shallow(git, fork.config)
         require_commits(fork, git)
-    if probe is not None:
-        probe.require_covers(fork, tag)
+    probe_full = require_probe_covers(probe, fork, tag) if probe is not None else None
     patches = list(fork.patches)
     commits = [c for p in patches for c in p.commits]
     releases = checked_releases(fork, git) if shared is None else None
@@ -857,9 +724,9 @@ def absorbed(
             pending_pr=patch.upstream_pr,
         )
         witness = None
-        if probe is not None:
+        if probe is not None and probe_full is not None:
             arm = probe.arms[patch.name]
-            outcome, detail = combine(verdict, probe.full, arm)
+            outcome, detail = combine(verdict, probe_full, arm)
             witness = ProbeWitness(arm, outcome, detail)
         results.append(
             PatchAbsorption(
@@ -877,76 +744,36 @@ def absorbed(
         )
         if progress:
             progress(1)
-    return AbsorbedResult(tag, tag_commit, tuple(results), probe.full if probe else None)
+    return AbsorbedResult(tag, tag_commit, tuple(results), probe_full)
 
 
 # -- the second witness: probe results ------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ProbeResults:
-    """Leave-one-out results: the full series, and each minus-one arm, on one tag."""
-
-    full: ProbeResult
-    arms: dict[str, ProbeResult]
-    tag: str | None = None
-    source: str = "probe results"
-
-    def require_covers(self, fork: Fork, tag: str) -> None:
-        if self.tag is not None and self.tag != tag:
+def require_probe_covers(probe: ArmResults, fork: Fork, tag: str) -> GateVerdict:
+    """The full series' verdict: probe results judge TAG only when they ran there, on
+    this series, with the full series and one arm per patch."""
+    if probe.full is None:
+        raise FatalError(f"{probe.source}: missing key 'full'", "see docs/retirement.md")
+    if probe.tag is not None and probe.tag != tag:
+        raise FatalError(
+            f"{probe.source}: the probe ran on '{probe.tag}', not on '{tag}'",
+            f"run the probe on {tag}, or pass --tag {probe.tag}",
+        )
+    names = [p.name for p in fork.patches]
+    for name in names:
+        if name not in probe.arms:
             raise FatalError(
-                f"{self.source}: the probe ran on '{self.tag}', not on '{tag}'",
-                f"run the probe on {tag}, or pass --tag {self.tag}",
+                f"{probe.source}: no arm for '{name}'",
+                "a probe must run the series without each patch in turn",
             )
-        names = [p.name for p in fork.patches]
-        for name in names:
-            if name not in self.arms:
-                raise FatalError(
-                    f"{self.source}: no arm for '{name}'",
-                    "a probe must run the series without each patch in turn",
-                )
-        for name in self.arms:
-            if name not in names:
-                raise FatalError(
-                    f"{self.source}: arm '{name}' is not in the series",
-                    f"series patches: {', '.join(names) or '(none)'}",
-                )
-
-
-def _result(value: object, where: str, source: str) -> ProbeResult:
-    if value == "pass":
-        return "pass"
-    if value == "fail":
-        return "fail"
-    raise FatalError(f'{source}: {where} must be "pass" or "fail", not {json.dumps(value)}')
-
-
-def parse_probe_results(data: bytes, source: str) -> ProbeResults:
-    """``{"full": "pass"|"fail", "arms": {patch: "pass"|"fail"}, "tag": TAG?}``."""
-    doc = parse_json(data, source)
-    if not isinstance(doc, dict):
-        raise FatalError(f"{source}: expected a JSON object with 'full' and 'arms'")
-    for key in ("full", "arms"):
-        if key not in doc:
-            raise FatalError(f"{source}: missing key '{key}'", "see docs/retirement.md")
-    arms = doc["arms"]
-    if not isinstance(arms, dict):
-        raise FatalError(f'{source}: \'arms\' must map each patch to "pass" or "fail"')
-    tag = doc.get("tag")
-    if tag is not None and not isinstance(tag, str):
-        raise FatalError(f"{source}: 'tag' must be a string")
-    return ProbeResults(
-        full=_result(doc["full"], "'full'", source),
-        arms={str(k): _result(v, f"arm '{k}'", source) for k, v in arms.items()},
-        tag=tag,
-        source=source,
-    )
-
-
-def load_probe_results(path: Path) -> ProbeResults:
-    if not path.is_file():
-        raise FatalError(f"--probe-results {path}: no such file")
-    return parse_probe_results(read_input(path, str(path)), str(path))
+    for name in probe.arms:
+        if name not in names:
+            raise FatalError(
+                f"{probe.source}: arm '{name}' is not in the series",
+                f"series patches: {', '.join(names) or '(none)'}",
+            )
+    return probe.full
 
 
 # -- for status ------------------------------------------------------------------------

@@ -35,23 +35,39 @@ from forktool.model.patchfile import FileDiff
 STRAY_SUFFIXES = (".orig", ".rej")
 
 
+# What ``apply --target`` does: apply the series; prove the directory carries it
+# (--verify); bring it to "every patch but P" (--except P); prove it is exactly that
+# (--verify --except P). The engine dispatches on this one value.
+ApplyMode = Literal["apply", "verify", "except", "verify-except"]
+
+
+def apply_mode(*, verify: bool, excluding: bool) -> ApplyMode:
+    """The mode the options ``--verify`` and ``--except`` name."""
+    if verify:
+        return "verify-except" if excluding else "verify"
+    return "except" if excluding else "apply"
+
+
 @dataclass(frozen=True)
 class DirResult:
     target: str
     engine: str
-    mode: Literal["apply", "verify", "except"]
+    mode: ApplyMode
     ok: bool
     dry_run: bool
     patches: tuple[PatchVerdict, ...]
     state: dict[str, str] = field(default_factory=dict)  # patch -> applied | absent, as found
     changed: tuple[str, ...] = ()
     message: str = ""
+    excluded: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
             "target": self.target,
             "engine": self.engine,
-            "mode": self.mode,
+            # "verify" for both proofs (the contract's values), the left-out patches apart
+            "mode": "verify" if self.mode == "verify-except" else self.mode,
+            "excluded": list(self.excluded),
             "ok": self.ok,
             "dry_run": self.dry_run,
             "message": self.message,
@@ -223,7 +239,7 @@ def _judge(
     return verdict
 
 
-def progress_steps(mode: Literal["apply", "verify", "except"], patches: int) -> int:
+def progress_steps(mode: ApplyMode, patches: int) -> int:
     """How many progress ticks :func:`apply_to_directory` makes at most (``except``
     first peels every applied patch off, then applies)."""
     return 2 * patches if mode == "except" else patches
@@ -234,12 +250,25 @@ def apply_to_directory(
     target: Path,
     *,
     engine: str = "git",
-    mode: Literal["apply", "verify", "except"] = "apply",
+    mode: ApplyMode = "apply",
     exclude: Sequence[str] = (),
     dry_run: bool = False,
     progress: Progress | None = None,
 ) -> DirResult:
     """Bring ``target`` to the declared state, or prove it is there (``verify``)."""
+    result = _apply(fork, target, engine, mode, exclude, dry_run, progress)
+    return replace(result, excluded=tuple(sorted(exclude)))
+
+
+def _apply(
+    fork: Fork,
+    target: Path,
+    engine: str,
+    mode: ApplyMode,
+    exclude: Sequence[str],
+    dry_run: bool,
+    progress: Progress | None,
+) -> DirResult:
     if not target.is_dir():
         problem = "not a directory" if target.exists() else "no such directory"
         raise FatalError(f"--target {target}: {problem}")
@@ -248,6 +277,8 @@ def apply_to_directory(
             f"{fork.config.series} lists no patches: refusing to report an empty series as applied",
             "a fork with nothing to apply should not run this step",
         )
+    if bool(exclude) != (mode in ("except", "verify-except")):
+        raise ValueError(f"mode {mode} with exclude={list(exclude)}")
     for name in exclude:
         fork.patch(name)  # exit 2 on an unknown name
     applier: Applier = APPLIERS[engine]()
@@ -280,7 +311,7 @@ def apply_to_directory(
         )
         return DirResult(str(target), engine, mode, False, dry_run, (), message=message)
     with _scratch_copy(target, paths) as scratch:
-        if mode == "verify" and exclude:
+        if mode == "verify-except":
             return _verify_except(applier, scratch, target, patches, set(exclude), base, dry_run)
         rule = fork.config.apply_rule
         if mode == "verify":
@@ -371,7 +402,10 @@ def _verify_except(
     verdicts = _verify_directory(applier, scratch, target, kept, base, dry_run, None)
     if not verdicts.ok:
         return replace(
-            verdicts, message="the target does not carry the series' other patches exactly"
+            verdicts,
+            mode="verify-except",
+            excluded=tuple(sorted(exclude)),
+            message="the target does not carry the series' other patches exactly",
         )
     forward: dict[str, PatchVerdict] = {}
     for patch in patches:
@@ -400,7 +434,14 @@ def _verify_except(
         else f"the target is not the series without {left_out}"
     )
     return DirResult(
-        str(target), applier.name, "verify", ok, dry_run, tuple(shown), message=message
+        str(target),
+        applier.name,
+        "verify-except",
+        ok,
+        dry_run,
+        tuple(shown),
+        message=message,
+        excluded=tuple(sorted(exclude)),
     )
 
 
@@ -446,7 +487,7 @@ def _finish(
     target: Path,
     paths: list[str],
     engine: str,
-    mode: Literal["apply", "verify", "except"],
+    mode: ApplyMode,
     dry_run: bool,
     verdicts: tuple[PatchVerdict, ...],
     state: dict[str, str],

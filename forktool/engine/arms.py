@@ -9,23 +9,21 @@ checks that every patch has a result or a waiver.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from forktool.errors import FatalError, Finding
 from forktool.fork import Fork, Patch
 from forktool.inputs import parse_json, read_input
+from forktool.model.arm_results import ArmResults, parse_arm_results
 from forktool.model.text import decode_lines
 
 FULL = "full"
 PATCHLESS = "patchless"
 MINUS = "minus-"
 _SERIES_NUMBER = re.compile(r"^(\d{4})-")
-Verdict = Literal["pass", "fail"]
 
 
 @dataclass(frozen=True)
@@ -171,52 +169,11 @@ def load_waivers(fork: Fork, override: Path | None) -> tuple[tuple[Waiver, ...],
     return parse_waivers(read_input(path, shown, follow=override is not None), shown, fork), shown
 
 
-# -- arm results --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ArmResults:
-    """``{"full": v, "arms": {patch: v}, "patchless": v}``, v in pass | fail."""
-
-    full: Verdict | None
-    arms: dict[str, Verdict]
-    patchless: Verdict | None
-
-    def to_json(self) -> dict[str, object]:
-        return {"full": self.full, "arms": dict(self.arms), "patchless": self.patchless}
-
-
-def parse_arm_results(data: bytes, path: str) -> ArmResults:
-    obj = parse_json(data, path)
-    if not isinstance(obj, dict):
-        raise FatalError(f"{path}: expected a JSON object with full, arms, patchless")
-    unknown = sorted(set(obj) - {"full", "arms", "patchless"})
-    if unknown:
-        raise FatalError(
-            f"{path}: unknown key(s) {', '.join(unknown)}", "known: full, arms, patchless"
-        )
-    arms = obj.get("arms", {})
-    if not isinstance(arms, dict):
-        raise FatalError(f'{path}: \'arms\' must map patch names to "pass" or "fail"')
-    return ArmResults(
-        _verdict(obj.get("full"), path, "full"),
-        {str(k): _required_verdict(v, path, f"arms.{k}") for k, v in arms.items()},
-        _verdict(obj.get("patchless"), path, "patchless"),
-    )
-
-
-def _verdict(value: object, path: str, where: str) -> Verdict | None:
-    if value is None:
-        return None
-    return _required_verdict(value, path, where)
-
-
-def _required_verdict(value: object, path: str, where: str) -> Verdict:
-    if value == "pass":
-        return "pass"
-    if value == "fail":
-        return "fail"
-    raise FatalError(f'{path}: {where} is {json.dumps(value)}; expected "pass" or "fail"')
+def load_arm_results(path: Path, option: str) -> ArmResults:
+    """The arm-results file ``option`` (``--results``, ``--probe-results``) names."""
+    if not path.is_file():
+        raise FatalError(f"{option} {path}: no such file")
+    return parse_arm_results(parse_json(read_input(path, str(path)), str(path)), str(path))
 
 
 @dataclass(frozen=True)

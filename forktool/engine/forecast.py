@@ -35,7 +35,7 @@ from forktool.engine.attempt import (
     read_git_apply,
     try_patch,
 )
-from forktool.engine.poll import newer_releases
+from forktool.engine.releases import newer_releases
 from forktool.engine.resolve import (
     branch_ref,
     merged_prs,

@@ -32,7 +32,7 @@ from forktool import __version__
 from forktool.config import Config, ImageSettings, load_config
 from forktool.docker_client import DockerEngine, ImageInfo, pid_alive, tail
 from forktool.engine import Progress
-from forktool.engine.apply_target import apply_to_directory
+from forktool.engine.apply_target import apply_mode, apply_to_directory
 from forktool.engine.arms import FULL, PATCHLESS, Arm, arm_named, arm_patches, patchset_hash
 from forktool.errors import FatalError
 from forktool.fork import Fork, load_fork
@@ -561,7 +561,9 @@ def series_check(
             result = apply_to_directory(
                 fork,
                 target,
-                mode="apply" if arm.name == PATCHLESS else "verify",
+                mode="apply"
+                if arm.name == PATCHLESS
+                else apply_mode(verify=True, excluding=arm.patch is not None),
                 exclude=[arm.patch] if arm.patch is not None else [],
                 dry_run=True,
             )

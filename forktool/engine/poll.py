@@ -13,15 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from forktool.config import Config
-from forktool.engine.releases import Release, fork_releases, require_releases
+from forktool.engine.releases import Release, newer_releases
 from forktool.engine.resolve import Resolution, resolve, tracked
 from forktool.engine.sync import SyncReport, plan_sync, sync_blockers
 from forktool.engine.upstream import Fetched, fetch_upstream
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.git import Git
-from forktool.model.versions import scheme_for_tag
 
 if TYPE_CHECKING:
     from forktool.engine.forecast import ForecastResult
@@ -77,29 +75,6 @@ class PollResult:
             "merged_prs_note": self.merged_note,
             "forecast": self.forecast.to_json() if self.forecast else None,
         }
-
-
-def newer_releases(config: Config, git: Git, prereleases: bool | None = None) -> list[Release]:
-    """The release tags newer than the pin, oldest first."""
-    releases = require_releases(
-        fork_releases(git, config, prereleases), config.release_tags, config.pin_tag
-    )
-    scheme = config.version_scheme
-    pinned = scheme.read(config.pin_tag)
-    if pinned is None:
-        suggested = scheme_for_tag(config.pin_tag)
-        raise FatalError(
-            f"the pinned tag '{config.pin_tag}' names no version that release_version "
-            f"(prefix '{scheme.prefix}', separator '{scheme.separator}') can read",
-            "set release_version in forktool.yaml to how upstream writes versions"
-            + (
-                f" (the pinned tag suggests prefix '{suggested.prefix}', separator "
-                f"'{suggested.separator}')"
-                if suggested
-                else ""
-            ),
-        )
-    return [r for r in releases if r.version > pinned]
 
 
 def merged_pending(fork: Fork, git: Git, *, fetch: bool) -> tuple[tuple[Resolution, ...], str]:

@@ -179,3 +179,26 @@ def index_history(git: Git) -> None:
     ancestry walks and path-limited history scans above run several times faster on it.
     It changes ``.git`` (``objects/info/commit-graph``), so only on request."""
     git.write_commit_graph()
+
+
+def newer_releases(config: Config, git: Git, prereleases: bool | None = None) -> list[Release]:
+    """The release tags newer than the pin, oldest first."""
+    releases = require_releases(
+        fork_releases(git, config, prereleases), config.release_tags, config.pin_tag
+    )
+    scheme = config.version_scheme
+    pinned = scheme.read(config.pin_tag)
+    if pinned is None:
+        suggested = scheme_for_tag(config.pin_tag)
+        raise FatalError(
+            f"the pinned tag '{config.pin_tag}' names no version that release_version "
+            f"(prefix '{scheme.prefix}', separator '{scheme.separator}') can read",
+            "set release_version in forktool.yaml to how upstream writes versions"
+            + (
+                f" (the pinned tag suggests prefix '{suggested.prefix}', separator "
+                f"'{suggested.separator}')"
+                if suggested
+                else ""
+            ),
+        )
+    return [r for r in releases if r.version > pinned]

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forktool.config import Config
-from forktool.engine.absorbed import apply_states, substantial
+from forktool.engine.apply_states import apply_states, substantial
 from forktool.engine.upstream import (
     Fetched,
     fetch_upstream,

@@ -96,7 +96,12 @@ def render_verify(out: Output, result: VerifyResult) -> None:
 
 
 def render_apply(out: Output, result: DirResult) -> None:
-    what = {"apply": "apply", "verify": "verify", "except": "declare state"}[result.mode]
+    what = {
+        "apply": "apply",
+        "verify": "verify",
+        "except": "declare state",
+        "verify-except": "verify state",
+    }[result.mode]
     out.print(f"{what} on {result.target} (engine: {result.engine})")
     if result.state:
         for patch, state in result.state.items():
