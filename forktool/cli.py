@@ -32,7 +32,7 @@ __all__ = ["COMMANDS", "App", "format_option", "main", "notice", "pass_app", "ru
 # Every command: its name and the first line of its help, shown by 'forktool --help'
 # without importing any command. The module is forktool/commands/<name>.py ('-' as
 # '_', and a trailing '_' for a Python keyword: import_.py), exposing ``command``.
-# Add one line here for a new command; tests/test_cli.py checks the table against
+# Add one line here for a new command; tests/commands/test_cli.py checks the table against
 # the commands themselves.
 # fmt: off
 COMMANDS: dict[str, str] = {

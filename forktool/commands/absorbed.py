@@ -5,9 +5,9 @@ from pathlib import Path
 import click
 
 from forktool.app import App, format_option, notice, pass_app, user_path
-from forktool.engine.absorbed import absorbed, fetch_missing
-from forktool.engine.arms import load_arm_results
-from forktool.engine.releases import index_history
+from forktool.engine.apply.arms import load_arm_results
+from forktool.engine.retirement.absorbed import absorbed, fetch_missing
+from forktool.engine.retirement.releases import index_history
 from forktool.report import retirement
 
 

@@ -5,9 +5,9 @@ from pathlib import Path
 import click
 
 from forktool.app import App, format_option, pass_app, user_path
-from forktool.engine.apply_target import apply_mode, apply_to_directory, progress_steps
+from forktool.engine.apply.target import apply_mode, apply_to_directory, progress_steps
 from forktool.errors import require_no_errors
-from forktool.report import verify as report_verify
+from forktool.report import apply as report_apply
 
 
 @click.command("apply")
@@ -81,5 +81,5 @@ def command(
             dry_run=dry_run,
             progress=tick,
         )
-    app.emit(result, fmt, report_verify.render_apply)
+    app.emit(result, fmt, report_apply.render_apply)
     return 0 if result.ok else 1

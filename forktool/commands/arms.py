@@ -5,8 +5,8 @@ from pathlib import Path
 import click
 
 from forktool.app import App, format_option, pass_app, together, user_path
-from forktool.engine.arms import check_arms, list_arms, load_arm_results, load_waivers
-from forktool.report.image import render_arms
+from forktool.engine.apply.arms import check_arms, list_arms, load_arm_results, load_waivers
+from forktool.report.arms import render_arms
 
 
 @click.command("arms")

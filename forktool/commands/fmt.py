@@ -5,8 +5,8 @@ import contextlib
 import click
 
 from forktool.app import App, exclusive, format_option, pass_app
-from forktool.engine.fmt import fmt_fork
-from forktool.engine.pin_state import require_tree
+from forktool.engine.patches.fmt import fmt_fork
+from forktool.engine.release.pin_state import require_tree
 from forktool.errors import require_no_errors
 from forktool.report import patches as report
 

@@ -14,9 +14,9 @@ from forktool.app import (
     together,
     user_path,
 )
-from forktool.engine.pin_state import require_tree
-from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
-from forktool.engine.tarball import import_tarballs
+from forktool.engine.patches.refresh import refresh_abort, refresh_continue, refresh_onto
+from forktool.engine.release.pin_state import require_tree
+from forktool.engine.release.tarball import import_tarballs
 from forktool.report import patches as report
 
 

@@ -15,7 +15,7 @@ from forktool.app import (
     tarball_option,
     together,
 )
-from forktool.engine.sync import (
+from forktool.engine.release.sync import (
     abort_sync,
     continue_sync,
     next_tarball,
