@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.release.sync import SyncReport, pending_patches
+from forktool.engine.release.sync import pending_patches
+from forktool.engine.release.sync_state import SyncReport
 from forktool.errors import command_line
 from forktool.escape import md_code, md_fence, md_text
 from forktool.output import Output, styled

@@ -26,7 +26,7 @@ from testing.media_checks import (
 from forktool.console import DataConsole
 from forktool.engine.patches.refresh import RefreshEntry
 from forktool.engine.release.check import CheckResult, GateResult
-from forktool.engine.release.sync import PinChange, Retired, SyncReport
+from forktool.engine.release.sync_state import PinChange, Retired, SyncReport
 from forktool.engine.upstream.forecast import Cell, FirstBreak, ForecastResult, PatchRow, Target
 from forktool.errors import Finding
 from forktool.escape import (
