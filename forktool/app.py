@@ -44,6 +44,7 @@ class App:
     config_file: Path | None
     output: Output
     _config: Config | None = field(default=None, repr=False)
+    _forks: dict[bool, Fork] = field(default_factory=dict, repr=False)
 
     def config(self) -> Config:
         from forktool.config import find_config, load_config
@@ -54,9 +55,13 @@ class App:
         return self._config
 
     def fork(self, *, strict: bool = True) -> Fork:
+        """The fork's files, read once per command. :meth:`lock` forgets them: a fork
+        asked for under the lock is read again (another run may have changed it)."""
         from forktool.fork import load_fork
 
-        return load_fork(self.config(), strict=strict)
+        if strict not in self._forks:
+            self._forks[strict] = load_fork(self.config(), strict=strict)
+        return self._forks[strict]
 
     def git(self) -> Git:
         from forktool.git import Git
@@ -83,6 +88,7 @@ class App:
             for message in recover_interrupted(common, root or self.config().root):
                 notice(message)
             self._config = None  # read again: the fork may have changed until now
+            self._forks.clear()
             yield
 
     def emit(
@@ -106,6 +112,25 @@ class App:
             self.output.json({**result.to_json(), **(extra or {})})
         else:
             render(self.output, result)
+
+
+def exclusive(options: Mapping[str, object], *, required: bool = False) -> None:
+    """The one check of options that exclude each other: a usage error (exit 2) when
+    more than one of ``options`` (shown name -> value) is given, or, ``required``, when
+    not exactly one is."""
+    given = [name for name, value in options.items() if value not in (None, False, (), "")]
+    names = list(options)
+    if required and len(given) != 1:
+        raise click.UsageError(f"give exactly one of {', '.join(names)}")
+    if len(given) > 1:
+        raise click.UsageError(f"{', '.join(given[:-1])} and {given[-1]} are mutually exclusive")
+
+
+def together(option: str, value: object, needs: str, present: object) -> None:
+    """A usage error when ``option`` is given without ``needs`` (``--worktree`` goes
+    with ``--onto``)."""
+    if value not in (None, False, (), "") and present in (None, False, (), ""):
+        raise click.UsageError(f"{option} goes with {needs}")
 
 
 def notice(message: str) -> None:

@@ -272,7 +272,7 @@ class RepoBuilder:
 
     def rev(self, name: str) -> str:
         """The commit ``name`` resolves to."""
-        return self.git.resolve_commit(name)
+        return self.git.require_commit(name)
 
     def read(self, path: str) -> str:
         """A file of the work tree, as text."""

@@ -11,7 +11,6 @@ import io
 import os
 import sys
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar
 from importlib import import_module
 from keyword import iskeyword
 from pathlib import Path
@@ -21,8 +20,8 @@ import click
 
 from forktool import __version__
 from forktool.app import App, format_option, notice, pass_app
-from forktool.errors import FatalError, Interrupted
-from forktool.escape import terminal
+from forktool.error_handler import current_app, handled
+from forktool.errors import FatalError
 from forktool.faults import faultpoint
 
 if TYPE_CHECKING:
@@ -33,7 +32,7 @@ __all__ = ["COMMANDS", "App", "format_option", "main", "notice", "pass_app", "ru
 # Every command: its name and the first line of its help, shown by 'forktool --help'
 # without importing any command. The module is forktool/commands/<name>.py ('-' as
 # '_', and a trailing '_' for a Python keyword: import_.py), exposing ``command``.
-# Add one line here for a new command; tests/test_cli.py checks the table against
+# Add one line here for a new command; tests/commands/test_cli.py checks the table against
 # the commands themselves.
 # fmt: off
 COMMANDS: dict[str, str] = {
@@ -68,30 +67,6 @@ def command_module(name: str) -> str:
     """The module that defines command ``name`` (see COMMANDS)."""
     module = name.replace("-", "_")
     return f"forktool.commands.{module}_" if iskeyword(module) else f"forktool.commands.{module}"
-
-
-# The App of the running command, for the error handler in run() (input roots).
-_current_app: ContextVar[App | None] = ContextVar("forktool_app", default=None)
-
-
-def _input_roots() -> tuple[Path, ...]:
-    """Where the user's files live: the working directory and the fork's root."""
-    app = _current_app.get()
-    if app is None:
-        return ()
-    roots = [app.cwd]
-    if app._config is not None:
-        roots.append(app._config.root)
-    return tuple(roots)
-
-
-def _shown(filename: str | bytes) -> str:
-    """A file named in an error: relative to the fork (or the working directory)."""
-    path = Path(os.fsdecode(filename)).absolute()
-    for root in reversed(_input_roots()):
-        if path.is_relative_to(root):
-            return path.relative_to(root).as_posix()
-    return str(path)
 
 
 class ForktoolGroup(click.Group):
@@ -172,21 +147,12 @@ def cli(
     if config_file is not None and not config_file.is_absolute():
         config_file = (cwd / config_file).resolve()
     ctx.obj = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
-    _current_app.set(ctx.obj)
+    current_app.set(ctx.obj)
     set_observer(_git_narrator(ctx.obj.output) if verbose else None)
     set_graph_notice(None if quiet else notice)
 
 
 # Commands are added on first use: see ForktoolGroup.
-
-
-def one_line(text: str) -> str:
-    """``text`` with line breaks and other control characters escaped (``\\n``).
-
-    Messages quote user input (a tag, a path, a file's line); a newline in it
-    must not forge a second ``error:`` line or split the one a script reads.
-    """
-    return terminal(text)
 
 
 def _git_narrator(output: Output) -> Callable[[str, Sequence[str], int], None]:
@@ -201,73 +167,16 @@ def _git_narrator(output: Output) -> Callable[[str, Sequence[str], int], None]:
     return narrate
 
 
-def _fail(message: str, hint: str | None, code: int = 2) -> int:
-    click.echo(f"error: {one_line(message)}", err=True)
-    if hint:
-        click.echo(f"hint: {one_line(hint)}", err=True)
-    return code
-
-
-# Options of ``forktool`` itself, with the value each takes.
-GLOBAL_OPTIONS = {
-    "-C": " DIR",
-    "--config": " FILE",
-    "-q": "",
-    "--quiet": "",
-    "-v": "",
-    "--verbose": "",
-}
-
-
-def _usage_hint(exc: click.UsageError, command: str) -> str:
-    """Usage help; for a global option given after the command, where it goes."""
-    if isinstance(exc, click.NoSuchOption) and exc.option_name in GLOBAL_OPTIONS:
-        name = exc.option_name
-        sub = command.removeprefix("forktool ")
-        usage = f"forktool {name}{GLOBAL_OPTIONS[name]} {sub}"
-        return f"{name} is a global option: put it before the command ({usage})"
-    return f"run '{command} --help' for usage"
-
-
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (also used by the tests)."""
-    _current_app.set(None)
-    try:
-        result = cli.main(
+    current_app.set(None)
+    return handled(
+        lambda: cli.main(
             args=list(argv) if argv is not None else None,
             prog_name="forktool",
             standalone_mode=False,
         )
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
-    except click.UsageError as exc:
-        command = exc.ctx.command_path if exc.ctx else "forktool"
-        return _fail(exc.format_message(), _usage_hint(exc, command))
-    except click.ClickException as exc:
-        return _fail(exc.format_message(), None)
-    except FatalError as exc:
-        return _fail(exc.message, exc.hint)
-    except (KeyboardInterrupt, click.Abort) as exc:
-        # click turns Ctrl-C into Abort; an Interrupted says what the run left behind.
-        said = exc if isinstance(exc, Interrupted) else exc.__cause__
-        if isinstance(said, Interrupted):
-            return _fail(said.message, said.hint, 130)
-        return _fail("interrupted; nothing was left half-written", None, 130)
-    except OSError as exc:
-        # A write the file system refused (disk full, file too large, read-only) and
-        # a user's file that is missing, unreadable or of the wrong kind are exit 2,
-        # naming the file; any other OSError is a bug: re-raised.
-        from forktool.fsutil import write_refusal
-        from forktool.inputs import describe_os_error, is_input_os_error
-
-        if (refused := write_refusal(exc, "a file")) is not None:
-            return _fail(refused.message, refused.hint)
-        if not is_input_os_error(exc, _input_roots()):
-            raise
-        return _fail(f"{_shown(exc.filename)}: {describe_os_error(exc)}", None)
-    if isinstance(result, int):
-        return result
-    return 0
+    )
 
 
 def _escape_unencodable() -> None:

@@ -12,6 +12,9 @@ import pytest
 from forktool.builder import RepoBuilder
 from forktool.demo import DemoUpstream, build_demo_upstream
 
+# Fixtures several test modules share, found by name (never imported).
+pytest_plugins = ["testing.docker_tier", "testing.safety_fork"]
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every property test (hypothesis) is slow: ``-m "not slow"`` leaves it out."""
@@ -50,8 +53,8 @@ def demo_upstream(tmp_path_factory: pytest.TempPathFactory) -> DemoUpstream:
 
 @pytest.fixture
 def sync_fork(builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch) -> RepoBuilder:
-    """tests/test_sync.py's fixture history (every kind of patch for a sync to v2)."""
-    from test_sync import IDENTITY, build_sync_fork
+    """tests/engine/release/test_sync.py's fixture history (every kind of patch for a sync to v2)."""
+    from testing.sync_fork import IDENTITY, build_sync_fork
 
     for key, value in IDENTITY.items():
         monkeypatch.setenv(key, value)

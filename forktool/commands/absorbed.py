@@ -5,8 +5,9 @@ from pathlib import Path
 import click
 
 from forktool.app import App, format_option, notice, pass_app, user_path
-from forktool.engine.absorbed import absorbed, fetch_missing, load_probe_results
-from forktool.engine.releases import index_history
+from forktool.engine.apply.arms import load_arm_results
+from forktool.engine.retirement.absorbed import absorbed, fetch_missing
+from forktool.engine.retirement.releases import index_history
 from forktool.report import retirement
 
 
@@ -63,7 +64,7 @@ def command(
     git = app.git()
     probe = None
     if probe_file is not None:
-        probe = load_probe_results(probe_file)
+        probe = load_arm_results(probe_file, "--probe-results")
     if fetch:
         reached = fetch_missing(fork, git, tag)
         for line in reached.notices:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.align import align
+from forktool.engine.release.align import align
 from forktool.report.align import render_align
 
 

@@ -1,14 +1,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 import click
 
 from forktool.app import App, format_option, pass_app, user_path
-from forktool.engine.apply_target import apply_to_directory, progress_steps
+from forktool.engine.apply.target import apply_mode, apply_to_directory, progress_steps
 from forktool.errors import require_no_errors
-from forktool.report import verify as report_verify
+from forktool.report import apply as report_apply
 
 
 @click.command("apply")
@@ -70,9 +69,7 @@ def command(
     """
     fork = app.fork(strict=False)
     require_no_errors(fork.findings)
-    mode: Literal["apply", "verify", "except"] = (
-        "verify" if verify else "except" if exclude else "apply"
-    )
+    mode = apply_mode(verify=verify, excluding=bool(exclude))
     steps = progress_steps(mode, len(fork.patches))
     with app.output.progress(steps, f"{mode} {target}") as tick:
         result = apply_to_directory(
@@ -84,5 +81,5 @@ def command(
             dry_run=dry_run,
             progress=tick,
         )
-    app.emit(result, fmt, report_verify.render_apply)
+    app.emit(result, fmt, report_apply.render_apply)
     return 0 if result.ok else 1

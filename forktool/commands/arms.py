@@ -4,11 +4,9 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, pass_app, user_path
-from forktool.engine.arms import check_arms, list_arms, load_waivers, parse_arm_results
-from forktool.errors import FatalError
-from forktool.inputs import read_input
-from forktool.report.image import render_arms
+from forktool.app import App, format_option, pass_app, together, user_path
+from forktool.engine.apply.arms import check_arms, list_arms, load_arm_results, load_waivers
+from forktool.report.arms import render_arms
 
 
 @click.command("arms")
@@ -44,16 +42,12 @@ def command(app: App, check: bool, results: Path | None, waivers: Path | None, f
       forktool arms --format json          # matrix: include: fromJSON(...).include
       forktool arms --check --results arm-results.json
     """
-    if check != (results is not None):
-        raise click.UsageError("--check and --results FILE go together")
+    together("--check", check, "--results FILE", results)
+    together("--results FILE", results, "--check", check)
     fork = app.fork(strict=True)
     waiver_list, waivers_file = load_waivers(fork, waivers)
     report = list_arms(fork, waiver_list, waivers_file)
     if results is not None:
-        if not results.is_file():
-            raise FatalError(f"{results}: no such file (arm results)")
-        report = check_arms(
-            report, parse_arm_results(read_input(results, str(results)), str(results)), str(results)
-        )
+        report = check_arms(report, load_arm_results(results, "--results"), str(results))
     app.emit(report, fmt, render_arms)
     return 0 if report.ok else 1

@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.check import check_ids, run_checks, select_checks
+from forktool.engine.release.check import check_ids, run_checks, select_checks
 from forktool.report import check as report
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.history_contract import check_history
+from forktool.engine.patches.history_contract import check_history
 from forktool.report import patches as report
 
 

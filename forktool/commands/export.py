@@ -3,7 +3,7 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.export import export_series
+from forktool.engine.patches.export import export_series
 from forktool.report import patches as report
 
 

@@ -4,9 +4,9 @@ import contextlib
 
 import click
 
-from forktool.app import App, format_option, pass_app
-from forktool.engine.fmt import fmt_fork
-from forktool.engine.pin_state import require_tree
+from forktool.app import App, exclusive, format_option, pass_app
+from forktool.engine.patches.fmt import fmt_fork
+from forktool.engine.release.pin_state import require_tree
 from forktool.errors import require_no_errors
 from forktool.report import patches as report
 
@@ -41,8 +41,7 @@ def command(app: App, check: bool, dry_run: bool, force: bool, fmt: str) -> int:
       forktool fmt                    # rewrite what is not canonical
     """
     del force  # fmt rewrites cosmetic differences by default now
-    if check and dry_run:
-        raise click.UsageError("--check and --dry-run cannot be combined")
+    exclusive({"--check": check, "--dry-run": dry_run})
     git = app.git()
     with contextlib.nullcontext() if check or dry_run else app.lock(git):
         fork = app.fork(strict=False)  # read under the lock

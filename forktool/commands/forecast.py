@@ -3,8 +3,8 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, notice, pass_app
-from forktool.engine.forecast import choose_targets, fetch_targets, forecast
-from forktool.report import tracking
+from forktool.engine.upstream.forecast import choose_targets, fetch_targets, forecast
+from forktool.report import forecast as tracking
 
 
 def _tag_list(value: str | None) -> list[str] | None:

@@ -3,8 +3,8 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.import_ import import_series
-from forktool.engine.pin_state import require_tree
+from forktool.engine.patches.import_ import import_series
+from forktool.engine.release.pin_state import require_tree
 from forktool.report import patches as report
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.map_suggest import suggest
-from forktool.report import upstream_map as report
+from forktool.engine.patches.map_suggest import suggest
+from forktool.report import map as report
 
 
 @click.group("map")

@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from forktool.app import App, format_option, notice, pass_app, user_path
-from forktool.engine.pin_sites import plan_bump, read_pins, verify_pin_sites
-from forktool.report import pins as report
+from forktool.engine.release.pin_bump import plan_bump
+from forktool.engine.release.pin_sites import read_pins, verify_pin_sites
+from forktool.report import pin as report
 
 
 @click.group("pin", no_args_is_help=False)
@@ -126,7 +127,7 @@ def import_tarball(app: App, files: tuple[Path, ...], tag: str | None, fmt: str)
       forktool pin import-tarball ../curl_7.88.1.orig.tar.gz
       forktool pin import-tarball ../pkg_1.2.orig.tar.xz ../pkg_1.2.orig-docs.tar.xz
     """
-    from forktool.engine.tarball import import_tarballs
+    from forktool.engine.release.tarball import import_tarballs
 
     git = app.git()
     with app.lock(git):  # the config is read under the lock

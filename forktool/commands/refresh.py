@@ -4,10 +4,19 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, drop_file_option, format_option, pass_app, tarball_option, user_path
-from forktool.engine.pin_state import require_tree
-from forktool.engine.refresh import refresh_abort, refresh_continue, refresh_onto
-from forktool.engine.tarball import import_tarballs
+from forktool.app import (
+    App,
+    drop_file_option,
+    exclusive,
+    format_option,
+    pass_app,
+    tarball_option,
+    together,
+    user_path,
+)
+from forktool.engine.patches.refresh import refresh_abort, refresh_continue, refresh_onto
+from forktool.engine.release.pin_state import require_tree
+from forktool.engine.release.tarball import import_tarballs
 from forktool.report import patches as report
 
 
@@ -62,13 +71,10 @@ def command(
       forktool refresh --abort
       forktool refresh --onto curl-8_0_0 --tarball ../curl_8.0.0.orig.tar.gz
     """
-    modes = sum([onto is not None, resume, abort])
-    if modes != 1:
-        raise click.UsageError("give exactly one of --onto TAG, --continue, --abort")
-    if (worktree is not None or tarballs) and onto is None:
-        raise click.UsageError("--worktree and --tarball go with --onto")
-    if drop_files and not resume:
-        raise click.UsageError("--drop-file goes with --continue")
+    exclusive({"--onto TAG": onto, "--continue": resume, "--abort": abort}, required=True)
+    together("--worktree", worktree, "--onto", onto)
+    together("--tarball", tarballs, "--onto", onto)
+    together("--drop-file", drop_files, "--continue", resume)
     git = app.git()
     with app.lock(git):
         fork = app.fork(strict=True)  # read under the lock

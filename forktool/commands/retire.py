@@ -5,8 +5,8 @@ import contextlib
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.absorbed import absorbed
-from forktool.engine.retire import record_date, retire, undo
+from forktool.engine.retirement.absorbed import absorbed
+from forktool.engine.retirement.retire import record_date, retire, undo
 from forktool.report import retirement
 
 

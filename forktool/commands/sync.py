@@ -5,8 +5,17 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, drop_file_option, format_option, notice, pass_app, tarball_option
-from forktool.engine.sync import (
+from forktool.app import (
+    App,
+    drop_file_option,
+    exclusive,
+    format_option,
+    notice,
+    pass_app,
+    tarball_option,
+    together,
+)
+from forktool.engine.release.sync import (
     abort_sync,
     continue_sync,
     next_tarball,
@@ -71,14 +80,12 @@ def command(
       forktool sync v1.3.0 --format markdown > pr-body.md
       forktool sync curl-8_0_0 --tarball ../curl_8.0.0.orig.tar.gz
     """
-    if sum((resume, abort, dry_run)) > 1:
-        raise click.UsageError("--continue, --abort and --dry-run are mutually exclusive")
+    exclusive({"--continue": resume, "--abort": abort, "--dry-run": dry_run})
     if (resume or abort) and tag:
         raise click.UsageError("--continue and --abort take no TAG")
     if not (resume or abort) and not tag:
         raise click.UsageError("missing TAG (or --continue / --abort)")
-    if drop_files and not resume:
-        raise click.UsageError("--drop-file goes with --continue")
+    together("--drop-file", drop_files, "--continue", resume)
     git = app.git()
     if dry_run:
         assert tag is not None

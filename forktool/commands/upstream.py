@@ -56,8 +56,8 @@ def poll_command(
       forktool upstream poll --no-fetch --format json
       forktool upstream poll --forecast
     """
-    from forktool.engine.poll import poll  # the sync planner: only poll needs it
-    from forktool.report import sync as report
+    from forktool.engine.upstream.poll import poll  # the sync planner: only poll needs it
+    from forktool.report import upstream as report_upstream
 
     result = poll(
         app.fork(),
@@ -69,7 +69,7 @@ def poll_command(
     )
     for line in result.upstream.notices:
         notice(line)
-    app.emit(result, fmt, report.render_poll)
+    app.emit(result, fmt, report_upstream.render_poll)
     return result.exit_code
 
 
@@ -107,7 +107,7 @@ def resolve_command(app: App, write: bool, fetch: bool, fmt: str) -> int:
       forktool upstream resolve --no-fetch --format json
       forktool upstream resolve --write
     """
-    from forktool.engine.resolve import resolve, write_resolved
+    from forktool.engine.upstream.resolve import resolve, write_resolved
 
     git = app.git()
     result = resolve(app.fork(), git, fetch=fetch)
@@ -115,7 +115,7 @@ def resolve_command(app: App, write: bool, fetch: bool, fmt: str) -> int:
         with app.lock(git):
             fork = app.fork()  # read under the lock: another run may just have changed it
             result = write_resolved(fork, resolve(fork, git, fetch=False))
-    from forktool.report import tracking
+    from forktool.report import upstream as report_upstream
 
-    app.emit(result, fmt, tracking.render_resolve)
+    app.emit(result, fmt, report_upstream.render_resolve)
     return 0

@@ -5,11 +5,11 @@ from typing import TYPE_CHECKING
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.verify import resolve_base, verify_series
+from forktool.engine.apply.verify import resolve_base, verify_series
 from forktool.errors import require_no_errors
 
 if TYPE_CHECKING:
-    from forktool.engine.verify import VerifyResult
+    from forktool.engine.apply.verify import VerifyResult
     from forktool.output import Output
 
 

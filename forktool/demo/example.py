@@ -2,7 +2,7 @@
 
 The example pins the demo upstream's ``v1.1.0`` and carries three upstream fixes and a fork-only patch
 as patches, each made on ``v1.1.0`` with the same hunks as the upstream commit.
-``tests/test_example.py`` regenerates the patch files from the demo upstream and
+``tests/commands/test_example.py`` regenerates the patch files from the demo upstream and
 requires the committed bytes to match, so the example can never drift.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from forktool.builder import RepoBuilder
 from forktool.demo import upstream as demo
-from forktool.engine.canonical import FORMAT_PATCH_ARGS
+from forktool.engine.patches.canonical import FORMAT_PATCH_ARGS
 from forktool.git import run as run_git
 
 FORK_AUTHOR = "Dana Okoye <dana@fork.example>"

@@ -455,9 +455,9 @@ def step_forecast(demo: Demo) -> None:
     )
     demo.run(["forecast"])
     page = demo.root / "forecast.html"
-    from forktool.engine.forecast import choose_targets, forecast
+    from forktool.engine.upstream.forecast import choose_targets, forecast
     from forktool.fork import load_fork
-    from forktool.report.tracking import forecast_html
+    from forktool.report.forecast import forecast_html
 
     fork = load_fork(_config(demo))
     targets = choose_targets(fork.config, demo.fork.git, None, None)
@@ -530,7 +530,7 @@ def flush_all() -> None:
 
 def _pending_patch(demo: Demo, pin: str) -> bytes:
     """The fix the fork sent upstream, made on ``pin`` as a canonical patch."""
-    from forktool.engine.canonical import FORMAT_PATCH_ARGS
+    from forktool.engine.patches.canonical import FORMAT_PATCH_ARGS
 
     git = demo.fork.git
     git.run(["checkout", "-q", "--detach", pin], purpose="detach at the pin")

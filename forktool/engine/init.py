@@ -13,10 +13,10 @@ from forktool.config import (
     remote_name_problem,
     url_problem,
 )
-from forktool.engine.canonical import loose_patch
-from forktool.engine.map_suggest import Suggestion, UpstreamLine, build_suggestions
-from forktool.engine.releases import pattern_for_tag
-from forktool.engine.upstream import upstream_default_branch
+from forktool.engine.patches.canonical import loose_patch
+from forktool.engine.patches.map_suggest import Suggestion, UpstreamLine, build_suggestions
+from forktool.engine.retirement.releases import pattern_for_tag
+from forktool.engine.upstream.fetch import upstream_default_branch
 from forktool.errors import FatalError, InputError, command_line
 from forktool.fork import NOTES_DIR, NOTES_README, Patch
 from forktool.fsutil import write_files
@@ -288,7 +288,7 @@ def scaffold(
             f"refusing to overwrite existing {', '.join(existing)}",
             "forktool init only creates files; move them aside or edit them by hand",
         )
-    commit = git.peel_tag(tag)
+    commit = git.require_tag_commit(tag)
     fresh = FORK_MD.format(tag=tag, remote_hint=url or f"the '{remote}' remote") + empty_section()
     record = _record_text(root / "FORK.md", "FORK.md", fresh)
     suggestions: tuple[Suggestion, ...] = ()
@@ -306,7 +306,7 @@ def scaffold(
             maintainers=True,
         )
         ref = f"refs/remotes/{remote}/{branch or Config.upstream_branch}"
-        upstream = UpstreamLine(ref if git.try_resolve(ref) else None, pattern_for_tag(tag))
+        upstream = UpstreamLine(ref if git.find_commit(ref) else None, pattern_for_tag(tag))
         files["upstream.map"], suggestions = quilt_map(git, quilt, upstream)
     else:
         files[CONFIG_NAME] = config_text(tag, commit, remote, url, layout, branch=branch)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from forktool.engine.absorbed import ReleasePreview, newest_release_preview
-from forktool.engine.pin_state import PinState, pin_state, require_tree
-from forktool.engine.verify import verify_series
+from forktool.engine.apply.verify import verify_series
+from forktool.engine.release.pin_state import PinState, pin_state, require_tree
+from forktool.engine.retirement.absorbed import ReleasePreview, newest_release_preview
 from forktool.errors import InputError
 from forktool.fork import Fork
 from forktool.git import Git

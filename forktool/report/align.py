@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.align import AlignResult
+from forktool.engine.release.align import AlignResult
 from forktool.output import Output, styled
 
 _ROWS = {

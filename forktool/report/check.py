@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 
-from forktool.engine.check import GateResult
+from forktool.engine.release.check import GateResult
 from forktool.errors import Finding
 from forktool.escape import github_data, github_property, md_code, md_text, xml_text
 from forktool.output import Output, styled

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.arms import ArmsReport
-from forktool.engine.freeze import FreezeResult
-from forktool.engine.image import BuildResult, GateRecord
-from forktool.engine.promote import PromoteResult
+from forktool.engine.image.build import BuildResult
+from forktool.engine.image.freeze import FreezeResult
+from forktool.engine.image.gate import GateRecord
+from forktool.engine.image.promote import PromoteResult
 from forktool.errors import command_line
 from forktool.escape import terminal
 from forktool.output import Output, styled
@@ -80,18 +80,3 @@ def render_freeze(out: Output, result: FreezeResult) -> None:
         return
     verb = "created" if result.created else "already frozen, unchanged:"
     out.result(styled(f"{verb} {result.tag} at {result.commit[:12]}", style="green"))
-
-
-def render_arms(out: Output, report: ArmsReport) -> None:
-    out.print(f"pin {report.pin}, patch set {report.patch_set}")
-    for arm in report.arms:
-        build = command_line("forktool", "image", "build", *arm.args)
-        out.print(f"  {arm.name:<50} {build}".rstrip(), markup=False)
-    for waiver in report.waivers:
-        out.print(f"  waived {waiver.patch}: {waiver.reason}", markup=False)
-    if not report.checked:
-        return
-    for finding in report.findings:
-        out.result(styled(f"error: {finding.render()}", style="red"), markup=False)
-    if report.ok:
-        out.result(styled("OK: every patch has an arm result or a waiver", style="green"))

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # the result type only for annotations; keep start-up lean
 
 
 def render_init(out: Output, result: InitResult) -> None:
-    from forktool.report.upstream_map import render_suggestions
+    from forktool.report.map import render_suggestions
 
     out.print(f"Pinned to {result.tag} ({short(result.commit)}).")
     for label, names in (

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.export import ExportedPatch, ExportResult
-from forktool.engine.fmt import FmtResult
-from forktool.engine.history_contract import HistoryResult
-from forktool.engine.import_ import ImportResult
-from forktool.engine.refresh import RefreshResult
+from forktool.engine.patches.export import ExportedPatch, ExportResult
+from forktool.engine.patches.fmt import FmtResult
+from forktool.engine.patches.history_contract import HistoryResult
+from forktool.engine.patches.import_ import ImportResult
+from forktool.engine.patches.refresh import RefreshResult
 from forktool.output import Output, styled
 from forktool.report.table import new_table
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.absorbed import HARMFUL_OUTCOMES, AbsorbedResult
-from forktool.engine.retire import RetireResult, UndoResult
+from forktool.engine.retirement.absorbed import HARMFUL_OUTCOMES, AbsorbedResult
+from forktool.engine.retirement.retire import RetireResult, UndoResult
 from forktool.git import short
 from forktool.output import Output, styled
 from forktool.report.table import new_table

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from forktool.git import short
 from forktool.output import Output, styled
-from forktool.report.pins import pin_line
+from forktool.report.pin import pin_line
 from forktool.report.table import new_table
 from forktool.report.verify import STATUS_STYLE
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.poll import PollResult
-from forktool.engine.sync import SyncReport, pending_patches
+from forktool.engine.release.sync import pending_patches
+from forktool.engine.release.sync_state import SyncReport
 from forktool.errors import command_line
 from forktool.escape import md_code, md_fence, md_text
 from forktool.output import Output, styled
@@ -126,41 +126,6 @@ def next_step(report: SyncReport) -> str:
     if report.check_ok is False:
         return f"fix what check found on branch {report.branch}, then review it"
     return f"review branch {report.branch} and merge it ({command_line('git', 'merge', report.branch)})"
-
-
-def render_merged(out: Output, result: PollResult) -> None:
-    for merged in result.merged:
-        out.print(
-            f"merged : {merged.patch}: PR {merged.pr} merged as {(merged.commit or '')[:10]} "
-            f"'{merged.subject}' (record it: forktool upstream resolve --write)",
-            markup=False,
-        )
-    if result.merged_note:
-        out.print(f"note   : {result.merged_note}", markup=False)
-
-
-def render_poll(out: Output, result: PollResult) -> None:
-    out.print(f"pinned : {result.pin}")
-    render_merged(out, result)
-    if not result.newer:
-        out.result(styled(f"nothing new: no release newer than {result.pin}", style="green"))
-        return
-    out.print("newer  : " + ", ".join(r.tag for r in result.newer))
-    assert result.plan is not None
-    out.print(styled(f"plan for {result.plan.tag}:", style="bold"))
-    render_plan_body(out, result.plan)
-    for blocker in result.blockers:
-        out.print(styled(f"sync cannot start: {blocker}", style="yellow"), markup=False)
-    if result.needs_hands:
-        out.result(styled(f"{result.plan.tag}: a sync needs hands (exit 4)", style="yellow"))
-    else:
-        out.result(
-            styled(
-                f"{result.plan.tag}: clean plan, "
-                f"'{command_line('forktool', 'sync', result.plan.tag)}' can run (exit 3)",
-                style="green",
-            )
-        )
 
 
 def render_sync_markdown(report: SyncReport) -> str:

@@ -12,9 +12,8 @@ from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # the result types only for annotations; keep start-up lean
-    from forktool.engine.apply_target import DirResult
-    from forktool.engine.attempt import PatchVerdict
-    from forktool.engine.verify import VerifyResult
+    from forktool.engine.apply.attempt import PatchVerdict
+    from forktool.engine.apply.verify import VerifyResult
 
 
 STATUS_STYLE = {
@@ -93,19 +92,3 @@ def render_verify(out: Output, result: VerifyResult) -> None:
                 "FAILED: reverting the series did not restore the base tree exactly", style="red"
             )
         )
-
-
-def render_apply(out: Output, result: DirResult) -> None:
-    what = {"apply": "apply", "verify": "verify", "except": "declare state"}[result.mode]
-    out.print(f"{what} on {result.target} (engine: {result.engine})")
-    if result.state:
-        for patch, state in result.state.items():
-            out.print(f"  found {patch}: {state}")
-    if result.patches:
-        out.print(_verdict_table(result.patches))
-    if result.changed:
-        out.print(f"changed {len(result.changed)} file(s)")
-    if result.ok:
-        out.result(styled("OK" + (f": {result.message}" if result.message else ""), style="green"))
-    else:
-        out.result(styled(f"FAILED: {result.message}", style="red"), markup=False)

@@ -1,0 +1,1 @@
+"""Applying a series: one patch tried, the appliers, verify, apply --target, arms."""

@@ -1,0 +1,1 @@
+"""Images: candidate build and gate, promotion by digest, freeze."""

@@ -1,0 +1,1 @@
+"""Patch files: canonical form, fmt, export, import, refresh, the history contract, the map."""

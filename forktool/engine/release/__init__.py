@@ -1,0 +1,1 @@
+"""The release procedure: sync, the pin and its sites, alignment, the CI gate."""

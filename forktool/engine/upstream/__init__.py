@@ -1,0 +1,1 @@
+"""Upstream: reaching it (fetch), pending PRs (resolve), forecast, poll."""

@@ -1,0 +1,277 @@
+"""Temporary indexes: a series applied and reverted without touching a checkout."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from forktool.errors import GitError
+from forktool.git.history import History
+from forktool.git.objects import Objects
+from forktool.git.runner import GitResult, Started, start
+
+# but no diff is refused before anything runs: forktool.engine.apply.attempt.precheck).
+APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "--allow-empty", "-p1")
+
+
+def git_apply_args(
+    files: Sequence[Path], *, reverse: bool = False, check: bool = False, context: int | None = None
+) -> list[str]:
+    """``git apply --cached -v -p1`` of ``files`` onto an index (``-R``, ``--check``,
+    ``-C<context>`` as asked): the one strict apply command line."""
+    args = list(APPLY_CACHED_ARGS)
+    if reverse:
+        args.append("-R")
+    if check:
+        args.append("--check")
+    if context is not None:
+        args.append(f"-C{context}")
+    return [*args, *(str(f) for f in files)]
+
+
+@dataclass(frozen=True)
+class MergeTreeResult:
+    """What ``git merge-tree --write-tree`` said: clean or not, the tree it wrote (with
+    conflict markers when not clean), the conflicted paths and git's messages."""
+
+    clean: bool
+    tree: str
+    conflicted: tuple[str, ...]
+    messages: str
+
+
+@dataclass
+class TempIndex:
+    """A throwaway index file; git commands given ``env`` read and write it."""
+
+    git: Objects
+    path: Path
+    env: dict[str, str]
+
+    def run(self, args: Sequence[str], *, purpose: str, **kw: object) -> GitResult:
+        return self.git.run(args, purpose=purpose, env=self.env, **kw)  # type: ignore[arg-type]
+
+    def start(self, args: Sequence[str], *, purpose: str) -> Started:
+        """Start ``args`` on this index in the background (see :class:`Started`)."""
+        return start(args, cwd=self.git.cwd, purpose=purpose, env=self.env)
+
+    def read_tree(self, treeish: str) -> None:
+        self.run(["read-tree", treeish], purpose=f"load {treeish} into a temporary index")
+
+    def write_tree(self) -> str:
+        return self.run(["write-tree"], purpose="write the temporary index as a tree").out.strip()
+
+    def tree_ids(self, commits: Sequence[str]) -> list[str]:
+        """The tree each of ``commits`` records (commits this index's objects hold
+        included), in one ``rev-parse``."""
+        if not commits:
+            return []
+        out = self.run(
+            ["rev-parse", *(f"{c}^{{tree}}" for c in commits)], purpose="read commit trees"
+        ).out
+        return out.split()
+
+    def twin(self, name: str) -> TempIndex:
+        """A second index beside this one, starting as a copy of it (no git call), with
+        the same object directory; it goes when this one's directory does. Two git
+        processes may then work side by side, one on each."""
+        path = self.path.with_name(name)
+        if path.exists() or path == self.path:
+            raise ValueError(f"index {name} exists already")
+        path.write_bytes(self.path.read_bytes())
+        return TempIndex(self.git, path, {**self.env, "GIT_INDEX_FILE": str(path)})
+
+    def snapshot(self) -> Callable[[], None]:
+        """A way back to this index as it is now (its file's bytes, restored on call)."""
+        saved = self.path.read_bytes()
+
+        def restore() -> None:
+            self.path.write_bytes(saved)
+
+        return restore
+
+    def add_all(self, *, purpose: str = "stage the changes") -> None:
+        """Stage every change of the work tree (``git add --all``) into this index."""
+        self.run(["add", "--all"], purpose=purpose)
+
+    def changed_names(self, base: str) -> list[str]:
+        """The paths this index changes from ``base`` (no rename detection)."""
+        out = self.run(
+            ["diff", "--cached", "--name-only", "-z", "--no-renames", base],
+            purpose="list the resolved files",
+        ).out
+        return [name for name in out.split("\0") if name]
+
+    def add_entry(self, mode: str, oid: str, path: str) -> None:
+        """Put the blob ``oid`` at ``path`` with ``mode`` (``update-index --cacheinfo``)."""
+        self.run(
+            ["update-index", "--add", "--cacheinfo", f"{mode},{oid},{path}"],
+            purpose=f"add {path} to the merge",
+        )
+
+    def add_entries(self, entries: Sequence[tuple[str, str, str]]) -> None:
+        """Put each ``(mode, oid, path)`` into this index in one call (``update-index
+        -z --index-info``); the blobs must exist already."""
+        if not entries:
+            return
+        data = b"".join(
+            f"{mode} {oid}\t".encode() + path.encode("utf-8", "surrogateescape") + b"\0"
+            for mode, oid, path in entries
+        )
+        self.run(
+            ["update-index", "--add", "-z", "--index-info"],
+            purpose="add the release tarball's files",
+            input=data,
+        )
+
+    def remove_entry(self, path: str) -> None:
+        """Drop ``path`` from this index."""
+        self.run(["update-index", "--force-remove", "--", path], purpose=f"drop {path}")
+
+    def apply_cached(self, paths: Sequence[str], *, purpose: str) -> GitResult:
+        """``git apply --cached -v -p1`` of the patch files ``paths`` onto this index, in
+        order, all or nothing; the caller reads the result (it is not checked)."""
+        return self.run([*APPLY_CACHED_ARGS, *paths], purpose=purpose, check=False)
+
+    def check_each(self, paths: Sequence[str], *, reverse: bool, purpose: str) -> GitResult:
+        """``git apply --cached --check --reject -v`` of ``paths``: each file checked
+        against this index as it is (not a series), going on past a failure; not checked."""
+        args = [*APPLY_CACHED_ARGS[:2], "--check", "--reject", *APPLY_CACHED_ARGS[2:]]
+        return self.run([*args, *(["-R"] if reverse else []), *paths], purpose=purpose, check=False)
+
+    def sibling(self, name: str) -> TempIndex:
+        """Another index file beside this one, sharing its object directory (removed
+        with it): commits and trees written through either are seen by both."""
+        path = self.path.with_name(name)
+        return TempIndex(self.git, path, {**self.env, "GIT_INDEX_FILE": str(path)})
+
+    def tree_of(self, rev: str) -> str:
+        """The tree ``rev`` records, read through this index's objects (a commit made
+        in its private object directory included)."""
+        return self.run(
+            ["rev-parse", f"{rev}^{{tree}}"], purpose=f"read the tree of {rev}"
+        ).out.strip()
+
+    def merge_tree(self, ours: str, theirs: str) -> MergeTreeResult:
+        """``git merge-tree --write-tree`` of two commits (merge-ort, the machinery of
+        ``git merge`` and ``git cherry-pick``): their merge base is the one history gives.
+
+        Rename detection is on and a directory rename is a conflict (git's defaults;
+        ``diff.renames=false``, pinned above for diffs, would otherwise turn it off).
+        """
+        res = self.run(
+            [
+                "-c",
+                "merge.renames=true",
+                "-c",
+                "merge.directoryRenames=conflict",
+                "-c",
+                "merge.renormalize=false",
+                "merge-tree",
+                "--write-tree",
+                "--name-only",
+                "--messages",
+                ours,
+                theirs,
+            ],
+            purpose="merge a patch onto the new tree",
+            check=False,
+        )
+        if res.returncode not in (0, 1):
+            raise GitError("merge a patch onto the new tree", res.argv, res.returncode, res.err)
+        head, _, messages = res.out.partition("\n\n")
+        lines = head.splitlines()
+        return MergeTreeResult(
+            res.returncode == 0, lines[0].strip(), tuple(lines[1:]), messages.strip()
+        )
+
+    def format_patches(
+        self,
+        options: Sequence[str],
+        out_dir: Path,
+        revisions: str,
+        *,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+    ) -> GitResult:
+        """``git format-patch`` of ``revisions`` (``base..tip``) into ``out_dir`` with
+        ``options`` (the canonical form); stdout lists the files written."""
+        return self.git.run(
+            ["format-patch", *options, "-o", str(out_dir), revisions],
+            purpose="format the patches",
+            env={**self.env, **(env or {})},
+            check=check,
+        )
+
+    def fast_import(self, stream: bytes, git_dir: Path) -> GitResult:
+        """``git fast-import`` of ``stream`` into the scratch repository ``git_dir``, its
+        objects going to this index's object directory; not checked."""
+        return self.git.run(
+            ["fast-import", "--quiet", "--done", "--date-format=raw"],
+            purpose="build the chain of patch commits",
+            input=stream,
+            env={**self.env, "GIT_DIR": str(git_dir)},
+            check=False,
+        )
+
+    def range_diff(self, old: tuple[str, str], new: tuple[str, str]) -> str:
+        """``git range-diff`` of two ranges (base, tip), for a reviewer."""
+        return self.git.run(
+            [
+                "range-diff",
+                "--no-color",
+                "--no-notes",
+                f"{old[0]}..{old[1]}",
+                f"{new[0]}..{new[1]}",
+            ],
+            purpose="compare the old series with the new one",
+            env=self.env,
+        ).out
+
+
+class Indexes(History):
+    @contextmanager
+    def temp_index(
+        self, treeish: str | None = None, *, keep_objects: bool = False
+    ) -> Iterator[TempIndex]:
+        """An index file of our own, removed afterwards (also on Ctrl-C).
+
+        Unless ``keep_objects``, the blobs and trees git writes while we work go to a
+        private object directory that is deleted too, so a read-only command leaves
+        the repository byte-identical.
+        """
+        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-"))
+        try:
+            env = {"GIT_INDEX_FILE": str(tmpdir / "index")}
+            if not keep_objects:
+                objects = self.out(
+                    ["rev-parse", "--git-path", "objects"], purpose="find the object store"
+                )
+                (tmpdir / "objects").mkdir()
+                env["GIT_OBJECT_DIRECTORY"] = str(tmpdir / "objects")
+                env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str((self.cwd / objects).resolve())
+            index = TempIndex(self, tmpdir / "index", env)
+            if treeish is not None:
+                index.read_tree(treeish)
+            yield index
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+    @contextmanager
+    def index_copy(self) -> Iterator[TempIndex]:
+        """A copy of this worktree's own index (skip-worktree bits and all), removed
+        afterwards: stage into it and the real index is left exactly as it was."""
+        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-"))
+        try:
+            real = self.cwd / self.out(
+                ["rev-parse", "--git-path", "index"], purpose="find the index"
+            )
+            if real.is_file():
+                shutil.copyfile(real, tmpdir / "index")
+            yield TempIndex(self, tmpdir / "index", {"GIT_INDEX_FILE": str(tmpdir / "index")})
+        finally:
+            shutil.rmtree(tmpdir, ignore_errors=True)

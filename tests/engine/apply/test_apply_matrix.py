@@ -1,0 +1,477 @@
+"""Both engines agree: ``verify`` (temporary index), ``apply --engine git`` and
+``apply --engine patch`` reach the same verdict on every case, down to the file,
+hunk and line they name.
+
+Each case builds a real repository whose ``v1`` tag is the pin, writes one or more
+patches (exported from real commits, or hand-written where the quirk is in the
+patch text itself) and runs all three appliers (``run_all``), which also assert
+that a refused apply left the target byte-identical and that nothing left a stray
+``.orig``/``.rej`` file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from testing.apply_support import (
+    ENGINES,
+    Run,
+    edit_line,
+    export,
+    numbered,
+    patch_of,
+    placement,
+    pristine,
+    run_all,
+    side_commit,
+    writes,
+)
+from testing.helpers import MiniFork, mini_fork
+
+from forktool.builder import RepoBuilder
+
+APP = "src/app.py"
+BASE = numbered(40)
+FIXED = edit_line(BASE, "line 20", "line 20 fixed")
+P = "0001-fix.patch"
+
+
+@pytest.fixture
+def fork(builder: RepoBuilder) -> MiniFork:
+    return mini_fork(builder, {APP: BASE, "README": "readme\n"})
+
+
+def neighbour(fork: MiniFork, files: dict[str, str | bytes | None]) -> str:
+    """A tree next to the pin (what a stale patch was made against)."""
+    return side_commit(fork.repo, "v1", writes(files))
+
+
+def fix_against(fork: MiniFork, base_text: str) -> bytes:
+    """The 'line 20' fix, made on a neighbour whose app.py is ``base_text``."""
+    base = neighbour(fork, {APP: base_text})
+    return patch_of(
+        fork.repo, base, writes({APP: edit_line(base_text, "line 20", "line 20 fixed")})
+    )
+
+
+def agree(runs: dict[str, Run], name: str = P) -> tuple[object, ...]:
+    """The one verdict every engine reached on ``name`` (asserting they agree)."""
+    seen = {engine: placement(runs[engine].verdict(name)) for engine in ENGINES}
+    assert seen["verify"] == seen["git"] == seen["patch"], seen
+    return seen["verify"]
+
+
+def exit_codes(runs: dict[str, Run]) -> set[int]:
+    return {run.code for run in runs.values()}
+
+
+# -- the verdict matrix ---------------------------------------------------------------
+
+
+def test_exact_patch_is_exact_for_every_engine(fork: MiniFork, tmp_path: Path) -> None:
+    fork.write({P: patch_of(fork.repo, "v1", writes({APP: FIXED}))})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("exact", None, None, None, [{"file": APP, "line": 17, "offset": 0}])
+    assert exit_codes(runs) == {0}
+    assert runs["verify"].data["round_trip"] is True
+
+
+def test_line_shift_is_an_offset_with_the_line_it_needed(fork: MiniFork, tmp_path: Path) -> None:
+    # Made against a tree with two more lines at the top: on v1 it lands 2 lines higher.
+    fork.write({P: fix_against(fork, "new a\nnew b\n" + BASE)})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("offset", APP, 1, 11, [{"file": APP, "line": 17, "offset": -2}])
+    assert exit_codes(runs) == {1}
+    message = str(runs["verify"].verdict(P)["message"])
+    assert message == (
+        f"{APP}: hunk 1 applies only at offset -2 (line 17) on v1; run 'forktool refresh'"
+    )
+
+
+def test_allow_offset_accepts_a_shifted_patch_in_verify(fork: MiniFork) -> None:
+    fork.write({P: fix_against(fork, "new a\nnew b\n" + BASE)})
+    result = fork.cli("verify", "--allow-offset", "--format", "json")
+    assert result.code == 0
+    assert result.json()["ok"] is True
+    assert result.json()["patches"][0]["status"] == "offset"  # type: ignore[index]
+
+
+@pytest.mark.parametrize("edited", ["line 17", "line 23"], ids=["first", "last"])
+def test_edited_outer_context_line_is_fuzz(fork: MiniFork, tmp_path: Path, edited: str) -> None:
+    fork.write({P: fix_against(fork, edit_line(BASE, edited, edited + " (changed)"))})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("fuzz", APP, 1, 11, [])
+    assert exit_codes(runs) == {1}
+    assert str(runs["patch"].verdict(P)["message"]).startswith(
+        f"{APP}: hunk 1 applies only with reduced context (fuzz) on the target directory"
+    )
+
+
+def test_edited_inner_context_line_fails(fork: MiniFork, tmp_path: Path) -> None:
+    fork.write({P: fix_against(fork, edit_line(BASE, "line 19", "line 19 (changed)"))})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("fails", APP, 1, 11, [])
+    assert runs["verify"].verdict(P)["message"] == (
+        f"{APP}: hunk 1 does not apply at line 17 on v1: its lines are not there"
+    )
+
+
+def test_trailing_whitespace_on_a_context_line_fails(fork: MiniFork, tmp_path: Path) -> None:
+    # An editor that adds (or strips) trailing blanks makes the context differ:
+    # neither engine is allowed to ignore whitespace.
+    fork.write({P: fix_against(fork, edit_line(BASE, "line 21", "line 21  "))})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("fails", APP, 1, 11, [])
+
+
+def test_already_applied_patch_fails_and_is_never_reversed(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    builder.commit("upstream: import\n", {APP: BASE})
+    before = builder.rev("HEAD")
+    builder.commit("upstream: the same fix\n", {APP: FIXED})
+    builder.tag("v1")
+    fork = MiniFork(builder, "v1")
+    fork.write({P: patch_of(builder, before, writes({APP: FIXED}))})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("fails", APP, 1, 11, [])
+    for engine in ENGINES:
+        assert str(runs[engine].verdict(P)["message"]).startswith("already applied: "), engine
+
+
+def test_new_file_that_already_exists_fails(fork: MiniFork, tmp_path: Path) -> None:
+    fork.write({P: patch_of(fork.repo, "v1", writes({"src/x.py": "x\n"}))})
+    # The next release adds its own src/x.py, different from the one the patch creates.
+    fork.repo.commit("upstream: add x\n", {"src/x.py": "upstream x\n"})
+    fork.repo.tag("v2")
+    fork.pin = "v2"
+    fork.write(fork.patches)
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("fails", "src/x.py", None, None, [])
+    assert runs["verify"].verdict(P)["message"] == (
+        "src/x.py: the patch creates it, but it already exists on v2"
+    )
+
+
+def test_deleting_a_missing_file_fails(fork: MiniFork, tmp_path: Path) -> None:
+    base = neighbour(fork, {"src/old.py": "old\n"})
+    fork.write({P: patch_of(fork.repo, base, writes({"src/old.py": None}))})
+    runs = run_all(fork, tmp_path)
+    # Its reverse (creating the file) applies exactly: the deletion is in effect already.
+    assert agree(runs) == ("fails", "src/old.py", None, None, [])
+    assert runs["git"].verdict(P)["message"] == (
+        "already applied: the change is present on the target directory "
+        f"{(tmp_path / 'target-git').resolve()} (it reverse-applies exactly)"
+    )
+
+
+def test_changing_a_missing_file_fails(fork: MiniFork, tmp_path: Path) -> None:
+    base = neighbour(fork, {"src/old.py": "old\n"})
+    fork.write({P: patch_of(fork.repo, base, writes({"src/old.py": "new\n"}))})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("fails", "src/old.py", None, None, [])
+    assert runs["verify"].verdict(P)["message"] == (
+        "src/old.py: the patch changes or deletes it, but it does not exist on v1"
+    )
+
+
+def test_two_patches_on_the_same_lines_apply_in_sequence(fork: MiniFork, tmp_path: Path) -> None:
+    first = side_commit(fork.repo, "v1", writes({APP: FIXED}))
+    again = edit_line(edit_line(FIXED, "line 20 fixed", "line 20 fixed twice"), "line 21", "21")
+    second = side_commit(fork.repo, first, writes({APP: again}))
+    fork.write({P: export(fork.repo, first), "0002-again.patch": export(fork.repo, second)})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs)[0] == "exact"
+    assert agree(runs, "0002-again.patch")[0] == "exact"
+    assert exit_codes(runs) == {0}
+    git_target = tmp_path / "target-git" / APP
+    assert git_target.read_text() == again
+    assert (tmp_path / "target-patch" / APP).read_text() == again
+
+
+# -- changes GNU patch cannot represent: the git engine applies them ------------------
+
+
+def _git_only(fork: MiniFork, tmp_path: Path, patch: bytes, message: str) -> dict[str, Run]:
+    fork.write({P: patch})
+    runs = run_all(fork, tmp_path)
+    assert runs["verify"].statuses == ["exact"]
+    assert runs["git"].statuses == ["exact"]
+    assert runs["patch"].statuses == ["unsupported"]
+    assert runs["patch"].verdict(P)["message"] == message
+    assert (runs["verify"].code, runs["git"].code, runs["patch"].code) == (0, 0, 1)
+    return runs
+
+
+def test_rename_works_with_git_and_is_unsupported_by_gnu_patch(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    def rename(root: Path) -> None:
+        (root / "README").rename(root / "README.md")
+
+    patch = patch_of(fork.repo, "v1", rename, "-M")
+    assert b"rename from README" in patch
+    _git_only(
+        fork,
+        tmp_path,
+        patch,
+        "README.md: a rename cannot be applied by GNU patch; use --engine git",
+    )
+    assert (tmp_path / "target-git" / "README.md").read_text() == "readme\n"
+    assert not (tmp_path / "target-git" / "README").exists()
+
+
+def test_mode_change_works_with_every_engine(fork: MiniFork, tmp_path: Path) -> None:
+    patch = patch_of(fork.repo, "v1", lambda root: os.chmod(root / APP, 0o755))
+    fork.write({P: patch})
+    runs = run_all(fork, tmp_path)
+    assert {engine: run.statuses for engine, run in runs.items()} == {
+        "verify": ["exact"],
+        "git": ["exact"],
+        "patch": ["exact"],
+    }
+    assert os.access(tmp_path / "target-git" / APP, os.X_OK)
+    assert os.access(tmp_path / "target-patch" / APP, os.X_OK)
+
+
+def test_symlink_works_with_git_and_is_unsupported_by_gnu_patch(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    patch = patch_of(fork.repo, "v1", lambda root: os.symlink("app.py", root / "src/link.py"))
+    _git_only(
+        fork,
+        tmp_path,
+        patch,
+        "src/link.py: a symlink cannot be applied by GNU patch; use --engine git",
+    )
+    assert os.readlink(tmp_path / "target-git" / "src/link.py") == "app.py"
+
+
+def test_binary_diff_works_with_git_and_is_unsupported_by_gnu_patch(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    blob = bytes(range(256)) * 8
+    fork = mini_fork(builder, {"data.bin": blob})
+    patch = patch_of(builder, "v1", writes({"data.bin": blob[:1000] + b"\0changed" + blob[1000:]}))
+    assert b"GIT binary patch" in patch
+    _git_only(
+        fork,
+        tmp_path,
+        patch,
+        "data.bin: a binary diff cannot be applied by GNU patch; use --engine git",
+    )
+    assert (tmp_path / "target-git" / "data.bin").read_bytes() == (
+        blob[:1000] + b"\0changed" + blob[1000:]
+    )
+
+
+# -- quirks of real-world patches, each with a deliberate answer ------------------------
+
+U0_PATCH = b"""Subject: a -U0 patch
+
+--- a/src/app.py
++++ b/src/app.py
+@@ -20 +20 @@
+-line 20
++line 20 fixed
+"""
+
+
+def test_zero_context_hunk_fails_for_every_engine(fork: MiniFork, tmp_path: Path) -> None:
+    fork.write({P: U0_PATCH})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("fails", APP, 1, 5, [])
+    assert str(runs["verify"].verdict(P)["message"]).startswith(
+        f"{APP}: hunk 1 has no context lines, so where it lands cannot be proven"
+    )
+
+
+def test_zero_context_insertion_fails_rather_than_landing_at_the_end(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    # git would put this at the end of the file (an offset); GNU patch at line 21.
+    fork.write({P: U0_PATCH.replace(b"@@ -20 +20 @@\n-line 20\n", b"@@ -20,0 +21 @@\n")})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("fails", APP, 1, 5, [])
+
+
+def test_whole_file_hunk_without_context_is_anchored_at_both_ends(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    # git diff writes no context when every line of a small file changes.
+    fork = mini_fork(builder, {"VERSION": "1.0\n"})
+    fork.write({P: patch_of(builder, "v1", writes({"VERSION": "1.1\n"}))})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("exact", None, None, None, [{"file": "VERSION", "line": 1, "offset": 0}])
+    # The same hunk on a VERSION file with a second line: GNU patch alone would apply
+    # it at line 1; both engines hold it to the whole file and refuse.
+    builder.commit("upstream: two lines\n", {"VERSION": "1.0\nextra\n"})
+    builder.tag("v2")
+    fork.pin = "v2"
+    fork.write(fork.patches)
+    runs = run_all(fork, tmp_path / "v2")
+    assert agree(runs) == ("fails", "VERSION", 1, 11, [])
+
+
+def test_hunk_counts_contradicting_the_body_are_malformed(fork: MiniFork, tmp_path: Path) -> None:
+    good = patch_of(fork.repo, "v1", writes({APP: FIXED}))
+    fork.write({P: good.replace(b"@@ -17,7 +17,7 @@", b"@@ -17,6 +17,7 @@")})
+    runs = run_all(fork, tmp_path)
+    status, _file, _hunk, line, hunks = agree(runs)
+    assert (status, hunks) == ("malformed", [])
+    assert runs["verify"].verdict(P)["message"] == (
+        "hunk 1 of 'src/app.py': more context lines than the header counts"
+    )
+    assert line == 19  # the context line the header did not count
+
+
+def test_hunk_positions_contradicting_each_other_are_malformed(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    two = edit_line(FIXED, "line 35", "line 35 fixed")
+    good = patch_of(fork.repo, "v1", writes({APP: two}))
+    assert b"@@ -32,7 +32,7 @@" in good
+    fork.write({P: good.replace(b"@@ -32,7 +32,7 @@", b"@@ -32,7 +30,7 @@")})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("malformed", APP, 2, 20, [])
+    assert runs["verify"].verdict(P)["message"] == (
+        f"{APP}: hunk 2 header says -32 +30, but the hunks before it shift lines by +0; "
+        "the hunk headers were edited by hand: regenerate the patch"
+    )
+
+
+def test_no_newline_at_end_of_file_is_exact(builder: RepoBuilder, tmp_path: Path) -> None:
+    fork = mini_fork(builder, {"tail.txt": "a\nb\nc"})
+    patch = patch_of(builder, "v1", writes({"tail.txt": "a\nb\nC"}))
+    assert b"\\ No newline at end of file" in patch
+    fork.write({P: patch})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs)[0] == "exact"
+    for engine in ("git", "patch"):
+        assert (tmp_path / f"target-{engine}" / "tail.txt").read_bytes() == b"a\nb\nC"
+
+
+def test_crlf_file_is_matched_byte_for_byte(builder: RepoBuilder, tmp_path: Path) -> None:
+    crlf = numbered(10).replace("\n", "\r\n")
+    fork = mini_fork(builder, {"win.txt": crlf})
+    changed = crlf.replace("line 5\r\n", "line five\r\n")
+    fork.write({P: patch_of(builder, "v1", writes({"win.txt": changed}))})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs)[0] == "exact"
+    for engine in ("git", "patch"):
+        assert (tmp_path / f"target-{engine}" / "win.txt").read_bytes() == changed.encode()
+
+
+def test_crlf_patch_on_an_lf_file_fails(builder: RepoBuilder, tmp_path: Path) -> None:
+    fork = mini_fork(builder, {"win.txt": numbered(10)})
+    crlf = numbered(10).replace("\n", "\r\n")
+    base = side_commit(builder, "v1", writes({"win.txt": crlf}))
+    patch = patch_of(builder, base, writes({"win.txt": crlf.replace("line 5\r", "line five\r")}))
+    fork.write({P: patch})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("fails", "win.txt", 1, 11, [])
+
+
+QUILT_PATCH = b"""Description: quilt-style plain diff
+Author: Someone <someone@example.org>
+
+Index: pkg/src/app.py
+===================================================================
+--- pkg.orig/src/app.py\t2024-01-01 00:00:00.000000000 +0000
++++ pkg/src/app.py\t2024-01-02 00:00:00.000000000 +0000
+@@ -17,7 +17,7 @@
+ line 17
+ line 18
+ line 19
+-line 20
++line 20 fixed
+ line 21
+ line 22
+ line 23
+"""
+
+
+def test_quilt_style_prefixes_are_stripped_like_a_and_b(fork: MiniFork, tmp_path: Path) -> None:
+    fork.write({P: QUILT_PATCH})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("exact", None, None, None, [{"file": APP, "line": 17, "offset": 0}])
+    for engine in ("git", "patch"):
+        assert (tmp_path / f"target-{engine}" / APP).read_text() == FIXED
+
+
+def test_patches_in_subdirectories_of_patches_apply(fork: MiniFork, tmp_path: Path) -> None:
+    name = "upstream/fixes/0001-fix.patch"
+    fork.write({name: patch_of(fork.repo, "v1", writes({APP: FIXED}))})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs, name)[0] == "exact"
+    assert exit_codes(runs) == {0}
+
+
+def test_pristine_target_is_the_pinned_tree(fork: MiniFork, tmp_path: Path) -> None:
+    target = pristine(fork, tmp_path / "t")
+    assert (target / APP).read_text() == BASE
+    assert not (target / ".git").exists()
+
+
+# -- two file diffs for one path --------------------------------------------------------
+
+
+def _diff(path: str, old: str | None, new: str | None) -> bytes:
+    """A git diff of ``path`` from ``old`` to ``new`` text (None: absent)."""
+    head = f"diff --git a/{path} b/{path}\n"
+    if old is None:
+        head += "new file mode 100644\n"
+    elif new is None:
+        head += "deleted file mode 100644\n"
+    old_lines = (old or "").splitlines()
+    new_lines = (new or "").splitlines()
+    head += f"--- {'/dev/null' if old is None else 'a/' + path}\n"
+    head += f"+++ {'/dev/null' if new is None else 'b/' + path}\n"
+    start_old = 1 if old_lines else 0
+    start_new = 1 if new_lines else 0
+    head += f"@@ -{start_old},{len(old_lines)} +{start_new},{len(new_lines)} @@\n"
+    body = "".join(f"-{line}\n" for line in old_lines) + "".join(f"+{line}\n" for line in new_lines)
+    return (head + body).encode()
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "what"),
+    [
+        ((None, "new\n"), ("new\n", None), "the first created it and the second deleted it"),
+        (("readme\n", None), (None, "again\n"), "the first deleted it and the second created it"),
+    ],
+)
+def test_one_path_created_and_deleted_in_one_patch_is_malformed_for_every_engine(
+    fork: MiniFork,
+    tmp_path: Path,
+    first: tuple[str | None, str | None],
+    second: tuple[str | None, str | None],
+    what: str,
+) -> None:
+    path = "README" if first[0] is not None else "NEW"
+    fork.write({P: _diff(path, *first) + _diff(path, *second)})
+    runs = run_all(fork, tmp_path)
+    assert agree(runs) == ("malformed", path, None, 7, [])  # the second diff's line
+    assert exit_codes(runs) == {1}
+    message = str(runs["patch"].verdict(P)["message"])
+    assert message.startswith(f"{path}: the patch has two file diffs for it (lines 1 and ")
+    assert what in message
+
+
+def test_one_file_modified_in_two_diffs_gives_one_tree_in_every_engine(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    # A multi-commit patch (two commits' diffs, one after the other) of one file.
+    first = side_commit(fork.repo, "v1", writes({APP: FIXED}))
+    again = edit_line(FIXED, "line 30", "line 30 fixed")
+    second = side_commit(fork.repo, first, writes({APP: again}))
+    one, two = export(fork.repo, first), export(fork.repo, second)
+    tail = two[two.index(b"diff --git ") :]
+    fork.write({P: one + tail})  # no signature: the second diff follows the first
+    runs = run_all(fork, tmp_path)
+    assert [r.statuses for r in runs.values()] == [["exact"]] * 3, runs["verify"].patches
+    assert exit_codes(runs) == {0}
+    for engine in ("git", "patch"):
+        assert (tmp_path / f"target-{engine}" / APP).read_text() == again

@@ -1,0 +1,249 @@
+"""``verify`` applies the whole series in one git call and reads every verdict from
+that call's output; the verdicts are the ones a patch-by-patch run reaches.
+
+Each test compares ``verify_series`` with :func:`patch_by_patch`, a reference that
+applies the patches one at a time (the way verify named culprits before), up to the
+first patch that does not apply; every patch after it is ``not-tried``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from testing.apply_support import edit_line, numbered, side_commit, writes
+from testing.helpers import MiniFork, mini_fork
+
+from forktool.builder import RepoBuilder
+from forktool.config import load_config
+from forktool.engine.apply import verify as verify_engine
+from forktool.engine.apply.attempt import PatchVerdict, precheck
+from forktool.engine.apply.verify import VerifyResult, verify_series
+from forktool.errors import InputError
+from forktool.fork import Fork, load_fork
+
+APP = "src/app.py"
+LIB = "src/lib.py"
+NOTES = "notes.txt"
+APP_TEXT = numbered(40)
+LIB_TEXT = numbered(40, "lib")
+
+
+@pytest.fixture(params=["one call", "one call per patch"])
+def fork(
+    builder: RepoBuilder, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> MiniFork:
+    """Every test runs twice: the series in one git call, and (as a long series is)
+    in several calls, here one per patch."""
+    if request.param == "one call per patch":
+        monkeypatch.setattr(verify_engine, "ONE_CALL_BYTES", 1)
+        monkeypatch.setattr(verify_engine, "CHUNK_BYTES", 1)
+    return mini_fork(builder, {APP: APP_TEXT, LIB: LIB_TEXT})
+
+
+def chain(fork: MiniFork, edits: list[tuple[str, str, str]]) -> dict[str, bytes]:
+    """One patch per (file, old line, new line), each made on top of the ones before."""
+    texts = {APP: APP_TEXT, LIB: LIB_TEXT}
+    base = fork.pin
+    patches = {}
+    for number, (path, old, new) in enumerate(edits, start=1):
+        texts[path] = edit_line(texts[path], old, new)
+        base = side_commit(fork.repo, base, writes({path: texts[path]}))
+        patches[f"{number:04d}-edit.patch"] = export_commit(fork, base)
+    return patches
+
+
+def export_commit(fork: MiniFork, commit: str) -> bytes:
+    from testing.apply_support import export
+
+    return export(fork.repo, commit)
+
+
+def load(fork: MiniFork) -> Fork:
+    return load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+
+
+def verify(fork: MiniFork) -> VerifyResult:
+    loaded = load(fork)
+    return verify_series(loaded, fork.repo.git, base=fork.pin, base_commit=fork.repo.rev(fork.pin))
+
+
+def patch_by_patch(fork: MiniFork) -> list[dict[str, object]]:
+    """The reference: each patch tried on the result of the ones before, stopping at
+    the first that does not apply."""
+    loaded = load(fork)
+    git = fork.repo.git
+    verdicts: list[PatchVerdict] = []
+    culprit: str | None = None  # the first patch that did not apply
+    with git.temp_index(f"{fork.pin}^{{tree}}") as index:
+        for patch in loaded.patches:
+            early = precheck(patch, "git")
+            if culprit is not None:
+                message = f"not tried: {culprit} does not apply before it"
+                verdicts.append(early or PatchVerdict(patch.name, "not-tried", message))
+                continue
+            # A patch on its own: strict, then reversed and with less context if it fails.
+            verdict = early or verify_engine._culprit(index, patch, fork.pin)
+            verdicts.append(verdict)
+            if verdict.status not in ("exact", "offset"):
+                culprit = patch.name
+    return [v.to_json() for v in verdicts]
+
+
+def statuses(result: VerifyResult) -> list[str]:
+    return [v.status for v in result.patches]
+
+
+EDITS = [
+    (APP, "line 5", "line 5 fixed"),
+    (LIB, "lib 10", "lib 10 fixed"),
+    (APP, "line 30", "line 30 fixed"),
+    (LIB, "lib 30", "lib 30 fixed"),
+]
+
+
+def test_passing_series_has_the_verdicts_of_a_patch_by_patch_run(fork: MiniFork) -> None:
+    fork.write(chain(fork, EDITS))
+    result = verify(fork)
+    assert result.ok and result.round_trip
+    assert [v.to_json() for v in result.patches] == patch_by_patch(fork)
+    assert result.patches[2].to_json() == {
+        "patch": "0003-edit.patch",
+        "status": "exact",
+        "message": "",
+        "hunks": [{"file": APP, "line": 27, "offset": 0}],
+    }
+
+
+def test_offset_in_one_patch_is_found_in_the_one_call_output(fork: MiniFork) -> None:
+    patches = chain(fork, EDITS)
+    # Patch 2 made against a lib.py with two more lines at the top: on the pin it
+    # applies 2 lines higher; the patches after it still apply exactly.
+    shifted = "new a\nnew b\n" + LIB_TEXT
+    base = side_commit(fork.repo, fork.pin, writes({LIB: shifted}))
+    fixed = side_commit(fork.repo, base, writes({LIB: edit_line(shifted, "lib 10", "lib 10 x")}))
+    patches["0002-edit.patch"] = export_commit(fork, fixed)
+    fork.write(patches)
+    result = verify(fork)
+    assert statuses(result) == ["exact", "offset", "exact", "exact"]
+    assert [v.to_json() for v in result.patches] == patch_by_patch(fork)
+    assert result.patches[1].message == (
+        f"{LIB}: hunk 1 applies only at offset -2 (line 7) on v1; run 'forktool refresh'"
+    )
+    assert not result.ok and result.round_trip
+
+
+def test_first_failing_patch_is_named_and_the_rest_are_not_tried(fork: MiniFork) -> None:
+    patches = chain(fork, EDITS)
+    # Patch 3 made against an app.py whose line 29 differs: its context is not on v1.
+    changed = edit_line(edit_line(APP_TEXT, "line 5", "line 5 fixed"), "line 29", "line 29 x")
+    base = side_commit(fork.repo, fork.pin, writes({APP: changed}))
+    fixed = side_commit(fork.repo, base, writes({APP: edit_line(changed, "line 30", "line 30 y")}))
+    patches["0003-edit.patch"] = export_commit(fork, fixed)
+    fork.write(patches)
+    result = verify(fork)
+    assert statuses(result) == ["exact", "exact", "fails", "not-tried"]
+    assert [v.to_json() for v in result.patches] == patch_by_patch(fork)
+    assert result.patches[2].message == (
+        f"{APP}: hunk 1 does not apply at line 27 on v1: its lines are not there"
+    )
+    assert result.patches[3].to_json() == {
+        "patch": "0004-edit.patch",
+        "status": "not-tried",
+        "message": "not tried: 0003-edit.patch does not apply before it",
+        "hunks": [],
+    }
+    assert not result.ok and not result.round_trip
+
+
+def test_failing_first_patch_leaves_every_other_not_tried(fork: MiniFork) -> None:
+    patches = chain(fork, EDITS)
+    patches["0001-edit.patch"] = patches["0002-edit.patch"].replace(b"lib 9", b"lib 9 x")
+    fork.write(patches)
+    result = verify(fork)
+    assert statuses(result) == ["fails", "not-tried", "not-tried", "not-tried"]
+    assert [v.to_json() for v in result.patches] == patch_by_patch(fork)
+
+
+def test_already_applied_patch_in_the_series_is_named(fork: MiniFork) -> None:
+    patches = chain(fork, EDITS)
+    patches["0003-edit.patch"] = patches["0001-edit.patch"]  # the same change twice
+    fork.write(patches)
+    result = verify(fork)
+    assert statuses(result) == ["exact", "exact", "fails", "not-tried"]
+    assert result.patches[2].message.startswith("already applied:")
+    assert [v.to_json() for v in result.patches] == patch_by_patch(fork)
+
+
+def test_patch_refused_on_its_text_is_named_before_git_is_asked(fork: MiniFork) -> None:
+    patches = chain(fork, EDITS)
+    # Text after the last hunk: git applies it, forktool refuses it as malformed.
+    patches["0002-edit.patch"] += b"stray text\n"
+    patches["0004-edit.patch"] += b"more stray text\n"
+    fork.write(patches)
+    result = verify(fork)
+    # A later patch condemned by its text alone still says so.
+    assert statuses(result) == ["exact", "malformed", "not-tried", "malformed"]
+    assert [v.to_json() for v in result.patches] == patch_by_patch(fork)
+
+
+def test_output_that_mimics_git_falls_back_to_bisection(builder: RepoBuilder) -> None:
+    # A failing hunk's context is printed by git ("while searching for:"); here that
+    # context reads like git's own "Applied patch" line, so the one call's output
+    # counts one patch too many. The re-apply catches it and bisection finds the truth.
+    notes = "".join(f"note {n}\n" for n in range(1, 11)) + "Applied patch notes.txt cleanly.\n"
+    notes += "".join(f"note {n}\n" for n in range(11, 21))
+    fork = mini_fork(builder, {APP: APP_TEXT, NOTES: notes})
+    first = side_commit(fork.repo, fork.pin, writes({APP: edit_line(APP_TEXT, "line 5", "x")}))
+    stale = edit_line(notes, "note 9", "note 9 elsewhere")
+    base = side_commit(fork.repo, fork.pin, writes({NOTES: stale}))
+    failing = side_commit(fork.repo, base, writes({NOTES: edit_line(stale, "note 10", "n")}))
+    after = side_commit(fork.repo, first, writes({APP: edit_line(APP_TEXT, "line 30", "y")}))
+    fork.write(
+        {
+            "0001-a.patch": export_commit(fork, first),
+            "0002-notes.patch": export_commit(fork, failing),
+            "0003-b.patch": export_commit(fork, after),
+        }
+    )
+    result = verify(fork)
+    assert statuses(result) == ["exact", "fails", "not-tried"]
+    assert [v.to_json() for v in result.patches] == patch_by_patch(fork)
+
+
+def test_cli_json_shows_not_tried_and_check_reports_only_the_culprit(fork: MiniFork) -> None:
+    patches = chain(fork, EDITS)
+    patches["0002-edit.patch"] = patches["0001-edit.patch"]
+    fork.write(patches)
+    out = fork.cli("verify", "--format", "json")
+    assert out.code == 1
+    shown = [p["status"] for p in out.json()["patches"]]  # type: ignore[union-attr]
+    assert shown == ["exact", "fails", "not-tried", "not-tried"]
+    check = fork.cli("check", "--only", "apply", "--format", "json")
+    findings = check.json()["checks"][0]["findings"]  # type: ignore[index]
+    assert [f["path"] for f in findings] == ["patches/0002-edit.patch"]  # type: ignore[index]
+    text = fork.cli("verify")
+    assert "2 later patch(es) not tried" in text.out + text.err
+
+
+def test_patches_are_parsed_only_when_asked(fork: MiniFork, tmp_path: Path) -> None:
+    fork.write(chain(fork, EDITS[:2]))
+    loaded = load(fork)
+    assert all("parsed" not in patch.__dict__ for patch in loaded.patches)
+    verify_series(loaded, fork.repo.git, base="v1", base_commit=fork.repo.rev("v1"))
+    # verify reads each parse once and keeps none of them (memory stays flat).
+    assert all("parsed" not in patch.__dict__ for patch in loaded.patches)
+    assert loaded.patches[0].header == loaded.patches[0].parsed.header
+
+
+def test_status_refuses_a_patch_problem_as_a_strict_load_does(fork: MiniFork) -> None:
+    patches = chain(fork, EDITS)
+    patches["0002-edit.patch"] += b"stray text\n"
+    patches["0004-edit.patch"] = patches["0004-edit.patch"].replace(b"src/lib.py", b"../lib.py")
+    fork.write(patches)
+    with pytest.raises(InputError) as strict:
+        load_fork(load_config(fork.root / "forktool.yaml"), strict=True)
+    out = fork.cli("status")
+    assert out.code == 2
+    assert out.error_lines[0] == f"error: {strict.value.message}"
+    assert out.error_lines[0].endswith("(and 2 more)")  # the patch after the culprit too

@@ -1,0 +1,210 @@
+"""A fix the release later reverted is never retired: every witness of a revert objects,
+a re-land cancels the revert, and a forward apply at an offset objects too."""
+
+from __future__ import annotations
+
+from testing.helpers import MiniFork, make_patch, snapshot_tree
+
+from forktool.builder import RepoBuilder
+from forktool.model.record import empty_section
+
+APP = "".join(f"line {n}\n" for n in range(1, 21))
+FIXED = APP.replace("line 7\n", "line seven\n")
+PATCH = "0001-fix.patch"
+BY_LINE = "'This reverts commit' line"
+BY_TITLE = "'Revert \"...\"' title"
+BY_CONTENT = "inverse patch-id"
+
+
+def _upstream(builder: RepoBuilder, subject: str = "fix line 7") -> str:
+    """v1.0.0 (the pin), fix F, v1.1.0 (has F); returns F."""
+    builder.commit("import\n", {"app.py": APP})
+    builder.tag("v1.0.0")
+    fix = builder.commit(f"{subject}\n", {"app.py": FIXED})
+    builder.commit("docs\n", {"README": "read me\n"})
+    builder.tag("v1.1.0")
+    return fix
+
+
+def _fork(builder: RepoBuilder, fix: str) -> MiniFork:
+    patch = make_patch(builder, "v1.0.0", {"app.py": FIXED}, "fix line 7")
+    fork = MiniFork(builder, "v1.0.0")
+    fork.write(
+        {PATCH: patch},
+        commits={PATCH: fix},
+        extra_config="upstream:\n  remote: origin\nrecord: FORK.md\n",
+    )
+    (fork.root / "FORK.md").write_text("# Fork\n\n" + empty_section())
+    return fork
+
+
+def _entry(fork: MiniFork, tag: str) -> dict[str, object]:
+    result = fork.cli("absorbed", "--tag", tag, "--format", "json")
+    assert result.code == 0, result.err
+    entry: dict[str, object] = result.json()["patches"][0]  # type: ignore[index]
+    return entry
+
+
+def _kinds(entry: dict[str, object]) -> list[tuple[object, object]]:
+    return [(e["kind"], e["commit"]) for e in entry["evidence"]]  # type: ignore[attr-defined, index]
+
+
+def test_git_revert_with_its_sha_line_makes_the_fix_revisit(builder: RepoBuilder) -> None:
+    fix = _upstream(builder)
+    revert = builder.commit(f'Revert "fix line 7"\n\nThis reverts commit {fix}.\n', {"app.py": APP})
+    builder.tag("v1.2.0")
+    fork = _fork(builder, fix)
+    assert _entry(fork, "v1.1.0")["verdict"] == "retire"
+    entry = _entry(fork, "v1.2.0")
+    assert (entry["verdict"], entry["ancestor"]) == ("revisit", True)
+    assert entry["evidence"][:1] == [  # type: ignore[index]
+        {
+            "kind": "still-applies",
+            "commit": None,
+            "detail": "the patch still applies forward exactly on v1.2.0: its change is not there",
+        }
+    ]
+    revert_detail = (
+        f"{revert[:12]} 'Revert \"fix line 7\"' in v1.2.0 reverts {fix[:12]} "
+        f"(found by: {BY_LINE}, {BY_TITLE}, {BY_CONTENT})"
+    )
+    assert entry["evidence"][1:] == [  # type: ignore[index]
+        {"kind": "revert", "commit": revert, "detail": revert_detail}
+    ]
+    assert entry["reason"] == (
+        f"{fix[:12]} in v1.2.0 by ancestry, yet {revert_detail}: the fix is not in v1.2.0; "
+        "decide by hand (keep it, or retire --force --reason)"
+    )
+
+
+def test_squash_merged_revert_title_without_sha_is_found(builder: RepoBuilder) -> None:
+    fix = _upstream(builder, subject="fix line 7 (#10)")
+    # A later edit next to the hunk: the patch no longer applies either way, so only
+    # the title can tell that the fix went away.
+    reverted = APP.replace("line 8\n", "line eight\n")
+    revert = builder.commit(
+        '[BugFix] Revert "fix line 7" (#12)\n\nIt broke the nightly build.\n',
+        {"app.py": reverted},
+    )
+    builder.tag("v1.2.0")
+    fork = _fork(builder, fix)
+    entry = _entry(fork, "v1.2.0")
+    assert entry["verdict"] == "revisit"
+    assert _kinds(entry) == [("no-longer-applies", None), ("revert", revert)]
+    assert (
+        entry["evidence"][1]["detail"]
+        == (  # type: ignore[index]
+            f"{revert[:12]} '[BugFix] Revert \"fix line 7\" (#12)' in v1.2.0 reverts "
+            f"{fix[:12]} (found by: {BY_TITLE})"
+        )
+    )
+
+
+def test_inverse_diff_with_an_unrelated_title_is_found_by_patch_id(builder: RepoBuilder) -> None:
+    fix = _upstream(builder)
+    builder.commit("touch other file\n", {"other.txt": "x\n"})
+    revert = builder.commit("tidy up the app\n", {"app.py": APP})
+    builder.commit("unrelated\n", {"other.txt": "y\n"})
+    builder.tag("v1.2.0")
+    fork = _fork(builder, fix)
+    entry = _entry(fork, "v1.2.0")
+    assert entry["verdict"] == "revisit"
+    assert _kinds(entry) == [("still-applies", None), ("revert", revert)]
+    assert (
+        entry["evidence"][1]["detail"]
+        == (  # type: ignore[index]
+            f"{revert[:12]} 'tidy up the app' in v1.2.0 reverts {fix[:12]} (found by: {BY_CONTENT})"
+        )
+    )
+
+
+def test_relanded_fix_is_retired_again(builder: RepoBuilder) -> None:
+    fix = _upstream(builder)
+    revert = builder.commit(f'Revert "fix line 7"\n\nThis reverts commit {fix}.\n', {"app.py": APP})
+    builder.tag("v1.2.0")
+    builder.commit(
+        f'Revert "Revert "fix line 7""\n\nThis reverts commit {revert}.\n', {"app.py": FIXED}
+    )
+    builder.tag("v1.3.0")
+    fork = _fork(builder, fix)
+    assert _entry(fork, "v1.2.0")["verdict"] == "revisit"
+    entry = _entry(fork, "v1.3.0")
+    assert (entry["verdict"], _kinds(entry)) == ("retire", [("content-present", None)])
+
+
+def test_squash_relanded_fix_is_retired_again(builder: RepoBuilder) -> None:
+    fix = _upstream(builder, subject="fix line 7 (#10)")
+    builder.commit('Revert "fix line 7 (#10)" (#12)\n', {"app.py": APP})
+    builder.commit('Revert "Revert "fix line 7 (#10)" (#12)" (#13)\n', {"app.py": FIXED})
+    builder.tag("v1.2.0")
+    fork = _fork(builder, fix)
+    assert _entry(fork, "v1.2.0")["verdict"] == "retire"
+
+
+def test_revert_before_the_fix_landed_again_does_not_object(builder: RepoBuilder) -> None:
+    """An older landing of the same fix was reverted before the mapped commit re-landed
+    it: that revert does not revert the mapped commit (it is not its descendant)."""
+    builder.commit("import\n", {"app.py": APP})
+    builder.tag("v1.0.0")
+    first = builder.commit("fix line 7\n", {"app.py": FIXED})
+    builder.commit(f'Revert "fix line 7"\n\nThis reverts commit {first}.\n', {"app.py": APP})
+    fix = builder.commit("fix line 7\n", {"app.py": FIXED})
+    builder.tag("v1.1.0")
+    fork = _fork(builder, fix)
+    entry = _entry(fork, "v1.1.0")
+    assert (entry["verdict"], _kinds(entry)) == ("retire", [("content-present", None)])
+
+
+def test_forward_apply_at_an_offset_objects(builder: RepoBuilder) -> None:
+    """The change was lost, and an unrelated line shift above the hunk hides the exact
+    forward apply: the offset apply still objects."""
+    fix = _upstream(builder)
+    builder.commit("refactor the app\n", {"app.py": "header 1\nheader 2\n" + APP})
+    builder.tag("v1.2.0")
+    fork = _fork(builder, fix)
+    entry = _entry(fork, "v1.2.0")
+    assert (entry["verdict"], entry["ancestor"]) == ("revisit", True)
+    assert entry["evidence"] == [
+        {
+            "kind": "still-applies-at-offset",
+            "commit": None,
+            "detail": "the patch still applies forward on v1.2.0, at an offset (app.py: hunk 1 "
+            "applies only at offset +2 (line 6) on v1.2.0; run 'forktool refresh'): its change "
+            "is not there",
+        }
+    ]
+    assert entry["reason"] == (
+        f"{fix[:12]} in v1.2.0 by ancestry, yet the patch still applies forward (at an offset) "
+        "on v1.2.0: the change is absent there (reverted, or lost in a merge)"
+    )
+
+
+def test_retire_refuses_a_reverted_fix_and_writes_nothing(builder: RepoBuilder) -> None:
+    fix = _upstream(builder)
+    builder.commit(f'Revert "fix line 7"\n\nThis reverts commit {fix}.\n', {"app.py": APP})
+    builder.tag("v1.2.0")
+    fork = _fork(builder, fix)
+    fork.cli("pin", "bump", "v1.2.0")
+    before = snapshot_tree(fork.root)
+    result = fork.cli("retire", "--tag", "v1.2.0", PATCH, "--format", "json")
+    assert result.code == 1, result.err
+    refused = result.json()["refused"]
+    assert [(r["patch"], r["verdict"]) for r in refused] == [(PATCH, "revisit")]  # type: ignore[index, union-attr, attr-defined]
+    assert snapshot_tree(fork.root) == before
+    unattended = fork.cli("retire", "--tag", "v1.2.0", "--format", "json")
+    assert unattended.code == 0, unattended.err
+    assert unattended.json()["retired"] == []
+    assert snapshot_tree(fork.root) == before
+
+
+def test_poll_needs_hands_for_a_reverted_fix(builder: RepoBuilder) -> None:
+    fix = _upstream(builder)
+    builder.commit(f'Revert "fix line 7"\n\nThis reverts commit {fix}.\n', {"app.py": APP})
+    builder.tag("v1.2.0")
+    fork = _fork(builder, fix)
+    result = fork.cli("upstream", "poll", "--no-fetch", "--format", "json")
+    assert result.code == 4, result.err
+    data = result.json()
+    plan = data["plan"]
+    assert (data["verdict"], data["newest"], plan["retired"]) == ("needs-hands", "v1.2.0", [])  # type: ignore[index]
+    assert [p["verdict"] for p in plan["kept"]] == ["revisit"]  # type: ignore[index, union-attr]

@@ -1,0 +1,131 @@
+"""Reading the user's files (forktool/inputs.py) and the CLI's handling of I/O errors."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+from testing.helpers import run_cli
+
+from forktool import fork as fork_module
+from forktool.builder import RepoBuilder
+from forktool.escape import terminal as one_line
+from forktool.inputs import UnreadableInput, parse_json, read_input, read_text
+
+
+def test_read_input_returns_a_regular_files_bytes(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"a\nb\n")
+    assert read_input(tmp_path / "f", "f") == b"a\nb\n"
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: p.mkdir(), "x: is a directory"),
+        (lambda p: os.mkfifo(p), "x: is not a regular file"),
+        (lambda p: None, "x: no such file or directory"),
+    ],
+    ids=["directory", "fifo", "missing"],
+)
+def test_read_input_names_what_the_path_is(tmp_path: Path, make: object, message: str) -> None:
+    path = tmp_path / "x"
+    make(path)  # type: ignore[operator]
+    with pytest.raises(UnreadableInput) as caught:
+        read_input(path, "x")
+    assert caught.value.message == message
+
+
+def test_a_symlink_is_refused_among_the_forks_files_and_followed_elsewhere(tmp_path: Path) -> None:
+    (tmp_path / "real").write_bytes(b"data")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert read_input(tmp_path / "link", "link") == b"data"
+    with pytest.raises(UnreadableInput) as caught:
+        read_input(tmp_path / "link", "link", follow=False)
+    assert caught.value.message.startswith("link: is a symlink")
+
+
+def test_read_input_refuses_a_file_over_the_limit(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"x" * 11)
+    with pytest.raises(UnreadableInput) as caught:
+        read_input(tmp_path / "f", "f", limit=10)
+    assert caught.value.message == "f: 11 bytes is larger than 10 bytes"
+
+
+def test_read_text_names_the_line_of_a_bad_byte(tmp_path: Path) -> None:
+    (tmp_path / "f").write_bytes(b"ok\ncaf\xe9\n")
+    with pytest.raises(UnreadableInput) as caught:
+        read_text(tmp_path / "f", "f")
+    assert caught.value.message == "f:2: not valid UTF-8 (byte 6)"
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "r.json: not valid JSON: nested too deeply"),
+        (b"{", "r.json: not valid JSON: Expecting property name enclosed in double quotes"),
+        (b'"\xff"', "r.json: not valid JSON: 'utf-8' codec can't decode byte 0xff"),
+    ],
+    ids=["nested", "truncated", "not-utf8"],
+)
+def test_parse_json_refuses_garbage_with_one_message(data: bytes, message: str) -> None:
+    with pytest.raises(UnreadableInput) as caught:
+        parse_json(data, "r.json")
+    assert caught.value.message.startswith(message)
+
+
+def test_one_line_escapes_line_breaks_and_controls() -> None:
+    assert (
+        one_line("tag 'v1\nerror: x'\r\x1b[31m\u2028") == "tag 'v1\\nerror: x'\\r\\x1b[31m\\u2028"
+    )
+    assert one_line("plain text, ünïcode") == "plain text, ünïcode"
+
+
+def test_an_os_error_on_a_forks_file_is_exit_2_naming_it(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = example_fork.path
+    error = PermissionError(errno.EACCES, "Permission denied", str(root / "series"))
+    monkeypatch.setattr(fork_module, "parse_series", _raiser(error))
+    result = run_cli("-C", root, "status")
+    assert result.code == 2
+    assert result.error_lines == ["error: series: permission denied"]
+    assert result.out == ""
+
+
+def test_an_os_error_outside_the_users_files_keeps_its_traceback(
+    example_fork: RepoBuilder,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "scratch"
+    error = PermissionError(errno.EACCES, "Permission denied", str(elsewhere))
+    monkeypatch.setattr(fork_module, "parse_series", _raiser(error))
+    with pytest.raises(PermissionError):
+        run_cli("-C", example_fork.path, "status")
+
+
+def test_an_unexpected_errno_on_a_forks_file_keeps_its_traceback(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    error = OSError(errno.EBADF, "Bad file descriptor", str(example_fork.path / "series"))
+    monkeypatch.setattr(fork_module, "parse_series", _raiser(error))
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        run_cli("-C", example_fork.path, "status")
+
+
+def test_a_decode_error_that_is_not_a_users_file_keeps_its_traceback(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    error = UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte")
+    monkeypatch.setattr(fork_module, "parse_series", _raiser(error))
+    with pytest.raises(UnicodeDecodeError):
+        run_cli("-C", example_fork.path, "status")
+
+
+def _raiser(error: Exception) -> object:
+    def raise_it(*args: object, **kwargs: object) -> None:
+        raise error
+
+    return raise_it

@@ -1,0 +1,1 @@
+"""What every test imports: fixture forks, the CLI runner, shared cases."""
