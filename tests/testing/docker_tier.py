@@ -39,7 +39,9 @@ def engine() -> SdkEngine:
 
 
 @pytest.fixture
-def fork(example_fork: RepoBuilder, engine: SdkEngine, demo_upstream: DemoUpstream) -> RepoBuilder:
+def docker_fork(
+    example_fork: RepoBuilder, engine: SdkEngine, demo_upstream: DemoUpstream
+) -> RepoBuilder:
     """The example fork pushing to a repository of its own, with pulse:v1.1.0 built."""
     from forktool.demo.images import ensure_upstream_image
 

@@ -21,7 +21,7 @@ ENGINES = ["git", "patch"]
 
 
 @pytest.fixture
-def fork(builder: RepoBuilder) -> MiniFork:
+def safety_fork(builder: RepoBuilder) -> MiniFork:
     fork = mini_fork(builder, {APP: BASE, "src/util.py": numbered(10, "util"), "README": "r\n"})
     fork.write(
         {

@@ -16,6 +16,12 @@ from forktool.builder import RepoBuilder
 from forktool.engine.apply.attempt import EMPTY_NOTE
 
 
+@pytest.fixture
+def fork(safety_fork: MiniFork) -> MiniFork:
+    """This module's fork: the shared ``safety_fork`` (tests/testing/)."""
+    return safety_fork
+
+
 def applied_text(*names: str) -> str:
     text = BASE
     if A in names:

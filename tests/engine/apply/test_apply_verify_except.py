@@ -11,6 +11,12 @@ from testing.helpers import MiniFork, snapshot_tree
 from testing.safety_fork import ENGINES, A, B, C
 
 
+@pytest.fixture
+def fork(safety_fork: MiniFork) -> MiniFork:
+    """This module's fork: the shared ``safety_fork`` (tests/testing/)."""
+    return safety_fork
+
+
 def verify_except(fork: MiniFork, target: Path, engine: str, patch: str) -> dict[str, object]:
     result = fork.cli(
         "apply", "--target", target, "--engine", engine, "--verify", "--except", patch,

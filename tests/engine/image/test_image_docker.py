@@ -30,6 +30,13 @@ from forktool.docker_client import L_OWNER_PID, SdkEngine
 from forktool.engine.apply.arms import patchset_hash
 from forktool.fork import load_fork
 
+
+@pytest.fixture
+def fork(docker_fork: RepoBuilder) -> RepoBuilder:
+    """This module's fork: the shared ``docker_fork`` (tests/testing/)."""
+    return docker_fork
+
+
 pytestmark = pytest.mark.docker
 
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
