@@ -784,7 +784,7 @@ CASES: list[Case] = [
         scratch_file("arms.json", json.dumps({"full": "pass", "arms": {P1: "ok"}}).encode()),
         ("arms", "--check", "--results", "{scratch}/arms.json"),
         2,
-        "{scratch}/arms.json: arms.",
+        "{scratch}/arms.json: arm '",
         "only pass and fail are results",
     ),
     Case(
