@@ -125,10 +125,10 @@ class Config:
     def record_path(self) -> Path:
         return self.file(self.record)
 
-    def own_files(self) -> tuple[str, ...]:
-        """The fork's bookkeeping files and directories, relative to the fork root: declared
-        divergence by definition (align, sync's merge)."""
-        items = (
+    def own_paths(self) -> tuple[Path, ...]:
+        """The fork's bookkeeping files and directories: forktool.yaml, the series, the
+        patches, the map, the ledger and the record (the one list of them)."""
+        return (
             self.path,
             self.series_path,
             self.patches_dir,
@@ -136,7 +136,11 @@ class Config:
             self.ledger_path,
             self.record_path,
         )
-        return tuple(Path(self.rel(p)).as_posix() for p in items)
+
+    def own_files(self) -> tuple[str, ...]:
+        """:meth:`own_paths` relative to the fork root: declared divergence by definition
+        (align, sync's merge)."""
+        return tuple(Path(self.rel(p)).as_posix() for p in self.own_paths())
 
     def owns(self, path: str) -> bool:
         """Whether ``path`` (relative to the fork root) is or lies under an own file."""

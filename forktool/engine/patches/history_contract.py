@@ -117,16 +117,8 @@ def _under(path: str, prefix: str) -> bool:
 def fork_files(config: Config, git: Git) -> tuple[str, ...]:
     """The fork's own files and directories, relative to the repository's top."""
     top = git.toplevel().resolve()
-    items = (
-        config.path,
-        config.series_path,
-        config.patches_dir,
-        config.map_path,
-        config.ledger_path,
-        config.record_path,
-    )
     found = []
-    for item in items:
+    for item in config.own_paths():
         try:
             found.append(Path(item).resolve().relative_to(top).as_posix())
         except ValueError:

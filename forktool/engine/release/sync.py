@@ -420,15 +420,7 @@ def next_tarball(config: Config, git: Git, tag: str, tarballs: Sequence[Path]) -
 def _refuse_uncommitted(config: Config, git: Git) -> None:
     """The sync branch starts from HEAD: uncommitted edits to the fork's files would be
     silently left out of it, so they stop the sync before anything starts."""
-    own = [
-        config.path,
-        config.series_path,
-        config.patches_dir,
-        config.map_path,
-        config.ledger_path,
-        config.record_path,
-        *(config.file(s.file) for s in config.pin_sites),
-    ]
+    own = [*config.own_paths(), *(config.file(s.file) for s in config.pin_sites)]
     dirty = git.status_entries(own)
     if dirty:
         raise FatalError(
