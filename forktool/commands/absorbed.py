@@ -8,6 +8,7 @@ from forktool.app import App, format_option, notice, pass_app, user_path
 from forktool.engine.apply.arms import load_arm_results
 from forktool.engine.retirement.absorbed import absorbed, fetch_missing
 from forktool.engine.retirement.releases import index_history
+from forktool.engine.revisions import Upstream, resolve
 from forktool.report import retirement
 
 
@@ -65,16 +66,18 @@ def command(
     probe = None
     if probe_file is not None:
         probe = load_arm_results(probe_file, "--probe-results")
+    reached = None
     if fetch:
         reached = fetch_missing(fork, git, tag)
         for line in reached.notices:
             notice(line)
         for what in reached.fetched:
             app.output.detail(f"fetched {what} from {reached.source}")
+    revision = resolve(git, tag, upstream=Upstream.of(fork.config, "--fetch", fetched=reached))
     if commit_graph:
         with app.lock(git):
             index_history(git)
     with app.output.progress(len(fork.patches), f"judging against {tag}") as tick:
-        result = absorbed(fork, git, tag, probe=probe, progress=tick)
+        result = absorbed(fork, git, revision, probe=probe, progress=tick)
     app.emit(result, fmt, retirement.render_absorbed)
     return 1 if result.harmful else 0

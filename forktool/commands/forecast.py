@@ -3,7 +3,8 @@ from __future__ import annotations
 import click
 
 from forktool.app import App, format_option, notice, pass_app
-from forktool.engine.upstream.forecast import choose_targets, fetch_targets, forecast
+from forktool.engine.upstream.forecast import forecast
+from forktool.engine.upstream.targets import choose_targets, fetch_targets
 from forktool.report import forecast as tracking
 
 
@@ -67,11 +68,12 @@ def command(
     fork = app.fork()
     git = app.git()
     wanted = _tag_list(tags)
+    reached = None
     if fetch:
         reached = fetch_targets(fork.config, git, branch=branch == fork.config.upstream_branch)
         for line in reached.notices:
             notice(line)
-    targets = choose_targets(fork.config, git, wanted, branch)
+    targets = choose_targets(fork.config, git, wanted, branch, reached)
     with app.output.progress(len(targets), "forecasting") as tick:
         result = forecast(fork, git, targets, fetched=fetch, progress=tick, keep_going=keep_going)
     app.emit(

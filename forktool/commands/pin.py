@@ -7,8 +7,10 @@ from pathlib import Path
 import click
 
 from forktool.app import App, format_option, notice, pass_app, user_path
-from forktool.engine.release.pin_bump import plan_bump
+from forktool.engine.release.pin_bump import BumpResult, plan_bump
 from forktool.engine.release.pin_sites import read_pins, verify_pin_sites
+from forktool.engine.revisions import Upstream, resolve, resolve_tag
+from forktool.git import Git
 from forktool.report import pin as report
 
 
@@ -91,22 +93,31 @@ def bump(app: App, tag: str, fetch: bool, dry_run: bool, fmt: str) -> int:
       forktool pin bump v1.2.0 --fetch
     """
     git = app.git()
-    warn = app.output.warn
     if dry_run and not fetch:
-        result = plan_bump(app.config(), git, tag, fetch=False, dry_run=True, warn=warn)
+        result = _bump(app, git, tag, fetch=False, dry_run=True)
     else:
         with app.lock(git):  # the config is read under the lock
-            result = plan_bump(app.config(), git, tag, fetch=fetch, dry_run=dry_run, warn=warn)
+            result = _bump(app, git, tag, fetch=fetch, dry_run=dry_run)
     for line in result.notices:
         notice(line)
     app.emit(result, fmt, report.render_bump)
     return 0
 
 
+def _bump(app: App, git: Git, tag: str, *, fetch: bool, dry_run: bool) -> BumpResult:
+    config = app.config()
+    upstream = Upstream.of(config, "--fetch", fetch=fetch)
+    revision, fetched = resolve_tag(git, tag, upstream=upstream, pinning=True)
+    return plan_bump(config, git, revision, dry_run=dry_run, fetched=fetched, warn=app.output.warn)
+
+
 @command.command("import-tarball")
 @click.argument("files", nargs=-1, required=True, type=user_path(dir_okay=False))
 @click.option(
-    "--tag", default=None, help="The release tag the tarball was made from (default: pin.tag)."
+    "--tag",
+    default=None,
+    metavar="TAG",
+    help="The release tag the tarball was made from (default: pin.tag).",
 )
 @format_option()
 @pass_app
@@ -131,6 +142,8 @@ def import_tarball(app: App, files: tuple[Path, ...], tag: str | None, fmt: str)
 
     git = app.git()
     with app.lock(git):  # the config is read under the lock
-        result = import_tarballs(app.config(), git, files, tag)
+        config = app.config()
+        revision = resolve(git, tag or config.pin_tag, upstream=Upstream.of(config))
+        result = import_tarballs(config, git, files, revision)
     app.emit(result, fmt, report.render_import)
     return 0

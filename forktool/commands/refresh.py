@@ -17,11 +17,17 @@ from forktool.app import (
 from forktool.engine.patches.refresh import refresh_abort, refresh_continue, refresh_onto
 from forktool.engine.release.pin_state import require_tree
 from forktool.engine.release.tarball import import_tarballs
+from forktool.engine.revisions import Upstream, resolve
 from forktool.report import patches as report
 
 
 @click.command("refresh")
-@click.option("--onto", "onto", metavar="TAG", help="The tag to regenerate the series against.")
+@click.option(
+    "--onto",
+    "onto",
+    metavar="TAG",
+    help="The upstream tag to regenerate the series against (a tag: not a branch or commit).",
+)
 @click.option(
     "--worktree",
     type=user_path(file_okay=False),
@@ -85,12 +91,13 @@ def command(
             result = refresh_continue(fork, git, pin_commit=pin_commit, drop_files=drop_files)
         else:
             assert onto is not None
-            tree = None
+            revision = resolve(git, onto, upstream=Upstream.of(fork.config))
+            name, commit = revision.name, str(revision.commit)
             if tarballs:  # the pin does not change: nothing is recorded
-                tree = import_tarballs(fork.config, git, tarballs, onto, record=False).commit
-            name = f"{onto}+tarball" if tree else onto
+                name = f"{onto}+tarball"
+                commit = import_tarballs(fork.config, git, tarballs, revision, record=False).commit
             result = refresh_onto(
-                fork, git, name, pin_commit=pin_commit, worktree=worktree, onto_commit=tree
+                fork, git, name, pin_commit=pin_commit, worktree=worktree, onto_commit=commit
             )
     app.emit(result, fmt, report.render_refresh)
     return 0 if result.ok else 1

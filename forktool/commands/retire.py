@@ -7,6 +7,7 @@ import click
 from forktool.app import App, format_option, pass_app
 from forktool.engine.retirement.absorbed import absorbed
 from forktool.engine.retirement.retire import record_date, retire, undo
+from forktool.engine.revisions import Upstream, resolve
 from forktool.report import retirement
 
 
@@ -77,7 +78,8 @@ def command(
             app.emit(restored, fmt, retirement.render_undo)
             return 0
         assert tag is not None
-        report = absorbed(fork, git, tag)
+        revision = resolve(git, tag, upstream=Upstream.of(fork.config))
+        report = absorbed(fork, git, revision)
         result = retire(
             fork,
             git,

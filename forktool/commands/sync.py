@@ -20,9 +20,9 @@ from forktool.engine.release.sync import (
     continue_sync,
     next_tarball,
     plan_sync,
-    resolve_tag,
     start_sync,
 )
+from forktool.engine.revisions import Upstream, resolve
 from forktool.errors import Interrupted
 from forktool.report import sync as report
 
@@ -89,12 +89,13 @@ def command(
     git = app.git()
     if dry_run:
         assert tag is not None
-        commit = resolve_tag(app.config(), git, tag, fetch=fetch, notice=notice)
+        upstream = Upstream.of(app.config(), "--no-fetch", fetch=fetch, notice=notice)
+        revision = resolve(git, tag, upstream=upstream, pinning=True)
         tree = None
         if tarballs:
             with app.lock(git):
-                tree = next_tarball(app.config(), git, tag, tarballs)
-        result = plan_sync(app.fork(), git, tag, commit, tree)
+                tree = next_tarball(app.config(), git, revision, tarballs)
+        result = plan_sync(app.fork(), git, revision, tree)
     else:
         with app.lock(git), app.output.steps(5, "sync") as tick:
             if abort:

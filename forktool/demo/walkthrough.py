@@ -455,7 +455,8 @@ def step_forecast(demo: Demo) -> None:
     )
     demo.run(["forecast"])
     page = demo.root / "forecast.html"
-    from forktool.engine.upstream.forecast import choose_targets, forecast
+    from forktool.engine.upstream.forecast import forecast
+    from forktool.engine.upstream.targets import choose_targets
     from forktool.fork import load_fork
     from forktool.report.forecast import forecast_html
 

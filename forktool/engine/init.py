@@ -16,6 +16,7 @@ from forktool.config import (
 from forktool.engine.patches.canonical import loose_patch
 from forktool.engine.patches.map_suggest import Suggestion, UpstreamLine, build_suggestions
 from forktool.engine.retirement.releases import pattern_for_tag
+from forktool.engine.revisions import Upstream, resolve
 from forktool.engine.upstream.fetch import upstream_default_branch
 from forktool.errors import FatalError, InputError, command_line
 from forktool.fork import NOTES_DIR, NOTES_README, Patch
@@ -288,7 +289,7 @@ def scaffold(
             f"refusing to overwrite existing {', '.join(existing)}",
             "forktool init only creates files; move them aside or edit them by hand",
         )
-    commit = git.require_tag_commit(tag)
+    commit = resolve(git, tag, upstream=Upstream(remote)).commit
     fresh = FORK_MD.format(tag=tag, remote_hint=url or f"the '{remote}' remote") + empty_section()
     record = _record_text(root / "FORK.md", "FORK.md", fresh)
     suggestions: tuple[Suggestion, ...] = ()

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from forktool.errors import FatalError
 from forktool.git.runner import Runner
+from forktool.model.revision import HEX40, is_hex40, short
 
-HEX40 = re.compile(r"^[0-9a-f]{40}$")
-
-
-def is_hex40(text: str) -> bool:
-    return bool(HEX40.match(text))
-
-
-def short(oid: str | None) -> str:
-    """A commit id as messages and tables show it: its first 12 hex digits ('-' for none)."""
-    return oid[:12] if oid else "-"
+__all__ = ["HEX40", "Objects", "is_hex40", "short"]
 
 
 class Objects(Runner):

@@ -8,6 +8,9 @@ from collections.abc import Mapping
 from forktool.errors import FatalError
 from forktool.faults import faultpoint
 from forktool.git.objects import Objects
+from forktool.model.revision import CommitId
+
+NOT_A_TAG_HINT = "name a tag (git tag --list); to judge another commit, tag it first"
 
 # What makes a name a revision expression rather than a ref (git check-ref-format
 # refuses these in ref names): v1.3.0~2, v1^{tree}, v1:path, v1@{1}, a..b, globs.
@@ -23,7 +26,7 @@ def is_revision_expression(name: str) -> bool:
 
 
 class Refs(Objects):
-    def head(self) -> str | None:
+    def head(self) -> CommitId | None:
         return self.find_commit("HEAD")
 
     def remotes(self) -> list[str]:
@@ -55,8 +58,9 @@ class Refs(Objects):
         )
         return (res.out.strip() or None) if res.ok else None
 
-    def find_commit(self, rev: str, kind: str = "commit") -> str | None:
-        """The object ``rev`` names, peeled to ``kind``, or None if there is none."""
+    def find_object(self, rev: str, kind: str = "object") -> str | None:
+        """The object ``rev`` names, peeled to ``kind`` (``""``: through every tag), or
+        None if there is none."""
         if rev.startswith("-") or "\0" in rev:
             return None
         res = self.run(
@@ -66,13 +70,15 @@ class Refs(Objects):
         )
         return res.out.strip() if res.ok else None
 
-    def require_commit(self, rev: str, *, what: str = "revision") -> str:
+    def find_commit(self, rev: str) -> CommitId | None:
+        """The commit ``rev`` names (peeled through tags), or None if there is none."""
+        oid = self.find_object(rev, "commit")
+        return CommitId(oid) if oid is not None else None
+
+    def require_commit(self, rev: str, *, what: str = "revision") -> CommitId:
         oid = self.find_commit(rev)
         if oid is None:
-            found = self.find_commit(rev, kind="object")
-            if found is not None:
-                kind = self.object_types([found]).get(found) or "object"
-                raise FatalError(f"{what} '{rev}' is a {kind}, not a commit")
+            self._refuse_non_commit(rev, what)
             self.require_objects()
             raise FatalError(
                 f"unknown {what} '{rev}'",
@@ -80,29 +86,45 @@ class Refs(Objects):
             )
         return oid
 
-    def find_tag_commit(self, tag: str) -> str | None:
-        """The commit an existing tag peels to, or None if there is no such tag (a
-        revision expression such as ``v1.3.0~2`` names no tag)."""
+    def _refuse_non_commit(self, rev: str, what: str) -> None:
+        """Refuse ``rev`` when it names an object that is no commit (a tree, a blob)."""
+        found = self.find_object(rev)
+        if found is not None:
+            kind = self.object_types([found]).get(found) or "object"
+            raise FatalError(f"{what} '{rev}' is a {kind}, not a commit")
+
+    def find_tag_commit(self, tag: str) -> CommitId | None:
+        """The commit an existing tag peels to (through any chain of annotated tags), or
+        None if there is no such tag (a revision expression such as ``v1.3.0~2`` names
+        no tag)."""
         if is_revision_expression(tag):
             return None
-        if not self.find_commit(f"refs/tags/{tag}", kind="object"):
+        if not self.find_object(f"refs/tags/{tag}"):
             return None
         return self.find_commit(f"refs/tags/{tag}")
 
-    def require_tag_commit(self, tag: str) -> str:
+    def require_tag_commit(self, tag: str, *, hint: str) -> CommitId:
+        """The commit ``tag`` peels to, or the one refusal of a TAG that names no tag
+        (``hint``: how this command would bring it in)."""
+        oid = self.find_tag_commit(tag)
+        if oid is not None:
+            return oid
         if is_revision_expression(tag):
             raise FatalError(
                 f"'{tag}' is a revision expression, not a tag: a tag (refs/tags/...) is needed",
-                "name a tag (git tag --list); to judge another commit, tag it first",
+                NOT_A_TAG_HINT,
             )
-        oid = self.find_tag_commit(tag)
-        if oid is None:
-            self.require_objects()
+        target = self.find_object(f"refs/tags/{tag}", "")  # peeled to a non-tag
+        if target is not None:
+            kind = self.object_types([target]).get(target) or "object"
+            raise FatalError(f"tag '{tag}' names a {kind}, not a commit", NOT_A_TAG_HINT)
+        if self.find_commit(tag) is not None:
             raise FatalError(
-                f"unknown tag '{tag}'",
-                "fetch upstream tags (git fetch <upstream-remote> --tags) or pass --fetch",
+                f"'{tag}' names a commit but no tag: a tag (refs/tags/...) is needed",
+                NOT_A_TAG_HINT,
             )
-        return oid
+        self.require_objects()
+        raise FatalError(f"unknown tag '{tag}'", hint)
 
     def list_tags(self, pattern: str | None = None) -> list[str]:
         args = ["tag", "--list"]
@@ -110,7 +132,7 @@ class Refs(Objects):
             args.append(pattern)
         return [t for t in self.out(args, purpose="list tags").splitlines() if t]
 
-    def tag_commits(self, pattern: str | None = None) -> dict[str, str]:
+    def tag_commits(self, pattern: str | None = None) -> dict[str, CommitId]:
         """Every tag (matching ``pattern``) mapped to the commit it peels to, in two calls.
 
         ``%(*objectname)`` peels one level only: a tag of a tag (of a tag...) is peeled
@@ -122,22 +144,22 @@ class Refs(Objects):
         if pattern and not any(c in pattern for c in "*?["):
             args[-1] = f"refs/tags/{pattern}"
         out = self.run(args, purpose="list tags").out
-        peeled_to: dict[str, str | None] = {}
+        peeled_to: dict[str, CommitId | None] = {}
         for line in out.splitlines():
             name, oid, peeled, otype, ptype = line.split("\0")
             if otype == "commit":
-                peeled_to[name] = oid
+                peeled_to[name] = CommitId(oid)
             elif ptype == "commit":
-                peeled_to[name] = peeled
+                peeled_to[name] = CommitId(peeled)
             elif ptype == "tag":
                 peeled_to[name] = None  # a tag of a tag: peeled below
         nested = [f"refs/tags/{name}^{{commit}}" for name, oid in peeled_to.items() if oid is None]
         found = self.resolve_names(nested)
-        result: dict[str, str] = {}
+        result: dict[str, CommitId] = {}
         for name, known in peeled_to.items():
             hit = found.get(f"refs/tags/{name}^{{commit}}") if known is None else (known, "commit")
             if hit is not None and hit[1] == "commit":
-                result[name] = hit[0]
+                result[name] = CommitId(hit[0])
         return result
 
     def check_ref_format(self, ref: str) -> bool:
@@ -175,7 +197,7 @@ class Refs(Objects):
             env=identity,
         )
 
-    def branch_commit(self, name: str) -> str | None:
+    def branch_commit(self, name: str) -> CommitId | None:
         return self.find_commit(f"refs/heads/{name}")
 
     def delete_branch(self, name: str) -> None:

@@ -14,7 +14,8 @@ from forktool.report.retirement import VERDICT_STYLE
 from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # types for annotations only: resolve must not import forecast's engine
-    from forktool.engine.upstream.forecast import Cell, FirstBreak, ForecastResult, TargetSummary
+    from forktool.engine.upstream.first_break import FirstBreak
+    from forktool.engine.upstream.forecast import Cell, ForecastResult, TargetSummary
 
 # One colour per apply state (verdicts keep absorbed's colours).
 APPLY_STYLE = {
@@ -77,7 +78,7 @@ def render_forecast(out: Output, result: ForecastResult) -> None:
     if not result.targets:
         out.result(f"nothing to forecast: no release newer than {result.pin}", markup=False)
         return
-    table = new_table("patch", *(target.ref for target in result.targets))
+    table = new_table("patch", *(target.name for target in result.targets))
     for row in result.patches:
         table.add_row(row.patch, *(_cell_text(c) for c in row.cells))
     out.print(table)
@@ -105,7 +106,7 @@ def forecast_markdown(result: ForecastResult) -> str:
         return "\n".join([*lines, f"No release newer than {md_text(result.pin)}.", ""])
     for summary in result.summaries():
         lines.append(f"- {md_text(summary_line(summary))}")
-    lines += ["", "| patch | " + " | ".join(md_text(t.ref) for t in result.targets) + " |"]
+    lines += ["", "| patch | " + " | ".join(md_text(t.name) for t in result.targets) + " |"]
     lines.append("|---" * (len(result.targets) + 1) + "|")
     for row in result.patches:
         cells = []
@@ -192,7 +193,7 @@ def forecast_html(result: ForecastResult) -> str:
         parts.append("</ul>")
         parts.append('<table id="matrix"><thead><tr><th>patch</th>')
         parts += [
-            f"<th>{esc(t.ref)}<br><small>{esc(short(t.commit))}</small></th>"
+            f"<th>{esc(t.name)}<br><small>{esc(short(t.commit))}</small></th>"
             for t in result.targets
         ]
         parts.append("</tr></thead><tbody>")

@@ -33,7 +33,7 @@ def render_poll(out: Output, result: PollResult) -> None:
     if not result.newer:
         out.result(styled(f"nothing new: no release newer than {result.pin}", style="green"))
         return
-    out.print("newer  : " + ", ".join(r.tag for r in result.newer))
+    out.print("newer  : " + ", ".join(r.name for r in result.newer))
     assert result.plan is not None
     out.print(styled(f"plan for {result.plan.tag}:", style="bold"))
     render_plan_body(out, result.plan)

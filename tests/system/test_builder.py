@@ -200,7 +200,7 @@ def test_move_tag_points_the_tag_elsewhere(builder: RepoBuilder) -> None:
     second = builder.commit("two", {"a": "2"})
     builder.tag("v1", first)
     assert builder.move_tag("v1", second) == second
-    assert Git(builder.path).require_tag_commit("v1") == second
+    assert Git(builder.path).find_tag_commit("v1") == second
     assert git(builder.path, "cat-file", "-t", "refs/tags/v1") == "tag"
 
 

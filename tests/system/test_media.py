@@ -27,7 +27,9 @@ from forktool.console import DataConsole
 from forktool.engine.patches.refresh import RefreshEntry
 from forktool.engine.release.check import CheckResult, GateResult
 from forktool.engine.release.sync_state import PinChange, Retired, SyncReport
-from forktool.engine.upstream.forecast import Cell, FirstBreak, ForecastResult, PatchRow, Target
+from forktool.engine.upstream.first_break import FirstBreak
+from forktool.engine.upstream.forecast import Cell, ForecastResult, PatchRow
+from forktool.engine.upstream.targets import Target
 from forktool.errors import Finding
 from forktool.escape import (
     github_data,
@@ -40,6 +42,7 @@ from forktool.escape import (
     xml_text,
 )
 from forktool.model.record import BEGIN, END, RecordEntry, parse_record, with_section
+from forktool.model.revision import CommitId
 from forktool.output import Output
 from forktool.report.check import (
     render_check_markdown,
@@ -207,7 +210,7 @@ def _forecast(text: str) -> ForecastResult:
     return ForecastResult(
         text,
         SHA,
-        (Target("v2", SHA),),
+        (Target("v2", CommitId(SHA)),),
         (PatchRow(text, cells[:1]), PatchRow(text + "2", cells[1:])),
     )
 

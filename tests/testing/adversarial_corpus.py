@@ -992,7 +992,7 @@ CASES: list[Case] = [
         nothing,
         ("refresh", "--onto", "v1.3.0 && touch pwned"),
         2,
-        "unknown tag or commit 'v1.3.0 && touch pwned'",
+        "unknown tag 'v1.3.0 && touch pwned'",
         "an unknown tag is an error",
     ),
     # issue 12: inputs that made a run lie, crash or write outside the fork

@@ -375,13 +375,13 @@ def plan_refresh(
     onto: str,
     series: Series,
     *,
-    onto_commit: str | None = None,
+    onto_commit: str,
     carried: Sequence[tuple[str, str, str]] = (),
 ) -> list[RefreshEntry]:
-    """What a refresh of ``series.patches`` onto ``onto`` (``onto_commit`` when given: a
-    release tarball import) would find; nothing is written. ``carried`` files (mode,
-    blob, path) are added to ``onto``'s tree first, in the temporary index only."""
-    onto_commit = onto_commit or _onto_commit(git, onto)
+    """What a refresh of ``series.patches`` onto ``onto`` (named so; ``onto_commit``, as
+    resolved at the command, or a release tarball import) would find; nothing is
+    written. ``carried`` files (mode, blob, path) are added to ``onto``'s tree first, in
+    the temporary index only."""
     with git.temp_index() as index:
         if carried:
             index.read_tree(f"{onto_commit}^{{tree}}")
@@ -415,10 +415,6 @@ def _unwritten(entries: Sequence[RefreshEntry]) -> list[RefreshEntry]:
         else e
         for e in entries
     ]
-
-
-def _onto_commit(git: Git, onto: str) -> str:
-    return git.find_tag_commit(onto) or git.require_commit(onto, what="tag or commit")
 
 
 def _review(index: TempIndex, fork: Fork, pin_commit: str, onto: str, tip: str) -> str:
@@ -477,10 +473,10 @@ def refresh_onto(
     *,
     pin_commit: str,
     worktree: Path | None = None,
-    onto_commit: str | None = None,
+    onto_commit: str,
 ) -> RefreshResult:
-    """Regenerate the series against ``onto`` (named so; ``onto_commit`` when given, e.g.
-    a release tarball import); write only when every patch succeeds."""
+    """Regenerate the series against ``onto`` (named so; ``onto_commit``, as resolved at
+    the command, or a release tarball import); write only when every patch succeeds."""
     state = load_state(git)
     if state is not None and state.finished:
         _close(git, Path(state.worktree))  # written already; only its worktree was left
@@ -496,7 +492,6 @@ def refresh_onto(
         )
     if worktree is not None and worktree.exists() and any(worktree.iterdir()):
         raise FatalError(f"--worktree {worktree} exists and is not empty", "pick a new directory")
-    onto_commit = onto_commit or _onto_commit(git, onto)
     stamp = fingerprint(fork)
     pin = fork.config.pin_tag
     series = Series.of(fork, pin_commit)

@@ -264,7 +264,7 @@ def _newest(config: Config, git: Git, tag_commit: str, head: str) -> NewestRelea
     releases = fork_releases(git, config)
     if not releases:
         return None
-    tag, commit = releases[-1].tag, releases[-1].commit
+    tag, commit = releases[-1].name, releases[-1].commit
     base = tag_commit if config.layout == "overlay" else head
     return NewestRelease(tag, commit, git.count_commits(commit, base))
 

@@ -13,45 +13,20 @@ import yaml
 
 from forktool.config import Config, parse_config
 from forktool.engine.release.tarball import with_import_commit
-from forktool.engine.upstream.fetch import fetch_upstream
+from forktool.engine.upstream.fetch import Fetched
 from forktool.errors import FatalError, Finding, InputError, command_line
 from forktool.fsutil import write_files, write_refusal
 from forktool.git import Git
+from forktool.model.revision import Revision
 
 if TYPE_CHECKING:
     from forktool.engine.retirement.retire import LostFix
 from forktool.engine.release.pin_sites import (
-    _UNSAFE_TAG_CHARS,
     SiteReading,
     _site_findings,
     find_spans,
     read_sites,
 )
-
-
-def validate_tag_name(git: Git, tag: str) -> None:
-    """Refuse (exit 2) a tag name git would refuse, or one unsafe to paste into files."""
-    problem: str | None = None
-    if not tag:
-        problem = "is empty"
-    elif tag.startswith("-"):
-        problem = "starts with '-'"
-    elif any(ch.isspace() for ch in tag):
-        problem = "contains whitespace"
-    elif any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in tag):
-        problem = "contains a control character"
-    elif bad := sorted(set(tag) & _UNSAFE_TAG_CHARS):
-        problem = "contains " + " ".join(repr(ch) for ch in bad)
-    elif not tag.isascii():
-        problem = "contains non-ASCII characters"
-    elif not git.check_ref_format(f"refs/tags/{tag}"):
-        problem = "is not a valid git tag name (git check-ref-format)"
-    if problem is not None:
-        raise FatalError(
-            f"tag name {tag!r} {problem}",
-            "a pinned tag is written into Dockerfiles, workflows and scripts: use a plain "
-            "release tag such as v1.2.0",
-        )
 
 
 @dataclass(frozen=True)
@@ -309,91 +284,100 @@ def _new_import(
 def plan_bump(
     config: Config,
     git: Git,
-    tag: str,
+    revision: Revision,
     *,
-    fetch: bool,
     dry_run: bool,
+    fetched: Fetched | None = None,
     warn: Callable[[str], None] | None = None,
     tree: str | None = None,
 ) -> BumpResult:
-    """Compute (and unless ``dry_run``, write) a bump of every pin to ``tag``.
+    """Compute (and unless ``dry_run``, write) a bump of every pin to ``revision`` (a
+    tag resolved at the command; ``fetched``: what reaching upstream for it did).
 
-    ``tree`` is ``tag``'s release tarball import (``pin.import_commit``); a fork that
+    ``tree`` is the tag's release tarball import (``pin.import_commit``); a fork that
     pins a tarball and moves to another tag without one drops its import commit (told
     to ``warn``): the old tarball is not on the new tag.
 
     Reads forktool.yaml afresh (the caller holds the fork lock), refuses with exit 2
-    when TAG is unknown or any site does not match exactly once; writes all files or
-    none. A retired fix that ``tag`` does not contain (a pin moved back below it) is
-    told to ``warn`` before anything is written; ``check`` then fails until the patch
-    is restored or the pin moves on.
+    when any site does not match exactly once; writes all files or none. A retired fix
+    that the tag does not contain (a pin moved back below it) is told to ``warn``
+    before anything is written; ``check`` then fails until the patch is restored or
+    the pin moves on.
     """
-    validate_tag_name(git, tag)
     config_text = config.path.read_bytes().decode("utf-8")
     config = parse_config(config_text, config.path)
-    sites = read_sites(config)
-    fetched = False
-    notices: tuple[str, ...] = ()
-    if fetch:
-        reached = fetch_upstream(config, git, tags=[tag], offline="drop --fetch")
-        fetched, notices = reached.reached, reached.notices
-    commit = git.find_tag_commit(tag)
-    if commit is None:
-        raise FatalError(
-            f"unknown tag '{tag}'",
-            f"fetch it: {command_line('forktool', 'pin', 'bump', tag, '--fetch')} (or "
-            f"{command_line('git', 'fetch', config.upstream_remote, 'tag', tag)})",
-        )
+    tag, commit = revision.name, revision.commit
     name = _Names(config)
-    edits, texts = _bump_edits(config, sites, tag, commit, config_text, name)
+    edits, texts = _bump_edits(config, read_sites(config), tag, commit, config_text, name)
     new_texts = {
         file: _apply_edits(texts[file], file_edits, file) for file, file_edits in edits.items()
     }
     new_import = _new_import(config, git, tag, commit, tree, warn)
     if new_import != config.pin_import:
-        cfg = name(config.rel(config.path))
-        new_texts[cfg] = with_import_commit(new_texts[cfg], new_import)
-        line = config.lines.get("pin.import_commit", config.lines["pin.commit"] + 1)
-        old = config.pin_import or ""
-        edits[cfg].append(Edit(cfg, line, "pin.import_commit", old, new_import or "", 0, 0))
+        _edit_import(config, name, new_import, edits, new_texts)
     _verify_rewrite(config, new_texts, tag, commit, name, new_import)
     changed = {file: text for file, text in new_texts.items() if text != texts[file]}
-    diff = "".join(pin_edit_diff(file, texts[file], changed[file]) for file in changed)
     contents = {config.file(file): text.encode("utf-8") for file, text in changed.items()}
-    real_edits = tuple(e for file_edits in edits.values() for e in file_edits if e.old != e.new)
     head = git.head()
-    contains = git.is_ancestor(commit, head) if head is not None else None
     lost = _lost_fixes(config, git, commit)
-    if warn is not None:
-        for fix in lost:
-            warn(
-                f"{fix.describe(tag)}; restore it "
-                f"({command_line('forktool', 'retire', '--undo', fix.patch)}) "
-                "or pin a tag that contains it"
-            )
+    _warn_lost(lost, tag, warn)
     result = BumpResult(
         tag=tag,
         commit=commit,
         previous_tag=config.pin_tag,
         previous_commit=config.pin_commit,
         dry_run=dry_run,
-        edits=real_edits,
-        diff=diff,
+        edits=tuple(e for file_edits in edits.values() for e in file_edits if e.old != e.new),
+        diff="".join(pin_edit_diff(file, texts[file], changed[file]) for file in changed),
         written=() if dry_run else tuple(changed),
-        fetched=fetched,
-        notices=notices,
-        head_contains_tag=contains if config.layout == "merged" else None,
+        fetched=fetched.reached if fetched is not None else False,
+        notices=fetched.notices if fetched is not None else (),
+        head_contains_tag=(
+            (git.is_ancestor(commit, head) if head is not None else None)
+            if config.layout == "merged"
+            else None
+        ),
         contents=contents,
         lost_fixes=tuple(lost),
     )
     if not dry_run and contents:
-        try:
-            write_files(contents)
-        except OSError as exc:
-            refused = write_refusal(exc, "the bump")
-            raise FatalError(
-                f"could not write the bump ({exc.strerror or exc}: {exc.filename}); "
-                "every file was restored, nothing changed",
-                refused.hint if refused else None,
-            ) from exc
+        _write_bump(contents)
     return result
+
+
+def _edit_import(
+    config: Config,
+    name: _Names,
+    new_import: str | None,
+    edits: dict[str, list[Edit]],
+    new_texts: dict[str, str],
+) -> None:
+    """Set (or drop) ``pin.import_commit`` in the new config text, and say so."""
+    cfg = name(config.rel(config.path))
+    new_texts[cfg] = with_import_commit(new_texts[cfg], new_import)
+    line = config.lines.get("pin.import_commit", config.lines["pin.commit"] + 1)
+    old = config.pin_import or ""
+    edits[cfg].append(Edit(cfg, line, "pin.import_commit", old, new_import or "", 0, 0))
+
+
+def _warn_lost(lost: Sequence[LostFix], tag: str, warn: Callable[[str], None] | None) -> None:
+    if warn is None:
+        return
+    for fix in lost:
+        warn(
+            f"{fix.describe(tag)}; restore it "
+            f"({command_line('forktool', 'retire', '--undo', fix.patch)}) "
+            "or pin a tag that contains it"
+        )
+
+
+def _write_bump(contents: dict[Path, bytes]) -> None:
+    try:
+        write_files(contents)
+    except OSError as exc:
+        refused = write_refusal(exc, "the bump")
+        raise FatalError(
+            f"could not write the bump ({exc.strerror or exc}: {exc.filename}); "
+            "every file was restored, nothing changed",
+            refused.hint if refused else None,
+        ) from exc

@@ -33,6 +33,31 @@ MAX_SITE_BYTES = 1 << 20
 _UNSAFE_TAG_CHARS = set(";&|$`'\"\\<>(){}[]*?!#~^:,=%@")
 
 
+def validate_tag_name(git: Git, tag: str) -> None:
+    """Refuse (exit 2) a tag name git would refuse, or one unsafe to paste into files."""
+    problem: str | None = None
+    if not tag:
+        problem = "is empty"
+    elif tag.startswith("-"):
+        problem = "starts with '-'"
+    elif any(ch.isspace() for ch in tag):
+        problem = "contains whitespace"
+    elif any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in tag):
+        problem = "contains a control character"
+    elif bad := sorted(set(tag) & _UNSAFE_TAG_CHARS):
+        problem = "contains " + " ".join(repr(ch) for ch in bad)
+    elif not tag.isascii():
+        problem = "contains non-ASCII characters"
+    elif not git.check_ref_format(f"refs/tags/{tag}"):
+        problem = "is not a valid git tag name (git check-ref-format)"
+    if problem is not None:
+        raise FatalError(
+            f"tag name {tag!r} {problem}",
+            "a pinned tag is written into Dockerfiles, workflows and scripts: use a plain "
+            "release tag such as v1.2.0",
+        )
+
+
 @dataclass(frozen=True)
 class Match:
     """One match of a site's pattern. ``value`` is None when the tag group took no part."""

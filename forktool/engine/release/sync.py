@@ -32,7 +32,7 @@ from forktool.engine.release.check import (
     run_checks,
     select_checks,
 )
-from forktool.engine.release.pin_bump import plan_bump, validate_tag_name
+from forktool.engine.release.pin_bump import plan_bump
 from forktool.engine.release.pin_state import require_tree
 from forktool.engine.release.sync_state import (
     PinChange,
@@ -49,7 +49,7 @@ from forktool.engine.release.sync_state import (
 from forktool.engine.release.tarball import carried_files, import_tarballs
 from forktool.engine.retirement.absorbed import AbsorbedResult, absorbed
 from forktool.engine.retirement.retire import record_date, retire, witnesses
-from forktool.engine.upstream.fetch import fetch_upstream
+from forktool.engine.revisions import Upstream, resolve
 from forktool.errors import FatalError, Interrupted, command_line, rolled_back
 from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
@@ -57,6 +57,7 @@ from forktool.fsutil import write_files
 from forktool.git import Git
 from forktool.model.ledger import Ledger
 from forktool.model.record import has_markers, parse_record
+from forktool.model.revision import Revision
 
 Progress = Callable[[str], None]  # told the name of each stage as it starts
 
@@ -76,24 +77,6 @@ def default_branch(tag: str) -> str:
     return f"forktool/sync-{tag}"
 
 
-def resolve_tag(
-    config: Config, git: Git, tag: str, *, fetch: bool, notice: Notice | None = None
-) -> str:
-    """The commit ``tag`` peels to, fetched first (by the one rule for reaching upstream)."""
-    validate_tag_name(git, tag)  # TAG becomes the pin: the pin's naming rule, before any fetch
-    if fetch:
-        for line in fetch_upstream(config, git, tags=[tag]).notices:
-            if notice is not None:
-                notice(line)
-    commit = git.find_tag_commit(tag)
-    if commit is None:
-        raise FatalError(
-            f"unknown tag '{tag}'",
-            "fetch it (drop --no-fetch), or check the name (git tag --list)",
-        )
-    return commit
-
-
 def _already_on(entry: RefreshEntry) -> bool:
     return entry.message.startswith("already applied")
 
@@ -110,16 +93,15 @@ def _kept(report: AbsorbedResult, names: set[str]) -> tuple[dict[str, object], .
     return tuple(p.to_json() for p in report.patches if p.patch not in names)
 
 
-def plan_sync(
-    fork: Fork, git: Git, tag: str, tag_commit: str, tree: str | None = None
-) -> SyncReport:
+def plan_sync(fork: Fork, git: Git, revision: Revision, tree: str | None = None) -> SyncReport:
     """What ``sync TAG`` would do: retire, refresh, bump. Nothing is written. ``tree``:
     TAG's release tarball import, the tree the refresh is planned on (a tarball-import
     pin without one is planned on the tag, with a note saying so)."""
-    report = absorbed(fork, git, tag)
+    tag, tag_commit = revision.name, revision.commit
+    report = absorbed(fork, git, revision)
     retiring = {p.patch for p in report.retirable()}
     kept = [p for p in fork.patches if p.name not in retiring]
-    onto = (f"{tag}+tarball", tree) if tree else (tag, None)
+    onto = (f"{tag}+tarball", tree) if tree else (tag, tag_commit)
     carried = carried_files(fork.config, git, tag_commit) if tree is None else ()
     series = Series.of(fork, fork.config.pin_commit, kept)
     refreshed = (
@@ -127,7 +109,7 @@ def plan_sync(
         if kept
         else ()
     )
-    bump = plan_bump(fork.config, git, tag, fetch=False, dry_run=True, tree=tree)
+    bump = plan_bump(fork.config, git, revision, dry_run=True, tree=tree)
     present = {e.patch for e in refreshed if e.status == "conflict" and _already_on(e)}
     conflicts = tuple(
         f"{e.patch}: {e.message}"
@@ -342,7 +324,9 @@ def start_sync(
             f"a sync to {existing.tag} is in progress on {existing.branch} (stopped at {existing.stage})",
             "finish it with 'forktool sync --continue' or drop it with 'forktool sync --abort'",
         )
-    tag_commit = resolve_tag(config, git, tag, fetch=fetch, notice=notice)
+    upstream = Upstream.of(config, "--no-fetch", fetch=fetch, notice=notice)
+    revision = resolve(git, tag, upstream=upstream, pinning=True)
+    tag_commit = revision.commit
     name = branch or default_branch(tag)
     done = _already_synced(config, git, name, tag)
     if done is not None:
@@ -356,7 +340,7 @@ def start_sync(
         raise FatalError(f"the fork is already pinned to {tag}", "nothing to sync")
     identity = commit_identity(git, env)
     _refuse_uncommitted(config, git)
-    tree_commit = next_tarball(config, git, tag, tarballs)
+    tree_commit = next_tarball(config, git, revision, tarballs)
     start = git.require_commit("HEAD")
     toplevel = git.toplevel()
     fork_dir = config.root.resolve().relative_to(toplevel.resolve()).as_posix()
@@ -403,11 +387,14 @@ def start_sync(
         ) from None
 
 
-def next_tarball(config: Config, git: Git, tag: str, tarballs: Sequence[Path]) -> str | None:
-    """``tag``'s release tarball imported (its commit), or None without tarballs; a fork
+def next_tarball(
+    config: Config, git: Git, revision: Revision, tarballs: Sequence[Path]
+) -> str | None:
+    """The tag's release tarball imported (its commit), or None without tarballs; a fork
     that pins a release tarball cannot move to a tag without one (exit 2)."""
+    tag = revision.name
     if tarballs:
-        return import_tarballs(config, git, tarballs, tag).commit
+        return import_tarballs(config, git, tarballs, revision).commit
     if config.pin_import is not None:
         raise FatalError(
             f"the fork pins the release tarball of {config.pin_tag} (pin.import_commit): "
@@ -494,7 +481,7 @@ def _already_synced(config: Config, git: Git, branch: str, tag: str) -> SyncRepo
         )
     return SyncReport(
         tag,
-        git.require_tag_commit(tag),
+        resolve(git, tag, upstream=Upstream.of(config)).commit,
         config.pin_tag,
         branch,
         "done",
@@ -605,7 +592,7 @@ def _stage_title(stage: Stage, tag: str) -> str:
 def _stage_retire(run: _Run, resume: bool) -> bool:
     del resume
     fork = run.fork()
-    report = absorbed(fork, run.wt, run.state.tag)
+    report = absorbed(fork, run.wt, run.state.revision)
     retiring = sorted(p.patch for p in report.retirable())
     retired = tuple(_retired_entry(report, name) for name in retiring)
     if retiring:
@@ -644,7 +631,12 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
             run.main.remove_worktree(resolve_dir, check=False)
             shutil.rmtree(resolve_dir, ignore_errors=True)
         result = refresh_onto(
-            fork, run.wt, onto, pin_commit=pin_commit, worktree=resolve_dir, onto_commit=tree
+            fork,
+            run.wt,
+            onto,
+            pin_commit=pin_commit,
+            worktree=resolve_dir,
+            onto_commit=tree or run.state.tag_commit,
         )
     if not result.ok and not result.in_progress:  # no hand resolution can help
         tag = run.state.tag
@@ -682,7 +674,7 @@ def _stage_refresh(run: _Run, resume: bool) -> bool:
 def _stage_bump(run: _Run, resume: bool) -> bool:
     del resume
     result = plan_bump(
-        run.config(), run.wt, run.state.tag, fetch=False, dry_run=False, tree=run.state.tree_commit
+        run.config(), run.wt, run.state.revision, dry_run=False, tree=run.state.tree_commit
     )
     run.commit(f"sync {run.state.tag}: pin {run.state.tag} at every pin site\n")
     pins = tuple(PinChange(e.file, e.line, e.old, e.new) for e in result.edits)

@@ -14,6 +14,7 @@ from forktool.errors import FatalError
 from forktool.faults import faultpoint
 from forktool.fsutil import write_files
 from forktool.git import Git
+from forktool.model.revision import CommitId, Revision
 from forktool.state import read_state, state_bytes, state_path
 
 Stage = Literal["retire", "refresh", "bump", "merge", "check", "done"]
@@ -137,6 +138,11 @@ class SyncState:
     # The fork's branch merged the pinned tarball import (git-buildpackage's shape): the
     # sync merges TAG's import, not the bare tag. The previous import, else None.
     previous_import: str | None = None
+
+    @property
+    def revision(self) -> Revision:
+        """The tag the sync moves to, as resolved when it began."""
+        return Revision(self.tag, CommitId(self.tag_commit))
 
     @property
     def merge_commit(self) -> str:

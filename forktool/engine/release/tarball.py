@@ -33,6 +33,7 @@ from forktool.errors import FatalError
 from forktool.fsutil import write_files
 from forktool.git import Git
 from forktool.model.paths import check_relative_path
+from forktool.model.revision import Revision
 
 IMPORT_REF_PREFIX = "refs/forktool/imports/"
 IDENTITY = "forktool import-tarball <import-tarball@forktool.invalid>"
@@ -223,16 +224,11 @@ def fast_import_stream(
 
 
 def import_tarballs(
-    config: Config, git: Git, paths: Sequence[Path], tag: str | None = None, *, record: bool = True
+    config: Config, git: Git, paths: Sequence[Path], revision: Revision, *, record: bool = True
 ) -> TarballImport:
-    """Import ``paths`` on ``tag`` (default: the pinned tag) as one commit, and (with
-    ``record``) record it as ``pin.import_commit`` when ``tag`` is the pinned tag."""
-    tag = tag or config.pin_tag
-    tag_commit = git.find_tag_commit(tag)
-    if tag_commit is None:
-        raise FatalError(
-            f"unknown tag '{tag}'", f"fetch it: git fetch {config.upstream_remote} tag {tag}"
-        )
+    """Import ``paths`` on the tag ``revision`` as one commit, and (with ``record``)
+    record it as ``pin.import_commit`` when it is the pinned tag."""
+    tag, tag_commit = revision.name, revision.commit
     if tag == config.pin_tag and tag_commit != config.pin_commit:
         raise FatalError(
             f"pinned tag '{tag}' now peels to {tag_commit}, not the recorded {config.pin_commit}",

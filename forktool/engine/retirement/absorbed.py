@@ -56,6 +56,7 @@ from forktool.fork import Fork, Patch
 from forktool.git import Git, LogEntry, short
 from forktool.model.arm_results import ArmResults, GateVerdict
 from forktool.model.patchfile import PatchFile, touched_paths
+from forktool.model.revision import Revision
 
 Verdict = Literal["retire", "keep", "revisit", "fork-only", "pending"]
 EvidenceKind = Literal[
@@ -650,25 +651,24 @@ def shared_knowledge(fork: Fork, git: Git) -> Shared:
 def absorbed(
     fork: Fork,
     git: Git,
-    tag: str,
+    revision: Revision,
     *,
     probe: ArmResults | None = None,
     progress: Progress | None = None,
-    tag_commit: str | None = None,
     shared: Shared | None = None,
 ) -> AbsorbedResult:
-    """Per patch: is it in ``tag`` by ancestry, its first release, and the other witnesses.
+    """Per patch: is it in ``revision`` by ancestry, its first release, and the other
+    witnesses. ``revision`` is the tag as resolved at the command (or, for ``forecast``,
+    the branch head: any commit, named so).
 
-    ``tag_commit`` judges a commit that is not a tag (``tag`` is then only its name);
     ``shared`` (from :func:`shared_knowledge`) skips what does not depend on the tag
     when one run judges several tags (``forecast``).
 
-    Exit-2 conditions (raised as FatalError, nothing changed): unknown tag, shallow
-    clone, a mapped or pinned commit that is missing or is not a commit, probe results
-    that do not cover the series.
+    Exit-2 conditions (raised as FatalError, nothing changed): shallow clone, a mapped
+    or pinned commit that is missing or is not a commit, probe results that do not
+    cover the series.
     """
-    if tag_commit is None:
-        tag_commit = git.require_tag_commit(tag)
+    tag, tag_commit = revision.name, revision.commit
     if shared is None:
         refuse_shallow(git, fork.config)
         require_commits(fork, git)
@@ -829,15 +829,15 @@ def newest_release_preview(fork: Fork, git: Git) -> ReleasePreview | None:
             mapped = [p for p in fork.patches if p.commits]
             inside = sum(1 for p in mapped if not missing.intersection(p.commits))
             return ReleasePreview(
-                newest.tag,
+                newest.name,
                 newest.commit,
                 None,
                 f"{ahead} commits since the pin, more than status reads "
                 f"({PREVIEW_MAX_COMMITS}); {inside} of {len(mapped)} mapped patches have "
-                f"their commits in {newest.tag}; `forktool absorbed --tag {newest.tag}` "
+                f"their commits in {newest.name}; `forktool absorbed --tag {newest.name}` "
                 "gives the verdicts",
             )
-        report = absorbed(fork, git, newest.tag)
+        report = absorbed(fork, git, newest)
     except FatalError as exc:
-        return ReleasePreview(newest.tag, newest.commit, None, exc.message)
-    return ReleasePreview(newest.tag, newest.commit, tuple(p.patch for p in report.retirable()))
+        return ReleasePreview(newest.name, newest.commit, None, exc.message)
+    return ReleasePreview(newest.name, newest.commit, tuple(p.patch for p in report.retirable()))

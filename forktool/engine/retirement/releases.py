@@ -12,21 +12,16 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
 from packaging.version import Version
 
 from forktool.config import Config
 from forktool.errors import FatalError
 from forktool.git import Git
+from forktool.model.revision import CommitId, Release
 from forktool.model.versions import VersionScheme, scheme_for_pattern, scheme_for_tag
 
-
-@dataclass(frozen=True)
-class Release:
-    tag: str
-    commit: str
-    version: Version
+__all__ = ["Release"]  # a release tag is a revision (forktool.model.revision)
 
 
 def parse_release_version(
@@ -38,7 +33,7 @@ def parse_release_version(
 
 
 def order_releases(
-    tags: Mapping[str, str],
+    tags: Mapping[str, CommitId],
     pattern: str,
     *,
     prereleases: bool = True,
@@ -54,7 +49,7 @@ def order_releases(
         if version is None or (version.is_prerelease and not prereleases):
             continue
         found.append(Release(name, commit, version))
-    return sorted(found, key=lambda r: (r.version, r.tag))
+    return sorted(found, key=lambda r: (r.version, r.name))
 
 
 def release_tags(
@@ -160,7 +155,7 @@ def first_releases(
         for commit in commits:
             common &= sets.get(commit, 0)
         found[key] = (
-            releases[(common & -common).bit_length() - 1].tag if commits and common else None
+            releases[(common & -common).bit_length() - 1].name if commits and common else None
         )
     return found
 

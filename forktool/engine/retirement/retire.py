@@ -310,7 +310,7 @@ def lost_fixes(config: Config, git: Git, pin_commit: str) -> list[LostFix]:
         if (entry := record.last_retirement(name)) is not None
         and not entry.witnesses.startswith(FORCED_OVER_VERDICT)
     ]
-    commits = {c: e.patch for e in entries for c in e.commits if is_hex40(c)}
+    commits: dict[str, str] = {c: e.patch for e in entries for c in e.commits if is_hex40(c)}
     for commit, kind in git.object_types(commits).items():
         if kind != "commit":
             raise FatalError(

@@ -116,20 +116,14 @@ def fetch_upstream(
     with ``unshallow`` the rest of a shallow history and with ``branch`` upstream's
     development branch (into ``refs/remotes/<upstream.remote>/<branch>``), from upstream.
 
-    Raises ``FatalError`` (with a hint) when a wanted tag is neither here nor fetchable,
-    when a tag moved upstream, or when a fetch fails; ``offline`` completes the hint
-    "... or OFFLINE to use what is here" (how the caller's command skips fetching).
+    With no upstream to reach, nothing is fetched and a notice says so (a wanted tag
+    that is not here is the resolver's to refuse: ``forktool.engine.revisions``).
+    Raises ``FatalError`` (with a hint) when a tag moved upstream, or when a fetch
+    fails; ``offline`` completes the hint "... or OFFLINE to use what is here" (how the
+    caller's command skips fetching).
     """
     source = upstream_source(config, git)
-    wanted = list(dict.fromkeys(tags))
     if source is None:
-        for tag in wanted:
-            if git.find_tag_commit(tag) is None:
-                raise FatalError(
-                    f"unknown tag '{tag}', and no upstream to fetch it from "
-                    f"(no remote '{config.upstream_remote}', no upstream.url)",
-                    no_source_hint(config),
-                )
         return Fetched(
             None,
             notices=(
@@ -142,26 +136,44 @@ def fetch_upstream(
     if unshallow and git.is_shallow():
         _fetch(git, source, [], offline, unshallow=True)
         fetched.append("--unshallow")
-    remote: dict[str, str] | None = None
-    if all_tags:
-        remote = _remote_tags(git, source, offline)
-        releases = _release_tags_of(config, remote)
-        wanted = list(dict.fromkeys([*releases, *wanted]))
-    missing_tags = _tags_to_fetch(git, source, wanted, notices, remote)
-    if missing_tags:
-        _fetch(git, source, [f"refs/tags/{t}:refs/tags/{t}" for t in missing_tags], offline)
-    fetched += ["tags"] if all_tags else missing_tags
+    fetched += _fetch_tags(config, git, source, tags, all_tags, notices, offline)
     if branch is not None:
-        try:
-            git.fetch_branch(source, branch, config.upstream_remote)
-        except GitError as exc:
-            raise _branch_fetch_error(source, branch, exc, offline) from exc
+        _fetch_branch(config, git, source, branch, offline)
         fetched.append(branch)
     missing = sorted(c for c, kind in git.object_types(set(commits)).items() if kind is None)
     if missing:
         _fetch(git, source, missing, offline)
         fetched += missing
     return Fetched(source, tuple(fetched), tuple(notices))
+
+
+def _fetch_tags(
+    config: Config,
+    git: Git,
+    source: str,
+    tags: Sequence[str],
+    all_tags: bool,
+    notices: list[str],
+    offline: str,
+) -> list[str]:
+    """Fetch the wanted tags that are not here (with ``all_tags``, upstream's release
+    tags too); what to report as fetched."""
+    wanted = list(dict.fromkeys(tags))
+    remote: dict[str, str] | None = None
+    if all_tags:
+        remote = _remote_tags(git, source, offline)
+        wanted = list(dict.fromkeys([*_release_tags_of(config, remote), *wanted]))
+    missing_tags = _tags_to_fetch(git, source, wanted, notices, remote)
+    if missing_tags:
+        _fetch(git, source, [f"refs/tags/{t}:refs/tags/{t}" for t in missing_tags], offline)
+    return ["tags"] if all_tags else missing_tags
+
+
+def _fetch_branch(config: Config, git: Git, source: str, branch: str, offline: str) -> None:
+    try:
+        git.fetch_branch(source, branch, config.upstream_remote)
+    except GitError as exc:
+        raise _branch_fetch_error(source, branch, exc, offline) from exc
 
 
 def _tags_to_fetch(

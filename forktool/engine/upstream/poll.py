@@ -68,8 +68,8 @@ class PollResult:
             "fetched": self.fetched,
             "source": self.upstream.source,
             "verdict": self.verdict,
-            "newer": [{"tag": r.tag, "commit": r.commit} for r in self.newer],
-            "newest": self.newer[-1].tag if self.newer else None,
+            "newer": [{"tag": r.name, "commit": r.commit} for r in self.newer],
+            "newest": self.newer[-1].name if self.newer else None,
             "plan": self.plan.to_json() if self.plan else None,
             "blockers": list(self.blockers),
             "merged_prs": [m.to_json() for m in self.merged],
@@ -110,18 +110,14 @@ def poll(
             config.pin_tag, reached.reached, (), None, reached, merged=merged, merged_note=note
         )
     newest = newer[-1]
-    plan = plan_sync(fork, git, newest.tag, newest.commit)
-    blockers = sync_blockers(fork, git, newest.tag, plan, env)
+    plan = plan_sync(fork, git, newest)
+    blockers = sync_blockers(fork, git, newest.name, plan, env)
     matrix = None
     if with_forecast:
-        from forktool.engine.upstream.forecast import (  # forecast imports this module
-            Target,
-            forecast,
-        )
+        from forktool.engine.upstream.forecast import forecast
+        from forktool.engine.upstream.targets import Target
 
-        matrix = forecast(
-            fork, git, [Target(r.tag, r.commit) for r in newer], fetched=reached.reached
-        )
+        matrix = forecast(fork, git, [Target.of(r) for r in newer], fetched=reached.reached)
     return PollResult(
         config.pin_tag, reached.reached, newer, plan, reached, blockers, merged, note, matrix
     )

@@ -483,7 +483,7 @@ def test_freeze_without_a_tagger_identity_is_exit_2_with_a_hint(
     assert result.code == 2
     assert result.error_lines[0] == "error: creating the tag fork/v1.1.0 needs a tagger identity"
     assert "user.name" in result.error_lines[1]
-    assert example_fork.git.find_commit("refs/tags/fork/v1.1.0", kind="object") is None
+    assert example_fork.git.find_object("refs/tags/fork/v1.1.0") is None
 
 
 def test_freeze_takes_the_tagger_from_the_repository_config(

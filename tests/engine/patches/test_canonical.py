@@ -606,7 +606,7 @@ def test_refresh_usage_errors(moving: MiniFork) -> None:
     assert both.error_lines[0] == "error: give exactly one of --onto TAG, --continue, --abort"
     unknown = moving.cli("refresh", "--onto", "v9")
     assert unknown.code == 2
-    assert unknown.error_lines[0] == "error: unknown tag or commit 'v9'"
+    assert unknown.error_lines[0] == "error: unknown tag 'v9'"
 
 
 def test_demo_refresh_step_rebases_0002_in_a_scratch_clone(

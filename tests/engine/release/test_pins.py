@@ -412,7 +412,8 @@ def test_bump_of_an_unknown_tag_exits_2_and_changes_nothing(pin_fork: PinFork) -
     assert result.code == 2
     assert result.error_lines == [
         "error: unknown tag 'v9.9.9'",
-        "hint: fetch it: forktool pin bump v9.9.9 --fetch (or git fetch upstream tag v9.9.9)",
+        "hint: fetch it (pass --fetch, or git fetch upstream tag v9.9.9), "
+        "or check the name (git tag --list)",
     ]
     assert snapshot_tree(pin_fork.root) == before
 

@@ -155,7 +155,8 @@ def test_unknown_tag_is_exit_2(example_fork: RepoBuilder) -> None:
     assert result.code == 2
     assert result.error_lines == [
         "error: unknown tag 'v9.9.9'",
-        "hint: fetch upstream tags (git fetch <upstream-remote> --tags) or pass --fetch",
+        "hint: fetch it (pass --fetch, or git fetch upstream tag v9.9.9), "
+        "or check the name (git tag --list)",
     ]
 
 

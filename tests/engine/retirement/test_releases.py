@@ -12,7 +12,7 @@ from forktool.engine.retirement.releases import first_releases, order_releases, 
 
 def _names(tags: list[str], pattern: str = "v*", *, prereleases: bool = True) -> list[str]:
     releases = order_releases({t: "0" * 40 for t in tags}, pattern, prereleases=prereleases)
-    return [r.tag for r in releases]
+    return [r.name for r in releases]
 
 
 def test_rc_sorts_before_final_and_before_the_next_rc() -> None:
@@ -72,7 +72,7 @@ def test_first_release_is_exact_when_containment_is_not_monotonic(builder: RepoB
     builder.tag("v1.2.1")
     later = builder.commit("another\n", {"c": "1\n"})
     releases = release_tags(builder.git, "v*")
-    assert [r.tag for r in releases] == ["v1.2.0", "v1.2.1", "v1.3.0"]
+    assert [r.name for r in releases] == ["v1.2.0", "v1.2.1", "v1.3.0"]
     wanted = {"fix": (fix,), "both": (fix, later), "none": ()}
     expected = {"fix": "v1.2.1", "both": None, "none": None}
     assert first_releases(builder.git, releases, wanted) == expected

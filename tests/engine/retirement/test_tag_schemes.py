@@ -59,7 +59,7 @@ def test_a_tag_that_names_no_version_has_no_scheme(tag: str) -> None:
 
 
 def _names(tags: list[str], pattern: str, scheme: VersionScheme) -> list[str]:
-    return [r.tag for r in order_releases({t: "0" * 40 for t in tags}, pattern, scheme=scheme)]
+    return [r.name for r in order_releases({t: "0" * 40 for t in tags}, pattern, scheme=scheme)]
 
 
 def test_curl_tags_order_by_version_not_by_name() -> None:

@@ -120,9 +120,9 @@ def test_an_unknown_tag_with_nowhere_to_fetch_it_from_says_how_to_add_one(
     result = run_cli("-C", fork.path, "pin", "bump", "v9", "--fetch")
     assert result.code == 2
     assert result.error_lines == [
-        "error: unknown tag 'v9', and no upstream to fetch it from "
-        "(no remote 'upstream', no upstream.url)",
-        "hint: add the remote (git remote add upstream <url>) or set upstream.url in forktool.yaml",
+        "error: unknown tag 'v9'",
+        "hint: there is no upstream to fetch it from (no remote 'upstream', no upstream.url): "
+        "add the remote (git remote add upstream <url>) or set upstream.url in forktool.yaml",
     ]
 
 
@@ -247,7 +247,8 @@ def test_every_command_in_a_hint_is_shell_quoted(
     bump = run_cli("-C", fork.path, "pin", "bump", "v9", "--fetch")
     assert bump.code == 2, bump.err
     assert bump.error_lines[1:] == [
-        "hint: add the remote (git remote add 'up;id>pwned' <url>) "
+        "hint: there is no upstream to fetch it from (no remote 'up;id>pwned', no "
+        "upstream.url): add the remote (git remote add 'up;id>pwned' <url>) "
         "or set upstream.url in forktool.yaml"
     ], bump.err + (fork.path / "forktool.yaml").read_text()
 

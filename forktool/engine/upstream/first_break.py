@@ -1,0 +1,141 @@
+"""The first break: for a patch that applied exactly at the start (the pin, or its branch
+point with the target when the pin is on a release branch) but not on the target, the
+first commit on the target's first-parent line after which it stops applying exactly,
+found by bisection over only the commits touching its files."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from forktool.config import Config
+from forktool.engine.apply.attempt import Attempt, is_exact, try_patch
+from forktool.engine.upstream.cumulative import apply_prefix
+from forktool.engine.upstream.resolve import merged_prs, pattern_prs
+from forktool.engine.upstream.targets import Entry, Target
+from forktool.fork import Patch
+from forktool.git import Git, TempIndex
+from forktool.model.patchfile import touched_paths
+
+
+@dataclass(frozen=True)
+class FirstBreak:
+    commit: str
+    subject: str
+    author: str
+    date: str
+    pr: str | None
+    checks: int  # git apply checks the bisection ran
+    touching: int  # commits touching the patch's files between the start and the target
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "commit": self.commit,
+            "subject": self.subject,
+            "author": self.author,
+            "date": self.date,
+            "pr": self.pr,
+            "checks": self.checks,
+            "touching": self.touching,
+        }
+
+
+class Prober:
+    """Does a patch (after the earlier patches that touch its files) apply exactly on a
+    commit? Each answer is one ``git apply --check --cached`` in a temporary index, and
+    is remembered across targets."""
+
+    def __init__(self, git: Git) -> None:
+        self.git = git
+        self.top = git.toplevel()
+        self.known: dict[tuple[str, str], bool] = {}
+
+    def exact(
+        self,
+        index: TempIndex,
+        commit: str,
+        before: Sequence[Patch],
+        patch: Patch,
+        overlay: Sequence[Entry] = (),
+    ) -> tuple[bool, int]:
+        """(applies exactly, checks run: 0 when remembered)."""
+        key = (commit, patch.name)
+        if key in self.known:
+            return self.known[key], 0
+        ok, _ = apply_prefix(index, commit, before, overlay)
+        attempt = try_patch(index, patch, check=True) if ok else Attempt(ok=False)
+        exact = ok and is_exact(attempt)
+        self.known[key] = exact
+        return exact, 1
+
+
+def _related(patches: Sequence[Patch], patch: Patch) -> list[Patch]:
+    """The earlier patches of ``patches`` that touch a file ``patch`` touches."""
+    mine = set(touched_paths(patch.parsed))
+    before = patches[: patches.index(patch)]
+    return [p for p in before if mine & set(touched_paths(p.parsed))]
+
+
+def find_first_break(
+    git: Git, prober: Prober, start: str, target: Target, remaining: Sequence[Patch], patch: Patch
+) -> tuple[str, int, int] | None:
+    """(commit, checks, commits touching) of the first commit after which ``patch`` stops
+    applying exactly, or None when it did not apply exactly at ``start`` either.
+
+    At most ceil(log2(n)) + 1 checks for n commits touching the files: one at the
+    start, then a bisection (the target itself is known not to apply).
+    """
+    before = _related(remaining, patch)
+    paths = sorted({path for p in (*before, patch) for path in touched_paths(p.parsed)})
+    commits = git.first_parent_touching(target.commit, start, paths, top=prober.top)
+    if not commits:
+        return None
+    with git.temp_index() as index:
+        good_at_start, checks = prober.exact(index, start, before, patch, target.overlay)
+        if not good_at_start:
+            return None
+        good, bad = -1, len(commits) - 1
+        while bad - good > 1:
+            mid = (good + bad) // 2
+            exact, ran = prober.exact(index, commits[mid], before, patch, target.overlay)
+            checks += ran
+            if exact:
+                good = mid
+            else:
+                bad = mid
+    assert checks <= math.ceil(math.log2(len(commits))) + 2
+    return commits[bad], checks, len(commits)
+
+
+def start_point(git: Git, pin_commit: str, target: Target) -> str | None:
+    """Where the first-break search starts: the pin, or its branch point with the target
+    when the pin is on a release branch the target does not contain (the merge-base is
+    the pin itself when the target contains it)."""
+    return git.merge_base(pin_commit, target.commit)
+
+
+def describe_breaks(
+    git: Git, config: Config, found: dict[str, tuple[str, int, int]]
+) -> dict[str, FirstBreak]:
+    """The first-break commits' subjects, authors, dates and PRs: one ``git log``."""
+    commits = sorted({commit for commit, _, _ in found.values()})
+    if not commits:
+        return {}
+    entries = {e.commit: e for e in git.log_entries(commits)}
+    hits = pattern_prs(config, list(entries.values()))
+    described = {}
+    for name, (commit, checks, touching) in found.items():
+        entry = entries[commit]
+        prs = merged_prs(entry, hits)
+        pr = next(iter(prs), None)
+        described[name] = FirstBreak(
+            commit,
+            entry.subject,
+            entry.author,
+            entry.date,
+            f"#{pr}" if pr else None,
+            checks,
+            touching,
+        )
+    return described

@@ -1,0 +1,51 @@
+"""Revisions as values: a commit id, and what the user named resolved to one.
+
+A command resolves each revision the user names once (``forktool.engine.revisions``)
+and passes the :class:`Revision` down; nothing below it looks the name up again.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import NewType, TypeGuard
+
+from packaging.version import Version
+
+CommitId = NewType("CommitId", str)
+"""A full commit id: 40 lower-case hex digits, as git prints it."""
+
+HEX40 = re.compile(r"^[0-9a-f]{40}$")
+
+
+def is_hex40(text: str) -> TypeGuard[CommitId]:
+    return bool(HEX40.match(text))
+
+
+def commit_id(text: str) -> CommitId:
+    """``text`` as a :data:`CommitId` (ValueError when it is not 40 lower-case hex)."""
+    if not is_hex40(text):
+        raise ValueError(f"not a full commit id: {text!r}")
+    return text
+
+
+def short(oid: str | None) -> str:
+    """A commit id as messages and tables show it: its first 12 hex digits ('-' for none)."""
+    return oid[:12] if oid else "-"
+
+
+@dataclass(frozen=True)
+class Revision:
+    """A name resolved to the commit it peels to: a tag, a branch or a commit id as the
+    user wrote it, and the version it reads as when it is a release tag."""
+
+    name: str
+    commit: CommitId
+    version: Version | None = None
+
+
+@dataclass(frozen=True)
+class Release(Revision):
+    """A release tag: a revision whose name reads as a version."""
+
+    version: Version
