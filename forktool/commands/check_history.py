@@ -4,6 +4,7 @@ import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.patches.history_contract import check_history
+from forktool.engine.revisions import resolve
 from forktool.report import patches as report
 
 
@@ -46,7 +47,7 @@ def command(app: App, rev: str, prefixes: tuple[str, ...], gnu_patch: bool | Non
     result = check_history(
         config,
         git,
-        rev,
+        resolve(git, rev, kind="revision"),
         prefixes=[p.rstrip("/") for p in prefixes] or None,
         gnu_patch=gnu_patch,
     )

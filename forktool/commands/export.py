@@ -4,6 +4,7 @@ import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.patches.export import export_series
+from forktool.engine.revisions import resolve
 from forktool.report import patches as report
 
 
@@ -38,6 +39,7 @@ def command(app: App, rev: str, fmt: str) -> int:
     """
     git = app.git()
     with app.lock(git):
-        result = export_series(app.config(), git, rev)  # the config is read under the lock
+        config = app.config()  # read under the lock
+        result = export_series(config, git, resolve(git, rev, kind="revision"))
     app.emit(result, fmt, report.render_export)
     return 0

@@ -38,6 +38,7 @@ from forktool.model.carrier import (
     strip_from_mail,
 )
 from forktool.model.patchfile import ENCODING, ERRORS
+from forktool.model.revision import Revision
 from forktool.model.series import format_lines, parse_series
 from forktool.model.text import decode_lines
 from forktool.model.upstream_map import MapEntry, MapKind, parse_map
@@ -245,9 +246,10 @@ def _refuse(config: Config, rev: str, history: HistoryResult) -> None:
     raise FatalError(f"{first.commit[:12]} {first.subject}: {first.message}{more}", hint)
 
 
-def export_series(config: Config, git: Git, rev: str) -> ExportResult:
-    """Write the commits of ``pin..rev`` as the fork's patches, series and map."""
-    history = check_history(config, git, rev)
+def export_series(config: Config, git: Git, revision: Revision) -> ExportResult:
+    """Write the commits of ``pin..revision`` as the fork's patches, series and map."""
+    rev = revision.name
+    history = check_history(config, git, revision)
     if history.message:
         raise FatalError(history.message, "export needs at least one commit on top of the pin")
     _refuse(config, rev, history)

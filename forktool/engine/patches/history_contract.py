@@ -19,6 +19,7 @@ from forktool.engine.release.pin_state import require_tree
 from forktool.errors import FatalError
 from forktool.git import Git
 from forktool.model.patchfile import TRAILER_KEYS, UPSTREAM_MERGE, parse_upstream_merge
+from forktool.model.revision import Revision
 
 SYMLINK = "120000"
 GITLINK = "160000"
@@ -178,15 +179,15 @@ def _change_violations(
 def check_history(
     config: Config,
     git: Git,
-    rev: str,
+    revision: Revision,
     *,
     prefixes: Sequence[str] | None = None,
     gnu_patch: bool | None = None,
 ) -> HistoryResult:
-    """Check every commit of ``pin..rev`` against the history contract (the pin's tree:
-    the imported release tarball of a tarball-import pin)."""
+    """Check every commit of ``pin..revision`` against the history contract (the pin's
+    tree: the imported release tarball of a tarball-import pin)."""
     name, base = require_tree(config, git)
-    rev_commit = git.require_commit(rev)
+    rev, rev_commit = revision.name, revision.commit
     settings = config.history
     wanted_prefixes = tuple(settings.prefixes if prefixes is None else prefixes)
     strict_patch = settings.gnu_patch if gnu_patch is None else gnu_patch

@@ -336,10 +336,11 @@ def check_format(ctx: CheckContext) -> list[Finding]:
 def check_history_contract(ctx: CheckContext) -> list[Finding]:
     """The commits of ``history.branch`` keep the commit contract (one per patch, trailers)."""
     from forktool.engine.patches.history_contract import check_history
+    from forktool.engine.revisions import resolve
 
     branch = ctx.config.history.branch
     assert branch is not None
-    result = check_history(ctx.config, ctx.git, branch)
+    result = check_history(ctx.config, ctx.git, resolve(ctx.git, branch, kind="revision"))
     findings = [
         Finding("error", f"{v.commit[:12]} {v.subject}: {v.message}", None, None)
         for v in result.violations
