@@ -307,15 +307,7 @@ def plan_bump(
     config_text = config.path.read_bytes().decode("utf-8")
     config = parse_config(config_text, config.path)
     tag, commit = revision.name, revision.commit
-    name = _Names(config)
-    edits, texts = _bump_edits(config, read_sites(config), tag, commit, config_text, name)
-    new_texts = {
-        file: _apply_edits(texts[file], file_edits, file) for file, file_edits in edits.items()
-    }
-    new_import = _new_import(config, git, tag, commit, tree, warn)
-    if new_import != config.pin_import:
-        _edit_import(config, name, new_import, edits, new_texts)
-    _verify_rewrite(config, new_texts, tag, commit, name, new_import)
+    edits, texts, new_texts = _rewrite(config, git, config_text, revision, tree, warn)
     changed = {file: text for file, text in new_texts.items() if text != texts[file]}
     contents = {config.file(file): text.encode("utf-8") for file, text in changed.items()}
     head = git.head()
@@ -343,6 +335,29 @@ def plan_bump(
     if not dry_run and contents:
         _write_bump(contents)
     return result
+
+
+def _rewrite(
+    config: Config,
+    git: Git,
+    config_text: str,
+    revision: Revision,
+    tree: str | None,
+    warn: Callable[[str], None] | None,
+) -> tuple[dict[str, list[Edit]], dict[str, str], dict[str, str]]:
+    """Every edit by file, each file's text now and after the bump; refused (nothing
+    written) when a site or the config cannot hold the new tag."""
+    tag, commit = revision.name, revision.commit
+    name = _Names(config)
+    edits, texts = _bump_edits(config, read_sites(config), tag, commit, config_text, name)
+    new_texts = {
+        file: _apply_edits(texts[file], file_edits, file) for file, file_edits in edits.items()
+    }
+    new_import = _new_import(config, git, tag, commit, tree, warn)
+    if new_import != config.pin_import:
+        _edit_import(config, name, new_import, edits, new_texts)
+    _verify_rewrite(config, new_texts, tag, commit, name, new_import)
+    return edits, texts, new_texts
 
 
 def _edit_import(
