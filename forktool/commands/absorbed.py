@@ -14,7 +14,10 @@ from forktool.report import retirement
 
 @click.command("absorbed")
 @click.option(
-    "--tag", required=True, metavar="TAG", help="The upstream release tag to judge against."
+    "--tag",
+    required=True,
+    metavar="TAG",
+    help="The upstream release tag to judge against (a tag: not a branch, a commit or v1.2~1).",
 )
 @click.option(
     "--fetch",

@@ -14,7 +14,7 @@ from forktool.report import patches as report
     "rev",
     required=True,
     metavar="REV",
-    help="Branch or commit whose commits since the pin become the patches.",
+    help="Any revision (branch, tag or commit) whose commits since the pin become the patches.",
 )
 @format_option()
 @pass_app

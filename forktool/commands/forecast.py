@@ -21,7 +21,8 @@ def _tag_list(value: str | None) -> list[str] | None:
 @click.option(
     "--tags",
     metavar="T1,T2,...",
-    help="The targets, in this order (default: every release tag newer than the pin).",
+    help="The target tags, in this order (default: every release tag newer than the pin); "
+    "tags only: --branch takes any revision.",
 )
 @click.option(
     "--branch",

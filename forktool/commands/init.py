@@ -12,7 +12,11 @@ from forktool.report import init as report_init
 
 @click.command("init")
 @click.option(
-    "--pin", "tag", required=True, metavar="TAG", help="Upstream release tag to pin (must resolve)."
+    "--pin",
+    "tag",
+    required=True,
+    metavar="TAG",
+    help="Upstream release tag to pin (an existing tag: not a branch or commit).",
 )
 @click.option(
     "--upstream-remote",

@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 
 @click.command("verify")
 @click.option(
-    "--base", metavar="REF", default=None, help="Verify onto REF instead of the pinned tag."
+    "--base",
+    metavar="REF",
+    default=None,
+    help="Verify onto REF (any revision: a tag, branch or commit) instead of the pinned tag.",
 )
 @click.option("--allow-offset", is_flag=True, help="Accept hunks that apply only at shifted lines.")
 @click.option(
