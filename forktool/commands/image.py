@@ -131,7 +131,14 @@ def gate(app: App, candidate: str, fmt: str) -> int:
 
 @command.command("promote")
 @click.argument("candidate")
-@click.option("--tag", "tag", required=True, metavar="TAG", help="The release tag to publish.")
+@click.option(
+    "--tag",
+    "tag",
+    required=True,
+    metavar="TAG",
+    help="The image tag to publish on the registry (<repository>:TAG), usually the "
+    "release's name: a registry tag, not a git tag to resolve.",
+)
 @click.option("--latest", is_flag=True, help="Also move :latest to the same digest.")
 @format_option()
 @pass_app
