@@ -10,7 +10,7 @@ from testing.helpers import run_cli, snapshot_tree
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
-from forktool.engine.revisions import Upstream, resolve, resolve_tag, unknown_tag_hint
+from forktool.engine.revisions import Kind, Upstream, resolve, resolve_tag, unknown_tag_hint
 from forktool.engine.upstream.fetch import Fetched
 from forktool.errors import FatalError
 from forktool.model.revision import Revision
@@ -22,9 +22,16 @@ def _history(builder: RepoBuilder) -> tuple[str, str]:
     return first, second
 
 
-def _refusal(git_call: object) -> tuple[str, str | None]:
-    assert isinstance(git_call, FatalError)
-    return git_call.message, git_call.hint
+NOT_A_TAG = "name a tag (git tag --list); to judge another commit, tag it first"
+
+
+def _refusal(
+    builder: RepoBuilder, name: str, kind: Kind = "tag", what: str = "revision"
+) -> tuple[str, str | None]:
+    """(message, hint) of resolve's refusal of ``name``."""
+    with pytest.raises(FatalError) as caught:
+        resolve(builder.git, name, kind=kind, what=what)
+    return caught.value.message, caught.value.hint
 
 
 def test_an_annotated_tag_resolves_to_the_commit_it_peels_to(builder: RepoBuilder) -> None:
@@ -52,9 +59,7 @@ def test_a_nested_annotated_tag_peels_through_every_tag(builder: RepoBuilder) ->
 
 def test_an_unknown_tag_is_refused_with_the_one_wording(builder: RepoBuilder) -> None:
     _history(builder)
-    with pytest.raises(FatalError) as caught:
-        resolve(builder.git, "v9")
-    assert _refusal(caught.value) == (
+    assert _refusal(builder, "v9") == (
         "unknown tag 'v9'",
         "fetch it (git fetch <upstream-remote> tag v9), or check the name (git tag --list)",
     )
@@ -64,31 +69,25 @@ def test_a_revision_expression_is_no_tag(builder: RepoBuilder) -> None:
     _, second = _history(builder)
     builder.tag("v1.0.0", second)
     for expression in ("v1.0.0~1", "v1.0.0^", "v1.0.0^{commit}", "HEAD~1"):
-        with pytest.raises(FatalError) as caught:
-            resolve(builder.git, expression)
-        assert _refusal(caught.value) == (
+        assert _refusal(builder, expression) == (
             f"'{expression}' is a revision expression, not a tag: a tag (refs/tags/...) is needed",
-            "name a tag (git tag --list); to judge another commit, tag it first",
+            NOT_A_TAG,
         )
 
 
 def test_a_commit_id_or_branch_where_a_tag_is_needed_is_refused(builder: RepoBuilder) -> None:
     first, _ = _history(builder)
     for name in (first, "main"):
-        with pytest.raises(FatalError) as caught:
-            resolve(builder.git, name)
-        assert _refusal(caught.value) == (
+        assert _refusal(builder, name) == (
             f"'{name}' names a commit but no tag: a tag (refs/tags/...) is needed",
-            "name a tag (git tag --list); to judge another commit, tag it first",
+            NOT_A_TAG,
         )
 
 
 def test_a_tag_of_a_tree_names_no_commit(builder: RepoBuilder) -> None:
     _history(builder)
     builder.git.run(["tag", "tree-tag", "HEAD^{tree}"], purpose="tag a tree")
-    with pytest.raises(FatalError) as caught:
-        resolve(builder.git, "tree-tag")
-    assert caught.value.message == "tag 'tree-tag' names a tree, not a commit"
+    assert _refusal(builder, "tree-tag") == ("tag 'tree-tag' names a tree, not a commit", NOT_A_TAG)
 
 
 def test_a_commit_id_is_a_revision_where_any_revision_is_allowed(builder: RepoBuilder) -> None:
@@ -97,9 +96,8 @@ def test_a_commit_id_is_a_revision_where_any_revision_is_allowed(builder: RepoBu
     assert resolve(builder.git, first, kind="revision") == Revision(first, first)
     assert resolve(builder.git, "v1.0.0~1", kind="revision") == Revision("v1.0.0~1", first)
     assert resolve(builder.git, "main", kind="revision").commit == second
-    with pytest.raises(FatalError) as caught:
-        resolve(builder.git, "nowhere", kind="revision", what="base revision")
-    assert caught.value.message == "unknown base revision 'nowhere'"
+    message, _ = _refusal(builder, "nowhere", kind="revision", what="base revision")
+    assert message == "unknown base revision 'nowhere'"
 
 
 def test_a_release_tag_carries_its_version(builder: RepoBuilder) -> None:
