@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from forktool.git.history import PATCH_ID_DIFF_ARGS, SLOW_WALK_SECONDS, LogEntry
 from forktool.git.index import APPLY_CACHED_ARGS, MergeTreeResult, TempIndex, git_apply_args
-from forktool.git.objects import HEX40, is_hex40, short
 from forktool.git.patch_tools import apply_in_directory, run_gnu_patch
 from forktool.git.refs import is_revision_expression
 from forktool.git.runner import (
@@ -25,6 +24,7 @@ from forktool.git.runner import (
     start,
 )
 from forktool.git.worktrees import Worktrees
+from forktool.model.revision import HEX40, is_hex40, short
 
 
 class Git(Worktrees):

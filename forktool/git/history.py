@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.errors import GitError
-from forktool.git.objects import HEX40
 from forktool.git.remote import Remotes
 from forktool.git.runner import note_missing_commit_graph, run
+from forktool.model.revision import HEX40
 
 _COMMIT_LINE = re.compile(rb"^commit [0-9a-f]{40}$", re.MULTILINE)
 

@@ -7,9 +7,6 @@ from pathlib import Path
 
 from forktool.errors import FatalError
 from forktool.git.runner import Runner
-from forktool.model.revision import HEX40, is_hex40, short
-
-__all__ = ["HEX40", "Objects", "is_hex40", "short"]
 
 
 class Objects(Runner):

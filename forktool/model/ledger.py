@@ -12,10 +12,10 @@ from functools import cached_property
 from typing import Literal
 
 from forktool.errors import Finding
+from forktool.model.revision import CommitId, is_hex40
 from forktool.model.text import decode_lines
 
 Action = Literal["add", "del"]
-_HEX40 = re.compile(r"^[0-9a-f]{40}$")
 
 
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
@@ -62,10 +62,10 @@ class LedgerEntry:
         return self.criterion[len("until:") :] if self.criterion.startswith("until:") else None
 
     @property
-    def until_commit(self) -> str | None:
+    def until_commit(self) -> CommitId | None:
         """The commit whose arrival in the pinned tag retires this entry, if the condition is one."""
         until = self.until
-        return until if until is not None and _HEX40.match(until) else None
+        return until if until is not None and is_hex40(until) else None
 
     def render(self) -> str:
         return f"{self.action} {self.pattern} {self.criterion} {self.rationale}"
