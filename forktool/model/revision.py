@@ -22,13 +22,6 @@ def is_hex40(text: str) -> TypeGuard[CommitId]:
     return bool(HEX40.match(text))
 
 
-def commit_id(text: str) -> CommitId:
-    """``text`` as a :data:`CommitId` (ValueError when it is not 40 lower-case hex)."""
-    if not is_hex40(text):
-        raise ValueError(f"not a full commit id: {text!r}")
-    return text
-
-
 def short(oid: str | None) -> str:
     """A commit id as messages and tables show it: its first 12 hex digits ('-' for none)."""
     return oid[:12] if oid else "-"
