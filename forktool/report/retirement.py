@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.retirement.absorbed import HARMFUL_OUTCOMES, AbsorbedResult
+from forktool.engine.retirement.absorption import HARMFUL_OUTCOMES, AbsorbedResult
 from forktool.engine.retirement.retire import RetireResult, UndoResult
 from forktool.git import short
 from forktool.output import Output, styled

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.config import Config
-from forktool.engine.retirement.absorbed import AbsorbedResult, PatchAbsorption, Verdict
+from forktool.engine.retirement.absorption import AbsorbedResult, PatchAbsorption, Verdict
 from forktool.errors import FatalError, command_line
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
