@@ -42,6 +42,10 @@ _TRAILER = re.compile(
 _DEP3_SUBJECT = re.compile(r"^(?:# )?(?:Description|Subject):[ \t]*(.*?)[ \t]*$")
 _DEP3_AUTHOR = re.compile(r"^(?:# )?(?:Author|From):[ \t]*(.*?)[ \t]*$")
 _SHA = re.compile(r"^[0-9a-fA-F]{40}$")
+# diff_outline: a rename or copy line of a diff's header names a path.
+_GIT_RENAME_LINE = re.compile(rb"^(?:rename|copy) (?:from|to) ([^\n]*?)\r?$", re.MULTILINE)
+# A character of Parser.kinds() that no hunk body line has.
+_NOT_BODY = re.compile(r"[^ +\\\-]")
 _HUNK = re.compile(r"^@@ -([0-9]+)(?:,([0-9]+))? \+([0-9]+)(?:,([0-9]+))? @@(.*)$")
 _INDEX = re.compile(r"^index [0-9a-fA-F]+\.\.[0-9a-fA-F]+(?: ([0-7]{6}))?$")
 _BINARY_DIFFER = re.compile(r"^Binary files (.+) and (.+) differ$")
@@ -182,22 +186,73 @@ def parse_upstream_merge(value: str) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(commit.lower() for commit in commits))
 
 
-def parse_patch(data: bytes, *, strip: int = 1) -> PatchFile:
-    """Parse one patch file; problems are returned, never raised."""
-    lines = data.split(b"\n")
-    newline_at_eof = lines[-1] == b""
+def split_lines(data: bytes) -> tuple[list[str], bool]:
+    """A patch file's lines (decoded, without their ``\\n``), and whether the file ends
+    with a newline. The whole file is decoded at once: with surrogateescape, UTF-8
+    decodes a line the same whether alone or in its file (a ``\\n`` byte is never part
+    of a multi-byte sequence, so no sequence spans two lines)."""
+    lines = data.decode(ENCODING, ERRORS).split("\n")
+    newline_at_eof = lines[-1] == ""
     if newline_at_eof:
         lines.pop()
-    text = [line.decode(ENCODING, ERRORS) for line in lines]
+    return lines, newline_at_eof
+
+
+def parse_patch(data: bytes, *, strip: int = 1) -> PatchFile:
+    """Parse one patch file; problems are returned, never raised."""
+    text, newline_at_eof = split_lines(data)
     return _Parser(text, strip).parse(newline_at_eof)
+
+
+def diff_outline(data: bytes, *, strip: int = 1) -> tuple[tuple[int, tuple[str, ...]], ...] | None:
+    """Where each file diff of a patch in git's format starts (its 1-based line) and
+    the paths it names, read from its ``diff --git`` and rename/copy lines alone: a
+    byte search, not a parse. None when a name is quoted or a ``diff --git`` line
+    cannot be split.
+
+    The outline is a guess about the parse (a patch may hold diffs in another format,
+    or a preamble): whoever acts on it checks it against :func:`parse_patch`'s files
+    (the same first lines, no path the outline lacks) before trusting the result."""
+    starts = [at + 1 for at in _find_all(data, b"\ndiff --git ")]
+    if data.startswith(b"diff --git "):
+        starts.insert(0, 0)
+    outline: list[tuple[int, tuple[str, ...]]] = []
+    line, counted = 1, 0
+    for number, begin in enumerate(starts):
+        line += data.count(b"\n", counted, begin)
+        counted = begin
+        eol = data.find(b"\n", begin)
+        eol = len(data) if eol == -1 else eol
+        rest = data[begin + len(b"diff --git ") : eol].decode(ENCODING, ERRORS).removesuffix("\r")
+        names = None if '"' in rest else _split_git_names(rest, strip)
+        if names is None:
+            return None
+        touched = {p for p in (paths.strip_components(name, strip) for name in names) if p}
+        end = starts[number + 1] if number + 1 < len(starts) else len(data)
+        hunks = data.find(b"\n@@ ", eol, end)
+        header = data[eol : end if hunks == -1 else hunks]
+        if b"\nrename " in header or b"\ncopy " in header:
+            for renamed in _GIT_RENAME_LINE.finditer(header):
+                name = renamed.group(1).decode(ENCODING, ERRORS)
+                if name.startswith('"'):
+                    return None
+                touched.add(name)
+        outline.append((line, tuple(sorted(touched))))
+    return tuple(outline)
+
+
+def _find_all(data: bytes, needle: bytes) -> list[int]:
+    found = []
+    at = data.find(needle)
+    while at != -1:
+        found.append(at)
+        at = data.find(needle, at + 1)
+    return found
 
 
 def parse_header(data: bytes, *, strip: int = 1) -> PatchHeader:
     """``parse_patch(data).header``, without reading the diffs."""
-    lines = data.split(b"\n")
-    if lines[-1] == b"":
-        lines.pop()
-    text = [line.decode(ENCODING, ERRORS) for line in lines]
+    text, _ = split_lines(data)
     parser = _Parser(text, strip)
     first = parser.next_diff(0)
     return parser.parse_header(text[: len(text) if first is None else first])
@@ -415,6 +470,7 @@ class _Parser:
         self.strip = strip
         self.cursor = _Cursor(lines)
         self.problems: list[PatchProblem] = []
+        self._kinds: str | None = None
 
     def malformed(self, message: str, line: int | None) -> None:
         self.problems.append(PatchProblem("malformed", message, line))
@@ -693,10 +749,69 @@ class _Parser:
             int(group) if group is not None else 1 for group in match.group(1, 2, 3, 4)
         )
         header = cursor.take()
+        length = self.body_length(cursor.pos, old_count, new_count)
+        if length is not None:
+            body = list(cursor.lines[cursor.pos : cursor.pos + length])
+            cursor.pos += length
+        else:
+            body = self.read_body(builder, where, start, old_count, new_count)
+        # "\ No newline at end of file" follows the line it qualifies.
+        while (cursor.peek() or "").startswith("\\"):
+            body.append(cursor.take())
+        section = match.group(5)
+        return Hunk(
+            old_start=old_start,
+            old_count=old_count,
+            new_start=new_start,
+            new_count=new_count,
+            section=section[1:] if section.startswith(" ") else section,
+            line=start,
+            lines=tuple(body),
+            header=header,
+        )
+
+    def kinds(self) -> str:
+        """Each line's kind as a hunk body reads it, one character a line: its first
+        character, a space for an empty line (an empty context line may lose its space;
+        git accepts that, and so do we) and for a lone CR (so CR LF patch files count
+        too)."""
+        if self._kinds is None:
+            self._kinds = "".join([(raw[:1] if raw != "\r" else "") or " " for raw in self.lines])
+        return self._kinds
+
+    def body_length(self, pos: int, old_count: int, new_count: int) -> int | None:
+        """How many lines from ``pos`` make a hunk body of exactly these counts, read in
+        bulk; None when the lines do not (:meth:`read_body` then says why).
+
+        The body is the shortest run of lines whose context and removed lines number
+        ``old_count`` and whose context and added lines number ``new_count``, every line
+        a context, removed, added or ``\\`` line. Each line adds at most one to each
+        count, so the run is at least as long as the larger shortfall: it grows by that
+        until the counts meet, and a run that overshoots one count cannot be a body
+        (line by line, the first line too many is a misfit)."""
+        kinds = self.kinds()
+        length = max(old_count, new_count)
+        while True:
+            stop = pos + length
+            if stop > len(kinds):
+                return None
+            context = kinds.count(" ", pos, stop)
+            old_short = old_count - context - kinds.count("-", pos, stop)
+            new_short = new_count - context - kinds.count("+", pos, stop)
+            if old_short < 0 or new_short < 0:
+                return None
+            if old_short == 0 and new_short == 0:
+                break
+            length += max(old_short, new_short)
+        return None if _NOT_BODY.search(kinds, pos, pos + length) else length
+
+    def read_body(
+        self, builder: _FileBuilder, where: str, start: int, old_count: int, new_count: int
+    ) -> list[str]:
+        """A hunk body read line by line, reporting the first line that does not fit."""
+        cursor = self.cursor
         body: list[str] = []
         old_left, new_left = old_count, new_count
-        # The hottest loop of a verify: lines are read in place rather than
-        # through peek()/take(), with the same meaning.
         lines, pos, end = cursor.lines, cursor.pos, len(cursor.lines)
         while old_left > 0 or new_left > 0:
             if pos >= end:
@@ -728,20 +843,7 @@ class _Parser:
             pos += 1
         else:
             cursor.pos = pos
-        # "\ No newline at end of file" follows the line it qualifies.
-        while (cursor.peek() or "").startswith("\\"):
-            body.append(cursor.take())
-        section = match.group(5)
-        return Hunk(
-            old_start=old_start,
-            old_count=old_count,
-            new_start=new_start,
-            new_count=new_count,
-            section=section[1:] if section.startswith(" ") else section,
-            line=start,
-            lines=tuple(body),
-            header=header,
-        )
+        return body
 
     @staticmethod
     def misfit(kind: str, old_left: int, new_left: int) -> str | None:

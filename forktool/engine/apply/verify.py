@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
@@ -35,6 +35,7 @@ from forktool.engine.apply.attempt import (
 )
 from forktool.fork import Fork, Patch
 from forktool.git import Git, Started, TempIndex, git_apply_args
+from forktool.model.patchfile import diff_outline
 
 # git only warns when a file's mode is not the one the patch was made against, then
 # applies anyway: the patch is then tried on its own, where the warning fails it.
@@ -206,44 +207,64 @@ def verify_series(
     workers = default_jobs() if jobs is None else max(1, jobs)
     base_tree = git.tree_id(base_commit)
     with git.temp_index(base_tree) as index:
+        surveys: list[_Survey] = []
         if workers > 1 and len(patches) >= PARALLEL_MIN_PATCHES:
-            surveys = []
-            for patch in patches:
-                surveys.append(_survey(patch, rule))
-                if progress:
-                    progress(1)
-            done = _side_by_side(index, base_tree, patches, surveys, base, workers, rule)
+            done = _side_by_side(index, base_tree, patches, surveys, base, workers, rule, progress)
+            _survey_rest(patches, surveys, rule, progress)
             if done is not None:
-                verdicts, round_trip = done
-                ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts)
-                return VerifyResult(
-                    base, base_commit, ok, round_trip, tuple(verdicts), allow_offset, rule=rule
-                )
-            applied, err = _apply_series(index, patches, reverse=False)
+                return _result(base, base_commit, *done, allow_offset, rule)
+            forward = _apply_series(index, patches, reverse=False)
         else:
-            with _SeriesRun(index, patches, reverse=False) as forward:
-                surveys = []
+            with _SeriesRun(index, patches, reverse=False) as run:
                 for patch in patches:
                     surveys.append(_survey(patch, rule))
-                    forward.poll()
+                    run.poll()
                     if progress:
                         progress(1)
-                applied, err = forward.wait()
-        early = _early(surveys, err)
-        if applied and early == len(patches):
-            verdicts = _verdicts_applied(
-                index, lambda: index.read_tree(base_tree), patches, surveys, err, base, rule
-            )
-            round_trip = _round_trip(index, patches, base_tree)
-            ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts)
-            return VerifyResult(
-                base, base_commit, ok, round_trip, tuple(verdicts), allow_offset, rule=rule
-            )
-        index.read_tree(base_tree)
-        verdicts = _with_failures(
-            index, patches, surveys, (applied, err), early, base, keep_going, rule
+                forward = run.wait()
+        verdicts, round_trip = _series_verdicts(
+            index, base_tree, patches, surveys, forward, base, keep_going, rule
         )
-    return VerifyResult(base, base_commit, False, False, tuple(verdicts), allow_offset, rule=rule)
+    return _result(base, base_commit, verdicts, round_trip, allow_offset, rule)
+
+
+def _result(
+    base: str,
+    base_commit: str,
+    verdicts: Sequence[PatchVerdict],
+    round_trip: bool,
+    allow_offset: bool,
+    rule: ApplyRule,
+) -> VerifyResult:
+    ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts)
+    return VerifyResult(base, base_commit, ok, round_trip, tuple(verdicts), allow_offset, rule=rule)
+
+
+def _series_verdicts(
+    index: TempIndex,
+    base_tree: str,
+    patches: Sequence[Patch],
+    surveys: Sequence[_Survey],
+    forward: tuple[bool, str],
+    base: str,
+    keep_going: bool,
+    rule: ApplyRule,
+) -> tuple[list[PatchVerdict], bool]:
+    """(verdicts, round trip) after the series' one call forward (``forward``: whether
+    it applied, and git's output) left ``index`` as it is: read from that call when
+    it applied and no patch must be tried on its own, the round trip then proven;
+    otherwise found patch by patch up to the failure (no round trip)."""
+    applied, err = forward
+    early = _early(surveys, err)
+    if applied and early == len(patches):
+
+        def restore() -> None:
+            index.read_tree(base_tree)
+
+        verdicts = _verdicts_applied(index, restore, patches, surveys, err, base, rule)
+        return verdicts, _round_trip(index, patches, base_tree)
+    index.read_tree(base_tree)
+    return _with_failures(index, patches, surveys, forward, early, base, keep_going, rule), False
 
 
 def default_jobs() -> int:
@@ -278,6 +299,16 @@ def _survey(patch: Patch, rule: ApplyRule) -> _Survey:
         for diff in parsed.files
     )
     return _Survey(early, placements, len(parsed.files), diffs, exact_note(parsed, rule))
+
+
+def _survey_rest(
+    patches: Sequence[Patch], surveys: list[_Survey], rule: ApplyRule, progress: Progress | None
+) -> None:
+    """Survey the patches ``surveys`` does not hold yet, in order."""
+    for patch in patches[len(surveys) :]:
+        surveys.append(_survey(patch, rule))
+        if progress:
+            progress(1)
 
 
 def _early(surveys: Sequence[_Survey], err: str) -> int:
@@ -558,15 +589,20 @@ class _Unit:
     weight: int
 
 
+# Each file diff of a patch: its first line and the paths it touches (_Survey.diffs, or
+# a patch's diff_outline before its parse).
+_Diffs = tuple[tuple[int, tuple[str, ...]], ...]
+
+
 def _units(
-    patches: Sequence[Patch], surveys: Sequence[_Survey]
+    patches: Sequence[Patch], diffs: Sequence[_Diffs]
 ) -> tuple[list[_Unit], list[tuple[str, ...]]]:
     units: list[_Unit] = []
     paths: list[tuple[str, ...]] = []
-    for position, survey in enumerate(surveys):
-        starts = [line for line, _ in survey.diffs]
+    for position, outline in enumerate(diffs):
+        starts = [line for line, _ in outline]
         ends = [*starts[1:], starts[-1] + max(1, patches[position].size // 40)] if starts else []
-        for number, ((line, touched), end) in enumerate(zip(survey.diffs, ends, strict=True)):
+        for number, ((line, touched), end) in enumerate(zip(outline, ends, strict=True)):
             units.append(_Unit(position, number, max(1, end - line)))
             paths.append(touched)
     return units, paths
@@ -606,7 +642,7 @@ class _Part:
 def _write_parts(
     folder: Path,
     patches: Sequence[Patch],
-    surveys: Sequence[_Survey],
+    diffs: Sequence[_Diffs],
     units: Sequence[_Unit],
     bins: Sequence[Sequence[int]],
 ) -> list[list[_Part]]:
@@ -622,7 +658,7 @@ def _write_parts(
         if not owners:
             continue
         lines = patch.read().split(b"\n")
-        starts = [line - 1 for line, _ in surveys[position].diffs]
+        starts = [line - 1 for line, _ in diffs[position]]
         ends = [*starts[1:], len(lines)]
         for number in owners:
             chunks = []
@@ -666,24 +702,78 @@ def _side_by_side(
     index: TempIndex,
     base_tree: str,
     patches: Sequence[Patch],
-    surveys: Sequence[_Survey],
+    surveys: list[_Survey],
     base: str,
     workers: int,
     rule: ApplyRule = "exact",
+    progress: Progress | None = None,
 ) -> tuple[list[PatchVerdict], bool] | None:
     """(verdicts, round trip) from the series' file diffs in disjoint bins side by
     side, or None when that does not prove the serial answer (the caller then runs
-    the series in one call; ``index``, still the base tree, is not touched here)."""
-    if any(s.early is not None for s in surveys):
-        return None
-    units, paths = _units(patches, surveys)
+    the series in one call; ``index``, still the base tree, is not touched here).
+
+    The bins are planned from each patch's :func:`diff_outline` when every patch has
+    one, so git starts at once and the patches are surveyed (into ``surveys``) while
+    it works; the answer stands only if every survey confirms its outline. Otherwise
+    the patches are surveyed first and the bins planned from the surveys."""
+    outlines = _outlines(patches)
+    if outlines is None:
+        _survey_rest(patches, surveys, rule, progress)
+        if any(s.early is not None for s in surveys):
+            return None
+        outlines = [s.diffs for s in surveys]
+    units, paths = _units(patches, outlines)
     bins = _bins(units, paths, workers)
     if bins is None:
         return None
-    parts = _write_parts(index.path.parent, patches, surveys, units, bins)
-    indexes = [index.twin(f"bin{number}") for number in range(len(bins))]
-    forward = _run_bins(indexes, parts, reverse=False)
-    if forward is None or any(_GIT_MODE_WARNING.search(err) for err in forward):
+    parts = _write_parts(index.path.parent, patches, outlines, units, bins)
+    runs = [_BinRun(index.twin(f"bin{n}"), part) for n, part in enumerate(parts)]
+    with _side_by_side_runs(runs) as results:
+        _survey_rest(patches, surveys, rule, progress)
+        if any(s.early is not None for s in surveys) or not _outlines_hold(outlines, surveys):
+            for run in runs:
+                run.stop()
+            return None
+        forward = results()
+    if any(run.tree != base_tree for run in runs):
+        return None  # a bin did not apply, or its revert did not restore the base
+    return _bin_verdicts(patches, surveys, parts, [out or "" for out in forward], base, rule)
+
+
+def _outlines(patches: Sequence[Patch]) -> list[_Diffs] | None:
+    """Every patch's :func:`diff_outline`, or None unless each has one with a diff."""
+    outlines = []
+    for patch in patches:
+        outline = diff_outline(patch.read(), strip=patch.entry.strip)
+        if not outline:
+            return None
+        outlines.append(outline)
+    return outlines
+
+
+def _outlines_hold(outlines: Sequence[_Diffs], surveys: Sequence[_Survey]) -> bool:
+    """Each parse has the outline's file diffs, at the same lines, and names no path
+    its outline lacks (so the bins planned from the outlines split the parse too)."""
+    for outline, survey in zip(outlines, surveys, strict=True):
+        if [line for line, _ in outline] != [line for line, _ in survey.diffs]:
+            return False
+        for (_, guessed), (_, parsed) in zip(outline, survey.diffs, strict=True):
+            if not set(parsed) <= set(guessed):
+                return False
+    return True
+
+
+def _bin_verdicts(
+    patches: Sequence[Patch],
+    surveys: Sequence[_Survey],
+    parts: Sequence[Sequence[_Part]],
+    forward: Sequence[str],
+    base: str,
+    rule: ApplyRule,
+) -> tuple[list[PatchVerdict], bool] | None:
+    """Every patch's verdict from its parts' output, as from one call; None when git's
+    output does not prove the bins disjoint or does not match the parts."""
+    if any(_GIT_MODE_WARNING.search(err) for err in forward):
         return None
     if not _disjoint([_named_paths(err) for err in forward]):
         return None
@@ -702,31 +792,60 @@ def _side_by_side(
             verdicts.append(classify(patch, attempt, None, False, base, rule))
         else:
             verdicts.append(_exact_verdict(patch, survey))
-    back = _run_bins(indexes, parts, reverse=True)
-    if back is None or any(twin.write_tree() != base_tree for twin in indexes):
-        return None
     return verdicts, True
 
 
-def _run_bins(
-    indexes: Sequence[TempIndex], parts: Sequence[Sequence[_Part]], reverse: bool
-) -> list[str] | None:
-    """Each bin's parts through ``git apply`` on its own index, side by side, in
-    series order (reversed, with ``reverse``; in chunks on a long series, as one
-    call does); their outputs, or None unless every one applied."""
-    runs = [_SeriesRun(twin, part, reverse) for twin, part in zip(indexes, parts, strict=True)]
-    # A thread waits on each bin's git (and starts its next chunk at once).
+class _BinRun:
+    """One bin's parts through git on its own index: forward, then (once that applied)
+    back, then the tree the index holds. Called in a thread of its own, so the bins go
+    side by side and each goes back as soon as it went forward."""
+
+    def __init__(self, index: TempIndex, parts: Sequence[_Part]) -> None:
+        self.index = index
+        self.parts = parts
+        self.current: _SeriesRun | None = None
+        self.stopped = False
+        self.tree: str | None = None
+
+    def __call__(self) -> str | None:
+        """The forward call's output; None unless every part applied."""
+        forward = self._through(reverse=False)
+        if forward is not None and self._through(reverse=True) is not None:
+            self.tree = self.index.write_tree()
+        return forward
+
+    def _through(self, reverse: bool) -> str | None:
+        if self.stopped:
+            return None
+        with _SeriesRun(self.index, self.parts, reverse) as run:
+            self.current = run
+            ok, err = run.wait()
+        return err if ok else None
+
+    def stop(self) -> None:
+        """Kill the git call under way and start no other."""
+        self.stopped = True
+        if self.current is not None:
+            self.current.__exit__(None, None, None)
+
+
+@contextmanager
+def _side_by_side_runs(runs: Sequence[_BinRun]) -> Iterator[Callable[[], list[str | None]]]:
+    """Start every bin's run in a thread of its own; yields a function that waits for
+    them all and gives each forward output (None unless the bin applied). Leaving
+    early (an error, Ctrl-C) stops every git now, not when it is done."""
+    from concurrent.futures import ThreadPoolExecutor  # only a long series needs it
+
     pool = ThreadPoolExecutor(max_workers=len(runs))
     try:
-        futures = [pool.submit(run.wait) for run in runs]
-        results = [future.result() for future in futures]
+        futures = [pool.submit(run) for run in runs]
+        yield lambda: [future.result() for future in futures]
     except BaseException:
-        for run in runs:  # an error or Ctrl-C: stop every git now, not when it is done
-            run.__exit__(None, None, None)
+        for run in runs:
+            run.stop()
         raise
     finally:
         pool.shutdown(wait=True)
-    return [err for _, err in results] if all(ok for ok, _ in results) else None
 
 
 def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact") -> PatchVerdict:
