@@ -134,6 +134,36 @@ def test_side_by_side_leaves_the_repository_byte_identical(
     assert snapshot_tree(fork.root) == before
 
 
+def test_an_outline_the_parse_does_not_confirm_stops_the_bins_and_answers_serially(
+    builder: RepoBuilder, eager: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git starts on each patch's outline while the patches are parsed: a patch whose
+    parse has a diff its outline does not (a plain ---/+++ diff after a git one) stops
+    the bins, and the series goes serially, with the serial path's verdicts."""
+    fork = mini_fork(builder, FILES)
+    steps: list[dict[str, str | None]] = [
+        {f"pkg/m{n}.py": edit_line(FILES[f"pkg/m{n}.py"], f"m{n} 3", f"m{n} 3 x")} for n in range(4)
+    ]
+    patches = chain_of(fork, steps)
+    plain = b"--- a/pkg/m5.py\n+++ b/pkg/m5.py\n@@ -1,3 +1,3 @@\n m5 1\n-m5 2\n+m5 2 plain\n m5 3\n"
+    assert not patches["0004.patch"].startswith(b"-- ") and b"\n-- \n" not in patches["0004.patch"]
+    patches["0004.patch"] += plain
+    fork.write(patches)
+    stopped: list[int] = []
+    stop = verify_engine._BinRun.stop
+
+    def counting_stop(self: verify_engine._BinRun) -> None:
+        stopped.append(1)
+        stop(self)
+
+    monkeypatch.setattr(verify_engine._BinRun, "stop", counting_stop)
+    serial, side = run(fork, 1), run(fork, 2)
+    assert eager == [False]
+    assert stopped, "the bins were not stopped when the outline did not hold"
+    assert side.ok and as_json(side) == as_json(serial)
+    assert len(side.patches[3].hunks) == 2  # the plain diff was applied and counted
+
+
 def test_offsets_read_from_the_parts_match_the_serial_messages(
     builder: RepoBuilder, eager: list[bool]
 ) -> None:
