@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forktool.engine.apply.attempt import is_exact, try_patch
+from forktool.engine.apply.attempt import try_patch
+from forktool.engine.apply.verdict import is_exact
 from forktool.engine.patches.canonical import (
     PLACEHOLDER_DATE,
     PLACEHOLDER_EMAIL,

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Literal
 
 from forktool.config import ApplyRule, PatchForm
-from forktool.engine.apply.attempt import PatchVerdict
+from forktool.engine.apply.verdict import PatchVerdict
 from forktool.engine.patches.canonical import (
     Chain,
     Link,

@@ -23,12 +23,16 @@ from testing.helpers import MiniFork, mini_fork, snapshot_tree
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
+from forktool.engine.apply import series_run, side_by_side
 from forktool.engine.apply import verify as verify_engine
-from forktool.engine.apply.attempt import PatchVerdict, precheck
-from forktool.engine.apply.verify import VerifyResult, file_groups, verify_series
+from forktool.engine.apply.precheck import precheck
+from forktool.engine.apply.side_by_side import file_groups
+from forktool.engine.apply.survey import survey_of
+from forktool.engine.apply.verdict import PatchVerdict
+from forktool.engine.apply.verify import VerifyResult, verify_series
 from forktool.fork import load_fork
 
-SIDE_BY_SIDE = verify_engine._side_by_side
+SIDE_BY_SIDE = verify_engine.verify_side_by_side
 FILES = {f"pkg/m{n}.py": numbered(30, f"m{n}") for n in range(6)}
 
 
@@ -45,7 +49,7 @@ def eager(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Side by side for any series (no minimum length or balance); records whether
     each call of it gave the answer (True) or fell back to the serial path."""
     monkeypatch.setattr(verify_engine, "PARALLEL_MIN_PATCHES", 1)
-    monkeypatch.setattr(verify_engine, "PARALLEL_MIN_SHARE", 0.0)
+    monkeypatch.setattr(side_by_side, "PARALLEL_MIN_SHARE", 0.0)
     used: list[bool] = []
 
     def spy(*args: object, **kwargs: object) -> object:
@@ -53,7 +57,7 @@ def eager(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         used.append(answer is not None)
         return answer
 
-    monkeypatch.setattr(verify_engine, "_side_by_side", spy)
+    monkeypatch.setattr(verify_engine, "verify_side_by_side", spy)
     return used
 
 
@@ -150,13 +154,13 @@ def test_an_outline_the_parse_does_not_confirm_stops_the_bins_and_answers_serial
     patches["0004.patch"] += plain
     fork.write(patches)
     stopped: list[int] = []
-    stop = verify_engine._BinRun.stop
+    stop = side_by_side._BinRun.stop
 
-    def counting_stop(self: verify_engine._BinRun) -> None:
+    def counting_stop(self: side_by_side._BinRun) -> None:
         stopped.append(1)
         stop(self)
 
-    monkeypatch.setattr(verify_engine._BinRun, "stop", counting_stop)
+    monkeypatch.setattr(side_by_side._BinRun, "stop", counting_stop)
     serial, side = run(fork, 1), run(fork, 2)
     assert eager == [False]
     assert stopped, "the bins were not stopped when the outline did not hold"
@@ -266,7 +270,7 @@ def test_side_by_side_answers_as_the_serial_path_on_random_series(
     shift: set[str],
 ) -> None:
     monkeypatch.setattr(verify_engine, "PARALLEL_MIN_PATCHES", 1)
-    monkeypatch.setattr(verify_engine, "PARALLEL_MIN_SHARE", 0.0)
+    monkeypatch.setattr(side_by_side, "PARALLEL_MIN_SHARE", 0.0)
     used: list[bool] = []
 
     def spy(*args: object, **kwargs: object) -> object:
@@ -274,7 +278,7 @@ def test_side_by_side_answers_as_the_serial_path_on_random_series(
         used.append(answer is not None)
         return answer
 
-    monkeypatch.setattr(verify_engine, "_side_by_side", spy)
+    monkeypatch.setattr(verify_engine, "verify_side_by_side", spy)
     repo = RepoBuilder.init(tmp_path_factory.mktemp("random") / "repo")
     fork = mini_fork(repo, dict(START))
     texts = dict(START)
@@ -289,9 +293,9 @@ def test_side_by_side_answers_as_the_serial_path_on_random_series(
         assert as_json(side) == as_json(serial)
     # On the pin the chain applies: side by side answers whenever there are two groups.
     loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
-    surveys = [verify_engine._survey(p, "exact") for p in loaded.patches]
+    surveys = [survey_of(p, "exact") for p in loaded.patches]
     diffs = [s.diffs for s in surveys]
-    if len(file_groups(verify_engine._units(loaded.patches, diffs)[1])) >= 2:
+    if len(file_groups(side_by_side.units_of(loaded.patches, diffs)[1])) >= 2:
         assert used[0], "the pin's series went serial although it splits"
 
 
@@ -346,8 +350,8 @@ def test_keep_going_tries_each_later_patch_without_the_failed_ones(
     failing_second: MiniFork, monkeypatch: pytest.MonkeyPatch, chunks: str
 ) -> None:
     if chunks == "one call per patch":
-        monkeypatch.setattr(verify_engine, "ONE_CALL_BYTES", 1)
-        monkeypatch.setattr(verify_engine, "CHUNK_BYTES", 1)
+        monkeypatch.setattr(series_run, "ONE_CALL_BYTES", 1)
+        monkeypatch.setattr(series_run, "CHUNK_BYTES", 1)
     result = run(failing_second, 1, "moved", keep_going=True)
     assert [v.status for v in result.patches] == ["exact", "fails", "exact", "fails", "exact"]
     assert [v.without for v in result.patches] == [
@@ -407,9 +411,9 @@ def test_json_output_does_not_import_rich(failing_second: MiniFork, tmp_path: Pa
 def test_side_by_side_only_with_a_second_core_free(
     monkeypatch: pytest.MonkeyPatch, cores: int, load: float, jobs: int
 ) -> None:
-    monkeypatch.setattr(verify_engine.os, "cpu_count", lambda: cores)
-    monkeypatch.setattr(verify_engine.os, "getloadavg", lambda: (load, load, load))
-    assert verify_engine.default_jobs() == jobs
+    monkeypatch.setattr(side_by_side.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(side_by_side.os, "getloadavg", lambda: (load, load, load))
+    assert side_by_side.default_jobs() == jobs
 
 
 def test_jobs_must_be_at_least_one(failing_second: MiniFork) -> None:
