@@ -8,16 +8,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forktool.model import patchfile
+from forktool.model import patch_parser
+from forktool.model.patch_parser import parse_patch
+from forktool.model.patch_text import diff_outline, split_lines
 from forktool.model.patchfile import (
     FileDiff,
     PatchFile,
     PatchProblem,
     Trailer,
-    diff_outline,
     format_patch,
-    parse_patch,
-    split_lines,
     touched_paths,
 )
 
@@ -804,7 +803,7 @@ def test_any_bytes_round_trip_without_raising(data: bytes) -> None:
 def line_by_line(data: bytes, monkeypatch: pytest.MonkeyPatch) -> PatchFile:
     """The parse with every hunk body read line by line (no bulk reading)."""
     with monkeypatch.context() as patched:
-        patched.setattr(patchfile._Parser, "body_length", lambda *args: None)
+        patched.setattr(patch_parser._Parser, "body_length", lambda *args: None)
         return parse_patch(data)
 
 

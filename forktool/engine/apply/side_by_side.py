@@ -24,7 +24,7 @@ from forktool.engine.apply.survey import (
 from forktool.engine.apply.verdict import PatchVerdict
 from forktool.fork import Patch
 from forktool.git import TempIndex
-from forktool.model.patchfile import diff_outline
+from forktool.model.patch_text import diff_outline
 
 
 def default_jobs() -> int:

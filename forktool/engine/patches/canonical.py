@@ -36,7 +36,8 @@ from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
 from forktool.git.objects import Objects
-from forktool.model.patchfile import ENCODING, ERRORS, PatchFile, parse_patch
+from forktool.model.patch_parser import parse_patch
+from forktool.model.patchfile import ENCODING, ERRORS, PatchFile
 from forktool.model.series import SeriesEntry
 
 # format-patch options that make a patch file canonical. The first line is the

@@ -36,7 +36,8 @@ from forktool.engine.patches.canonical import (
 )
 from forktool.fork import Patch
 from forktool.git import MergeTreeResult, TempIndex
-from forktool.model.patchfile import PatchFile, parse_patch, touched_paths
+from forktool.model.patch_parser import parse_patch
+from forktool.model.patchfile import PatchFile, touched_paths
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": PLACEHOLDER_NAME,

@@ -31,7 +31,7 @@ from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git, is_hex40, short
 from forktool.inputs import read_text
-from forktool.model.patchfile import parse_patch
+from forktool.model.patch_parser import parse_patch
 from forktool.model.record import Record, RecordEntry, parse_record
 from forktool.model.series import Series, parse_series
 from forktool.model.upstream_map import UpstreamMap, parse_map
