@@ -12,7 +12,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from forktool.config import ApplyRule
-from forktool.engine.apply.attempt import classify, precheck, read_git_apply, try_patch
+from forktool.engine.apply.applier_output import read_git_apply
+from forktool.engine.apply.attempt import classify, try_patch
+from forktool.engine.apply.precheck import precheck
 from forktool.engine.upstream.targets import Entry, Target
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex

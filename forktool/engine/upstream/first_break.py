@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forktool.config import Config
-from forktool.engine.apply.attempt import Attempt, is_exact, try_patch
+from forktool.engine.apply.attempt import try_patch
+from forktool.engine.apply.verdict import Attempt, is_exact
 from forktool.engine.upstream.cumulative import apply_prefix
 from forktool.engine.upstream.resolve import merged_prs, pattern_prs
 from forktool.engine.upstream.targets import Entry, Target

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from forktool.config import ApplyRule
-from forktool.engine.apply.attempt import allows_offset
+from forktool.engine.apply.verdict import allows_offset
 from forktool.engine.retirement.absorbed import Shared, Verdict, absorbed, shared_knowledge
 from forktool.engine.upstream.cumulative import Applied, ApplyState, cumulative_apply
 from forktool.engine.upstream.first_break import (
