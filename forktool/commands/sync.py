@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -19,11 +20,13 @@ from forktool.engine.release.sync import (
     abort_sync,
     continue_sync,
     next_tarball,
-    plan_sync,
     resolve_tag,
     start_sync,
 )
+from forktool.engine.release.sync_plan import plan_sync
+from forktool.engine.release.sync_report import SyncReport
 from forktool.errors import Interrupted
+from forktool.git import Git
 from forktool.report import sync as report
 
 
@@ -89,48 +92,70 @@ def command(
     git = app.git()
     if dry_run:
         assert tag is not None
-        commit = resolve_tag(app.config(), git, tag, fetch=fetch, notice=notice)
-        tree = None
-        if tarballs:
-            with app.lock(git):
-                tree = next_tarball(app.config(), git, tag, tarballs)
-        result = plan_sync(app.fork(), git, tag, commit, tree)
+        result = _plan(app, git, tag, fetch=fetch, tarballs=tarballs)
     else:
         with app.lock(git), app.output.steps(5, "sync") as tick:
             if abort:
                 result = abort_sync(git)
             elif resume:
-                try:
-                    result = continue_sync(
-                        git,
-                        env=os.environ,
-                        progress=tick,
-                        markdown=report.render_sync_markdown,
-                        drop_files=drop_files,
-                    )
-                except KeyboardInterrupt:
-                    raise Interrupted(
-                        "interrupted; the sync is still in progress",
-                        "go on with 'forktool sync --continue' or drop it with "
-                        "'forktool sync --abort'",
-                    ) from None
+                result = _continue(git, tick, drop_files)
             else:
                 assert tag is not None
-                app.fork()  # the fork must be sound before anything starts
-                result = start_sync(
-                    app.config(),
-                    git,
-                    tag,
-                    branch=branch,
-                    fetch=fetch,
-                    env=os.environ,
-                    progress=tick,
-                    notice=notice,
-                    markdown=report.render_sync_markdown,
-                    tarballs=tarballs,
-                )
+                result = _start(app, git, tick, tag, branch=branch, fetch=fetch, tarballs=tarballs)
     render = report.render_aborted if abort else report.render_sync
     app.emit(result, fmt, render, writers={"markdown": report.render_sync_markdown})
     if abort:
         return 0
     return 0 if result.ok else 1
+
+
+def _plan(app: App, git: Git, tag: str, *, fetch: bool, tarballs: tuple[Path, ...]) -> SyncReport:
+    """--dry-run: the plan, on TAG's tarball import when one is given (imported under
+    the lock: it writes objects and a ref)."""
+    commit = resolve_tag(app.config(), git, tag, fetch=fetch, notice=notice)
+    tree = None
+    if tarballs:
+        with app.lock(git):
+            tree = next_tarball(app.config(), git, tag, tarballs)
+    return plan_sync(app.fork(), git, tag, commit, tree)
+
+
+def _start(
+    app: App,
+    git: Git,
+    tick: Callable[[str], None],
+    tag: str,
+    *,
+    branch: str | None,
+    fetch: bool,
+    tarballs: tuple[Path, ...],
+) -> SyncReport:
+    app.fork()  # the fork must be sound before anything starts
+    return start_sync(
+        app.config(),
+        git,
+        tag,
+        branch=branch,
+        fetch=fetch,
+        env=os.environ,
+        progress=tick,
+        notice=notice,
+        markdown=report.render_sync_markdown,
+        tarballs=tarballs,
+    )
+
+
+def _continue(git: Git, tick: Callable[[str], None], drop_files: tuple[str, ...]) -> SyncReport:
+    try:
+        return continue_sync(
+            git,
+            env=os.environ,
+            progress=tick,
+            markdown=report.render_sync_markdown,
+            drop_files=drop_files,
+        )
+    except KeyboardInterrupt:
+        raise Interrupted(
+            "interrupted; the sync is still in progress",
+            "go on with 'forktool sync --continue' or drop it with 'forktool sync --abort'",
+        ) from None
