@@ -83,12 +83,7 @@ def command(
       forktool sync v1.3.0 --format markdown > pr-body.md
       forktool sync curl-8_0_0 --tarball ../curl_8.0.0.orig.tar.gz
     """
-    exclusive({"--continue": resume, "--abort": abort, "--dry-run": dry_run})
-    if (resume or abort) and tag:
-        raise click.UsageError("--continue and --abort take no TAG")
-    if not (resume or abort) and not tag:
-        raise click.UsageError("missing TAG (or --continue / --abort)")
-    together("--drop-file", drop_files, "--continue", resume)
+    _refuse_bad_usage(tag, dry_run=dry_run, resume=resume, abort=abort, drop_files=drop_files)
     git = app.git()
     if dry_run:
         assert tag is not None
@@ -107,6 +102,18 @@ def command(
     if abort:
         return 0
     return 0 if result.ok else 1
+
+
+def _refuse_bad_usage(
+    tag: str | None, *, dry_run: bool, resume: bool, abort: bool, drop_files: tuple[str, ...]
+) -> None:
+    """One mode at a time: a TAG to start or plan, none to go on or abort."""
+    exclusive({"--continue": resume, "--abort": abort, "--dry-run": dry_run})
+    if (resume or abort) and tag:
+        raise click.UsageError("--continue and --abort take no TAG")
+    if not (resume or abort) and not tag:
+        raise click.UsageError("missing TAG (or --continue / --abort)")
+    together("--drop-file", drop_files, "--continue", resume)
 
 
 def _plan(app: App, git: Git, tag: str, *, fetch: bool, tarballs: tuple[Path, ...]) -> SyncReport:
