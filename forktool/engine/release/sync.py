@@ -328,10 +328,19 @@ def _already_synced(config: Config, git: Git, branch: str, tag: str) -> SyncRepo
     if pinned != tag:
         return None
     message = f"already synced: {branch} pins {tag}; nothing to do"
-    report_file = report_dir(git, tag, branch) / "report.json"
-    if report_file.is_file():
-        report = SyncReport.from_json(json.loads(report_file.read_text(encoding="utf-8")))
+    report = _finished_report(report_dir(git, tag, branch) / "report.json")
+    if report is not None:
         return replace(report, stage="done", message=message)
     return SyncReport(
         tag, git.require_tag_commit(tag), config.pin_tag, branch, "done", message=message
     )
+
+
+def _finished_report(path: Path) -> SyncReport | None:
+    """A finished sync's report.json read back; None when there is none, or when it
+    cannot be read (the branch itself says the sync is done)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return SyncReport.from_json(data) if isinstance(data, dict) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None

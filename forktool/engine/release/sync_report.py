@@ -50,7 +50,7 @@ class Retired:
         return cls(
             str(data["patch"]),
             _strings(data, "upstream_commits"),
-            str(data["first_release"]) if data.get("first_release") else None,
+            _optional(data, "first_release"),
             str(data["witnesses"]),
         )
 
@@ -156,7 +156,7 @@ class SyncReport:
             tag=str(data["tag"]),
             tag_commit=str(data["tag_commit"]),
             previous_tag=str(data["previous_tag"]),
-            branch=str(data["branch"]) if data.get("branch") else None,
+            branch=_optional(data, "branch"),
             stage=stage,
             retired=tuple(Retired.from_json(r) for r in _dicts(data, "retired")),
             kept=tuple(_absorption(p) for p in _dicts(data, "kept")),
@@ -168,6 +168,9 @@ class SyncReport:
             commits=_strings(data, "commits"),
             check=_gate(check) if isinstance(check, dict) else None,
             check_ok=check_ok if isinstance(check_ok, bool) else None,
+            message=str(data.get("message", "")),
+            dry_run=data.get("dry_run") is True,
+            worktree=_optional(data, "worktree"),
             merge_tag=data.get("merge_tag") is True,
             decisions=_strings(data, "decisions"),
             decide=str(data.get("decide", "")),

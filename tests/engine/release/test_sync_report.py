@@ -13,10 +13,17 @@ import json
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from testing.helpers import run_cli
 from testing.sync_fork import V1, _drop_conflicting_patch, _edit
 
 from forktool.builder import RepoBuilder
+from forktool.engine.patches.refresh import RefreshEntry
+from forktool.engine.release.check import CheckResult, GateResult
+from forktool.engine.release.sync_report import STAGES, PinChange, Retired, SyncReport
+from forktool.engine.retirement.absorbed import Evidence, PatchAbsorption, ProbeWitness
+from forktool.errors import Finding
 
 PR = "https://forge.example/up/pull/7"
 SYNC_BRANCH = "forktool/sync-v2"
@@ -377,3 +384,115 @@ def test_a_plan_with_decisions_is_the_pinned_json(sync_fork: RepoBuilder) -> Non
     )
     assert plan.code == 1, plan.out
     assert _pinned(plan.json(), sync_fork) == json.dumps(PLAN_V3, indent=2)
+
+
+def test_an_unreadable_report_json_still_says_already_synced(pinned_fork: RepoBuilder) -> None:
+    """report.json is the finished sync's account, not its proof (the branch pins the
+    tag): when it cannot be read, a second 'sync' says so without it, never a traceback."""
+    root = pinned_fork.path
+    assert run_cli("-C", root, "sync", "v2", "--no-fetch").code == 0
+    written = pinned_fork.git.git_dir() / "forktool" / "sync" / "v2" / SYNC_BRANCH / "report.json"
+    for broken in ("{not json", "[]", '{"tag": "v2"}', '{"stage": "done", "kept": [{}]}'):
+        written.write_text(broken)
+        again = run_cli("-C", root, "sync", "v2", "--no-fetch", "--format", "json")
+        assert again.code == 0, (broken, again.out, again.err)
+        data = again.json()
+        assert data["message"] == f"already synced: {SYNC_BRANCH} pins v2; nothing to do"
+        assert (data["branch"], data["stage"], data["kept"]) == (SYNC_BRANCH, "done", [])
+
+
+# -- the reader, on any report -------------------------------------------------------------
+
+_text = st.text(max_size=12)
+_maybe = st.none() | _text
+_said = st.none() | st.text(min_size=1, max_size=12)  # written only when said (not "")
+_sha = st.text("0123456789abcdef", min_size=40, max_size=40)
+_evidence = st.builds(
+    Evidence,
+    st.sampled_from(["cherry-pick", "patch-id", "content-present", "hunks-still-apply"]),
+    st.none() | _sha,
+    _text,
+    st.none() | st.tuples(st.integers(0, 9), st.integers(0, 9)),
+)
+_kept = st.builds(
+    PatchAbsorption,
+    patch=_text,
+    upstream_commits=st.lists(_sha, max_size=2).map(tuple),
+    verdict=st.sampled_from(["retire", "keep", "revisit", "fork-only", "pending"]),
+    ancestor=st.none() | st.booleans(),
+    first_release=_maybe,
+    evidence=st.lists(_evidence, max_size=3).map(tuple),
+    reason=_text,
+    probe=st.none()
+    | st.builds(
+        ProbeWitness,
+        st.sampled_from(["pass", "fail"]),
+        st.sampled_from(["retired", "still-required", "now-harmful"]),
+        _text,
+    ),
+    upstream_pr=_maybe,
+)
+_finding = st.builds(
+    Finding,
+    st.sampled_from(["error", "warning", "info"]),
+    _text,
+    _maybe,
+    st.none() | st.integers(1, 99),
+    _said,
+)
+_check = st.builds(
+    CheckResult,
+    _text,
+    _text,
+    st.lists(_finding, max_size=3).map(tuple),
+    st.integers(0, 99999).map(lambda ms: ms / 1000),
+    _said,
+)
+_report = st.builds(
+    SyncReport,
+    tag=_text,
+    tag_commit=_sha,
+    previous_tag=_text,
+    branch=_maybe,
+    stage=st.sampled_from(STAGES),
+    retired=st.lists(
+        st.builds(Retired, _text, st.lists(_sha, max_size=2).map(tuple), _maybe, _text),
+        max_size=2,
+    ).map(tuple),
+    kept=st.lists(_kept, max_size=3).map(tuple),
+    refreshed=st.lists(
+        st.builds(
+            RefreshEntry,
+            _text,
+            _text,
+            st.sampled_from(["unchanged", "rebased", "merged", "conflict"]),
+            _text,
+            st.booleans(),
+        ),
+        max_size=2,
+    ).map(tuple),
+    range_diff=_text,
+    pins=st.lists(st.builds(PinChange, _text, st.integers(1, 99), _text, _text), max_size=2).map(
+        tuple
+    ),
+    conflicts=st.lists(_text, max_size=2).map(tuple),
+    notes=st.lists(_text, max_size=2).map(tuple),
+    check=st.none() | st.lists(_check, max_size=3).map(lambda c: GateResult(tuple(c))),
+    check_ok=st.none() | st.booleans(),
+    commits=st.lists(_sha, max_size=2).map(tuple),
+    message=_text,
+    dry_run=st.booleans(),
+    worktree=_maybe,
+    merge_tag=st.booleans(),
+    decisions=st.lists(_text, max_size=2).map(tuple),
+    decide=_text,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_report)
+def test_a_saved_report_reads_back_to_the_same_typed_report_and_json(report: SyncReport) -> None:
+    text = json.dumps(report.to_json(), indent=2)
+    again = SyncReport.from_json(json.loads(text))
+    assert again == report
+    assert json.dumps(again.to_json(), indent=2) == text
