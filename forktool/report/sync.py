@@ -142,27 +142,44 @@ def render_sync_markdown(report: SyncReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _md_table(columns: tuple[str, ...], rows: list[tuple[object, ...]]) -> list[str]:
+    """A markdown table; each cell is already escaped for the medium."""
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+        *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows),
+    ]
+
+
 def _md_retired(report: SyncReport) -> list[str]:
     lines = ["## Retired (absorbed by ancestry)", ""]
     if not report.retired:
         return [*lines, f"None: {md_code(report.tag)} contains no patch's upstream commit."]
-    lines += ["| patch | upstream commit(s) | first release | witnesses |", "|---|---|---|---|"]
-    return lines + [
-        f"| {md_code(r.patch, table=True)} | {', '.join(c[:12] for c in r.commits)} "
-        f"| {md_text(r.first_release or '-')} | {md_text(r.witnesses)} |"
-        for r in report.retired
-    ]
+    return lines + _md_table(
+        ("patch", "upstream commit(s)", "first release", "witnesses"),
+        [
+            (
+                md_code(r.patch, table=True),
+                ", ".join(c[:12] for c in r.commits),
+                md_text(r.first_release or "-"),
+                md_text(r.witnesses),
+            )
+            for r in report.retired
+        ],
+    )
 
 
 def _md_refreshed(report: SyncReport) -> list[str]:
     """The kept patches as the refresh moved them, what to review first, the range-diff."""
     lines = ["", "## Kept and refreshed", ""]
     if report.refreshed:
-        lines += ["| patch | refresh | note |", "|---|---|---|"]
-        lines += [
-            f"| {md_code(e.patch, table=True)} | {md_text(e.status)} | {md_text(e.message)} |"
-            for e in report.refreshed
-        ]
+        lines += _md_table(
+            ("patch", "refresh", "note"),
+            [
+                (md_code(e.patch, table=True), md_text(e.status), md_text(e.message))
+                for e in report.refreshed
+            ],
+        )
     else:
         lines.append("No patch left to refresh.")
     if report.merged:
@@ -195,12 +212,18 @@ def _md_pins(report: SyncReport) -> list[str]:
     lines = ["", "## Pins", ""]
     if not report.pins:
         return [*lines, "No pin site changed."]
-    lines += ["| file | line | old | new |", "|---|---|---|---|"]
-    return lines + [
-        f"| {md_code(p.file, table=True)} | {p.line} | {md_code(p.old, table=True)} "
-        f"| {md_code(p.new, table=True)} |"
-        for p in report.pins
-    ]
+    return lines + _md_table(
+        ("file", "line", "old", "new"),
+        [
+            (
+                md_code(p.file, table=True),
+                p.line,
+                md_code(p.old, table=True),
+                md_code(p.new, table=True),
+            )
+            for p in report.pins
+        ],
+    )
 
 
 def _md_needs_a_human(report: SyncReport) -> list[str]:
@@ -216,10 +239,17 @@ def _md_needs_a_human(report: SyncReport) -> list[str]:
 def _md_check(gate: GateResult, passed: bool | None) -> list[str]:
     """The check's verdict, a row per check, and a line per reason it failed."""
     verdict = "passed" if passed else "**failed**"
-    lines = ["", f"## Check: {verdict}", "", "| check | result |", "|---|---|"]
-    for check in gate.checks:
-        result = "skipped" if check.skipped else ("ok" if check.ok else "**failed**")
-        lines.append(f"| {md_code(check.id, table=True)} | {result} |")
+    lines = ["", f"## Check: {verdict}", ""]
+    lines += _md_table(
+        ("check", "result"),
+        [
+            (
+                md_code(c.id, table=True),
+                "skipped" if c.skipped else ("ok" if c.ok else "**failed**"),
+            )
+            for c in gate.checks
+        ],
+    )
     failures = check_failures(gate)
     if failures:
         lines.append("")

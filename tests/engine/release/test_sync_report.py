@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from testing.helpers import run_cli
-from testing.sync_fork import V1, _drop_conflicting_patch, _edit
+from testing.sync_fork import _drop_conflicting_patch, v3_with_0002_cherry_picked
 
 from forktool.builder import RepoBuilder
 from forktool.engine.patches.refresh import RefreshEntry
@@ -77,6 +77,28 @@ def _pinned(data: object, fork: RepoBuilder) -> str:
     return json.dumps(walk(data), indent=2)
 
 
+def _fork_only(patch: str, *evidence: dict[str, object]) -> dict[str, object]:
+    """A kept patch mapped to 'none', as ``absorbed`` judges it."""
+    return {
+        "patch": patch,
+        "upstream_commits": [],
+        "verdict": "fork-only",
+        "ancestor": None,
+        "first_release": None,
+        "evidence": list(evidence),
+        "reason": "mapped to 'none': no upstream commit can retire it",
+        "upstream_pr": None,
+    }
+
+
+def _offset(tag: str) -> dict[str, object]:
+    return {
+        "kind": "offset",
+        "commit": None,
+        "detail": f"c.py: hunk 1 applies only at offset +3 (line 8) on {tag}; run 'forktool refresh'",
+    }
+
+
 KEPT = [
     {
         "patch": "0002-b.patch",
@@ -89,23 +111,7 @@ KEPT = [
         "(forktool upstream resolve)",
         "upstream_pr": PR,
     },
-    {
-        "patch": "0003-c.patch",
-        "upstream_commits": [],
-        "verdict": "fork-only",
-        "ancestor": None,
-        "first_release": None,
-        "evidence": [
-            {
-                "kind": "offset",
-                "commit": None,
-                "detail": "c.py: hunk 1 applies only at offset +3 (line 8) on v2; "
-                "run 'forktool refresh'",
-            }
-        ],
-        "reason": "mapped to 'none': no upstream commit can retire it",
-        "upstream_pr": None,
-    },
+    _fork_only("0003-c.patch", _offset("v2")),
 ]
 RETIRED = [
     {
@@ -269,59 +275,28 @@ PLAN_V3 = {
         }
     ],
     "kept": [
-        {
-            "patch": "0002-b.patch",
-            "upstream_commits": [],
-            "verdict": "fork-only",
-            "ancestor": None,
-            "first_release": None,
-            "evidence": [
-                {
-                    "kind": "patch-id",
-                    "commit": "<v3>",
-                    "detail": "996542757723 in v3 makes the same change (same patch-id --stable)",
-                },
-                {
-                    "kind": "content-present",
-                    "commit": None,
-                    "detail": "the patch reverse-applies exactly on v3",
-                },
-            ],
-            "reason": "mapped to 'none': no upstream commit can retire it",
-            "upstream_pr": None,
-        },
-        {
-            "patch": "0003-c.patch",
-            "upstream_commits": [],
-            "verdict": "fork-only",
-            "ancestor": None,
-            "first_release": None,
-            "evidence": [
-                {
-                    "kind": "offset",
-                    "commit": None,
-                    "detail": "c.py: hunk 1 applies only at offset +3 (line 8) on v3; run 'forktool refresh'",
-                }
-            ],
-            "reason": "mapped to 'none': no upstream commit can retire it",
-            "upstream_pr": None,
-        },
-        {
-            "patch": "0004-d.patch",
-            "upstream_commits": [],
-            "verdict": "fork-only",
-            "ancestor": None,
-            "first_release": None,
-            "evidence": [
-                {
-                    "kind": "no-longer-applies",
-                    "commit": None,
-                    "detail": "d.py: hunk 1 does not apply at line 3 on v3: its lines are not there",
-                }
-            ],
-            "reason": "mapped to 'none': no upstream commit can retire it",
-            "upstream_pr": None,
-        },
+        _fork_only(
+            "0002-b.patch",
+            {
+                "kind": "patch-id",
+                "commit": "<v3>",
+                "detail": "996542757723 in v3 makes the same change (same patch-id --stable)",
+            },
+            {
+                "kind": "content-present",
+                "commit": None,
+                "detail": "the patch reverse-applies exactly on v3",
+            },
+        ),
+        _fork_only("0003-c.patch", _offset("v3")),
+        _fork_only(
+            "0004-d.patch",
+            {
+                "kind": "no-longer-applies",
+                "commit": None,
+                "detail": "d.py: hunk 1 does not apply at line 3 on v3: its lines are not there",
+            },
+        ),
     ],
     "refreshed": [
         {
@@ -372,13 +347,7 @@ PLAN_V3 = {
 def test_a_plan_with_decisions_is_the_pinned_json(sync_fork: RepoBuilder) -> None:
     """Upstream v3 carries 0002's change as a cherry-pick: the plan keeps it, with its
     evidence, and names the one decision to record."""
-    sync_fork.checkout("upstream")
-    sync_fork.commit(
-        "b: fork change\n\n(cherry picked from commit " + "e" * 40 + ")\n",
-        {"b.py": _edit(V1["b.py"], "b.py line 3\n", "b.py line 3 forked\n")},
-    )
-    sync_fork.tag("v3")
-    sync_fork.checkout("main")
+    v3_with_0002_cherry_picked(sync_fork)
     plan = run_cli(
         "-C", sync_fork.path, "sync", "v3", "--no-fetch", "--dry-run", "--format", "json"
     )
