@@ -36,6 +36,7 @@ from forktool.engine.release.sync_state import (
     drop_state,
     load_sync_state,
     report_dir,
+    require_stage,
     save_state,
 )
 from forktool.engine.release.tarball import import_tarballs
@@ -283,6 +284,7 @@ def continue_sync(
     state = load_sync_state(git)
     if state is None:
         raise FatalError("no sync is in progress", "start one with 'forktool sync TAG'")
+    require_stage(git, state)
     return drive(
         git,
         state,

@@ -50,7 +50,7 @@ class Retired:
         return cls(
             str(data["patch"]),
             _strings(data, "upstream_commits"),
-            _optional(data, "first_release"),
+            optional_str(data, "first_release"),
             str(data["witnesses"]),
         )
 
@@ -156,7 +156,7 @@ class SyncReport:
             tag=str(data["tag"]),
             tag_commit=str(data["tag_commit"]),
             previous_tag=str(data["previous_tag"]),
-            branch=_optional(data, "branch"),
+            branch=optional_str(data, "branch"),
             stage=stage,
             retired=tuple(Retired.from_json(r) for r in _dicts(data, "retired")),
             kept=tuple(_absorption(p) for p in _dicts(data, "kept")),
@@ -170,7 +170,7 @@ class SyncReport:
             check_ok=check_ok if isinstance(check_ok, bool) else None,
             message=str(data.get("message", "")),
             dry_run=data.get("dry_run") is True,
-            worktree=_optional(data, "worktree"),
+            worktree=optional_str(data, "worktree"),
             merge_tag=data.get("merge_tag") is True,
             decisions=_strings(data, "decisions"),
             decide=str(data.get("decide", "")),
@@ -193,7 +193,7 @@ def _strings(data: Mapping[str, object], key: str) -> tuple[str, ...]:
     return tuple(str(item) for item in _list(data, key))
 
 
-def _optional(data: Mapping[str, object], key: str) -> str | None:
+def optional_str(data: Mapping[str, object], key: str) -> str | None:
     value = data.get(key)
     return None if value is None else str(value)
 
@@ -217,11 +217,11 @@ def _absorption(data: Mapping[str, object]) -> PatchAbsorption:
         upstream_commits=_strings(data, "upstream_commits"),
         verdict=cast(Verdict, str(data["verdict"])),
         ancestor=ancestor if isinstance(ancestor, bool) else None,
-        first_release=_optional(data, "first_release"),
+        first_release=optional_str(data, "first_release"),
         evidence=tuple(_evidence(e) for e in _dicts(data, "evidence")),
         reason=str(data.get("reason", "")),
         probe=_probe(probe) if isinstance(probe, dict) else None,
-        upstream_pr=_optional(data, "upstream_pr"),
+        upstream_pr=optional_str(data, "upstream_pr"),
     )
 
 
@@ -229,7 +229,7 @@ def _evidence(data: Mapping[str, object]) -> Evidence:
     hunks = data.get("hunks")
     return Evidence(
         cast(EvidenceKind, str(data["kind"])),
-        _optional(data, "commit"),
+        optional_str(data, "commit"),
         str(data.get("detail", "")),
         (int(str(hunks["still_apply"])), int(str(hunks["total"])))
         if isinstance(hunks, dict)
@@ -258,7 +258,7 @@ def _check(data: Mapping[str, object]) -> CheckResult:
         str(data.get("title", "")),
         tuple(_finding(f) for f in _dicts(data, "findings")),
         float(seconds) if isinstance(seconds, int | float) else 0.0,
-        _optional(data, "skipped"),
+        optional_str(data, "skipped"),
     )
 
 
@@ -267,7 +267,7 @@ def _finding(data: Mapping[str, object]) -> Finding:
     return Finding(
         cast(Severity, str(data["severity"])),
         str(data.get("message", "")),
-        _optional(data, "path"),
+        optional_str(data, "path"),
         line if isinstance(line, int) else None,
-        _optional(data, "hint"),
+        optional_str(data, "hint"),
     )

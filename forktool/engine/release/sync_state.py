@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
-from forktool.engine.release.sync_report import Stage, SyncReport
+from forktool.engine.release.sync_report import STAGES, Stage, SyncReport, optional_str
 from forktool.errors import FatalError
 from forktool.faults import faultpoint
 from forktool.fsutil import write_files
@@ -51,6 +53,27 @@ class SyncState:
             "report": self.report.to_json(),
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> SyncState:
+        """The state ``to_json`` saved (KeyError or TypeError when it is not). The stage
+        is read as written: 'sync --abort' needs no stage, 'sync --continue' refuses one
+        it does not know (:func:`require_stage`)."""
+        report = data["report"]
+        if not isinstance(report, dict):
+            raise TypeError("the report is not a JSON object")
+        return cls(
+            str(data["tag"]),
+            str(data["tag_commit"]),
+            str(data["branch"]),
+            str(data["worktree"]),
+            str(data["start"]),
+            cast(Stage, str(data["stage"])),
+            str(data["fork_dir"]),
+            SyncReport.from_json(report),
+            optional_str(data, "tree_commit"),
+            optional_str(data, "previous_import"),
+        )
+
 
 def state_dir(git: Git) -> Path:
     return git.common_dir() / STATE_DIR
@@ -70,26 +93,21 @@ def load_sync_state(git: Git) -> SyncState | None:
     path = _state_file(git)
     try:
         data = read_state(path)
-        if data is None:
-            return None
-        report = SyncReport.from_json(data["report"])
-        return SyncState(
-            data["tag"],
-            data["tag_commit"],
-            data["branch"],
-            data["worktree"],
-            data["start"],
-            data["stage"],
-            data["fork_dir"],
-            report,
-            data.get("tree_commit"),
-            data.get("previous_import"),
-        )
+        return None if data is None else SyncState.from_json(data)
     except (ValueError, KeyError, TypeError) as exc:
         raise FatalError(
             f"the sync state in {path} is unreadable ({exc})",
             "remove it with 'forktool sync --abort'",
         ) from exc
+
+
+def require_stage(git: Git, state: SyncState) -> None:
+    """A sync goes on only from a stage this version knows (exit 2 otherwise)."""
+    if state.stage not in STAGES:
+        raise FatalError(
+            f"the sync state in {_state_file(git)} stopped at an unknown stage {state.stage!r}",
+            "drop it with 'forktool sync --abort'",
+        )
 
 
 def save_state(git: Git, state: SyncState) -> None:

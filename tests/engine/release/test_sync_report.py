@@ -465,3 +465,24 @@ def test_a_saved_report_reads_back_to_the_same_typed_report_and_json(report: Syn
     again = SyncReport.from_json(json.loads(text))
     assert again == report
     assert json.dumps(again.to_json(), indent=2) == text
+
+
+def test_a_state_at_an_unknown_stage_is_refused_and_can_be_aborted(sync_fork: RepoBuilder) -> None:
+    """A state naming no stage forktool knows (edited, or written by another version):
+    --continue refuses it with exit 2 and the way out, never a traceback; --abort,
+    which needs no stage, removes the sync."""
+    head = sync_fork.rev("HEAD")
+    stopped = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch")
+    assert stopped.code == 1
+    path = sync_fork.git.git_dir() / "forktool" / "sync" / "state.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "stage": "publish"}))
+    resumed = run_cli("-C", sync_fork.path, "sync", "--continue")
+    assert resumed.code == 2
+    assert resumed.error_lines == [
+        f"error: the sync state in {path} stopped at an unknown stage 'publish'",
+        "hint: drop it with 'forktool sync --abort'",
+    ]
+    aborted = run_cli("-C", sync_fork.path, "sync", "--abort")
+    assert aborted.code == 0, aborted.err
+    assert not path.exists() and sync_fork.git.branch_commit(SYNC_BRANCH) is None
+    assert sync_fork.rev("HEAD") == head
