@@ -27,7 +27,7 @@ from forktool.console import DataConsole
 from forktool.engine.patches.refresh import RefreshEntry
 from forktool.engine.release.check import CheckResult, GateResult
 from forktool.engine.release.sync_report import PinChange, Retired, SyncReport
-from forktool.engine.retirement.absorbed import PatchAbsorption
+from forktool.engine.retirement.absorption import PatchAbsorption
 from forktool.engine.upstream.forecast import Cell, FirstBreak, ForecastResult, PatchRow, Target
 from forktool.errors import Finding
 from forktool.escape import (

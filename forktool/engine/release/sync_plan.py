@@ -6,12 +6,14 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Sequence
 
-from forktool.engine.patches.refresh import RefreshEntry, Series, plan_refresh
+from forktool.engine.patches.refresh import Series, plan_refresh
+from forktool.engine.patches.refresh_result import RefreshEntry
 from forktool.engine.release.check import NO_PR_HINT, no_pr_line
 from forktool.engine.release.pin_bump import plan_bump
 from forktool.engine.release.sync_report import PinChange, Retired, SyncReport
 from forktool.engine.release.tarball import carried_files
-from forktool.engine.retirement.absorbed import AbsorbedResult, PatchAbsorption, absorbed
+from forktool.engine.retirement.absorbed import absorbed
+from forktool.engine.retirement.absorption import AbsorbedResult, PatchAbsorption
 from forktool.engine.retirement.retire import witnesses
 from forktool.fork import Fork
 from forktool.git import Git

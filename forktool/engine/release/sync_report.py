@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from forktool.engine.patches.refresh import RefreshEntry, RefreshStatus
+from forktool.engine.patches.refresh_result import RefreshEntry, RefreshStatus
 from forktool.engine.release.check import CheckResult, GateResult
-from forktool.engine.retirement.absorbed import (
+from forktool.engine.retirement.absorption import (
     Evidence,
     EvidenceKind,
     Outcome,

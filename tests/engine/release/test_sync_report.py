@@ -19,10 +19,10 @@ from testing.helpers import run_cli
 from testing.sync_fork import _drop_conflicting_patch, v3_with_0002_cherry_picked
 
 from forktool.builder import RepoBuilder
-from forktool.engine.patches.refresh import RefreshEntry
+from forktool.engine.patches.refresh_result import RefreshEntry
 from forktool.engine.release.check import CheckResult, GateResult
 from forktool.engine.release.sync_report import STAGES, PinChange, Retired, SyncReport
-from forktool.engine.retirement.absorbed import Evidence, PatchAbsorption, ProbeWitness
+from forktool.engine.retirement.absorption import Evidence, PatchAbsorption, ProbeWitness
 from forktool.errors import Finding
 
 PR = "https://forge.example/up/pull/7"
