@@ -194,6 +194,7 @@ def _strings(data: Mapping[str, object], key: str) -> tuple[str, ...]:
 
 
 def optional_str(data: Mapping[str, object], key: str) -> str | None:
+    """``data[key]`` as text, None when it is null or absent (an empty text stays one)."""
     value = data.get(key)
     return None if value is None else str(value)
 
