@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -19,11 +20,13 @@ from forktool.engine.release.sync import (
     abort_sync,
     continue_sync,
     next_tarball,
-    plan_sync,
     start_sync,
 )
+from forktool.engine.release.sync_plan import plan_sync
+from forktool.engine.release.sync_report import SyncReport
 from forktool.engine.revisions import Upstream, resolve
 from forktool.errors import Interrupted
+from forktool.git import Git
 from forktool.report import sync as report
 
 
@@ -80,58 +83,87 @@ def command(
       forktool sync v1.3.0 --format markdown > pr-body.md
       forktool sync curl-8_0_0 --tarball ../curl_8.0.0.orig.tar.gz
     """
+    _refuse_bad_usage(tag, dry_run=dry_run, resume=resume, abort=abort, drop_files=drop_files)
+    git = app.git()
+    if dry_run:
+        assert tag is not None
+        result = _plan(app, git, tag, fetch=fetch, tarballs=tarballs)
+    else:
+        with app.lock(git), app.output.steps(5, "sync") as tick:
+            if abort:
+                result = abort_sync(git)
+            elif resume:
+                result = _continue(git, tick, drop_files)
+            else:
+                assert tag is not None
+                result = _start(app, git, tick, tag, branch=branch, fetch=fetch, tarballs=tarballs)
+    render = report.render_aborted if abort else report.render_sync
+    app.emit(result, fmt, render, writers={"markdown": report.render_sync_markdown})
+    if abort:
+        return 0
+    return 0 if result.ok else 1
+
+
+def _refuse_bad_usage(
+    tag: str | None, *, dry_run: bool, resume: bool, abort: bool, drop_files: tuple[str, ...]
+) -> None:
+    """One mode at a time: a TAG to start or plan, none to go on or abort."""
     exclusive({"--continue": resume, "--abort": abort, "--dry-run": dry_run})
     if (resume or abort) and tag:
         raise click.UsageError("--continue and --abort take no TAG")
     if not (resume or abort) and not tag:
         raise click.UsageError("missing TAG (or --continue / --abort)")
     together("--drop-file", drop_files, "--continue", resume)
-    git = app.git()
-    if dry_run:
-        assert tag is not None
-        upstream = Upstream.of(app.config(), "--no-fetch", fetch=fetch, notice=notice)
-        revision = resolve(git, tag, upstream=upstream, pinning=True)
-        tree = None
-        if tarballs:
-            with app.lock(git):
-                tree = next_tarball(app.config(), git, revision, tarballs)
-        result = plan_sync(app.fork(), git, revision, tree)
-    else:
-        with app.lock(git), app.output.steps(5, "sync") as tick:
-            if abort:
-                result = abort_sync(git)
-            elif resume:
-                try:
-                    result = continue_sync(
-                        git,
-                        env=os.environ,
-                        progress=tick,
-                        markdown=report.render_sync_markdown,
-                        drop_files=drop_files,
-                    )
-                except KeyboardInterrupt:
-                    raise Interrupted(
-                        "interrupted; the sync is still in progress",
-                        "go on with 'forktool sync --continue' or drop it with "
-                        "'forktool sync --abort'",
-                    ) from None
-            else:
-                assert tag is not None
-                app.fork()  # the fork must be sound before anything starts
-                result = start_sync(
-                    app.config(),
-                    git,
-                    tag,
-                    branch=branch,
-                    fetch=fetch,
-                    env=os.environ,
-                    progress=tick,
-                    notice=notice,
-                    markdown=report.render_sync_markdown,
-                    tarballs=tarballs,
-                )
-    render = report.render_aborted if abort else report.render_sync
-    app.emit(result, fmt, render, writers={"markdown": report.render_sync_markdown})
-    if abort:
-        return 0
-    return 0 if result.ok else 1
+
+
+def _plan(app: App, git: Git, tag: str, *, fetch: bool, tarballs: tuple[Path, ...]) -> SyncReport:
+    """--dry-run: the plan, on TAG's tarball import when one is given (imported under
+    the lock: it writes objects and a ref)."""
+    upstream = Upstream.of(app.config(), "--no-fetch", fetch=fetch, notice=notice)
+    revision = resolve(git, tag, upstream=upstream, pinning=True)
+    tree = None
+    if tarballs:
+        with app.lock(git):
+            tree = next_tarball(app.config(), git, revision, tarballs)
+    return plan_sync(app.fork(), git, revision, tree)
+
+
+def _start(
+    app: App,
+    git: Git,
+    tick: Callable[[str], None],
+    tag: str,
+    *,
+    branch: str | None,
+    fetch: bool,
+    tarballs: tuple[Path, ...],
+) -> SyncReport:
+    app.fork()  # the fork must be sound before anything starts
+    return start_sync(
+        app.config(),
+        git,
+        tag,
+        branch=branch,
+        fetch=fetch,
+        env=os.environ,
+        progress=tick,
+        notice=notice,
+        markdown=report.render_sync_markdown,
+        tarballs=tarballs,
+    )
+
+
+def _continue(git: Git, tick: Callable[[str], None], drop_files: tuple[str, ...]) -> SyncReport:
+    try:
+        return continue_sync(
+            git,
+            env=os.environ,
+            progress=tick,
+            markdown=report.render_sync_markdown,
+            drop_files=drop_files,
+        )
+    except KeyboardInterrupt:
+        raise Interrupted(
+            "interrupted; the sync is still in progress",
+            "go on with 'forktool sync --continue' or drop it with 'forktool sync --abort'",
+        ) from None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.release.sync import pending_patches
-from forktool.engine.release.sync_state import SyncReport
+from forktool.engine.release.check import GateResult
+from forktool.engine.release.sync_report import SyncReport
 from forktool.errors import command_line
 from forktool.escape import md_code, md_fence, md_text
 from forktool.output import Output, styled
@@ -35,14 +35,14 @@ def render_plan_body(out: Output, report: SyncReport) -> None:
             Text(f"review first: moved by a 3-way merge: {', '.join(report.merged)}", style="bold"),
             markup=False,
         )
-    waiting = pending_patches(report)
+    waiting = report.pending
     if waiting:
         out.print(
             styled(f"waiting for upstream ({len(waiting)}): kept, never retired", style="bold")
         )
-        for name, pr in waiting:
-            if pr:
-                out.print(f"  {name}: pending, PR {pr}", markup=False)
+        for patch in waiting:
+            if patch.upstream_pr:
+                out.print(f"  {patch.patch}: pending, PR {patch.upstream_pr}", markup=False)
         # Those with no PR named are one 'needs a human' line (the plan's notes), not one each.
     if report.pins:
         out.print(styled(f"pins ({len(report.pins)})", style="bold"))
@@ -87,26 +87,18 @@ def render_sync(out: Output, report: SyncReport) -> None:
         out.print(f"next: {step}", markup=False)
 
 
-def check_failures(check: dict[str, object]) -> list[str]:
-    """Why the gate failed, one line per failed check's error or warning (``check``
-    is the gate's JSON, as the sync report keeps it)."""
+def check_failures(gate: GateResult) -> list[str]:
+    """Why the gate failed, one line per failed check's error or warning."""
     lines: list[str] = []
-    checks = check.get("checks")
-    for entry in checks if isinstance(checks, list) else ():
-        if not isinstance(entry, dict) or entry.get("ok") or entry.get("skipped"):
+    for check in gate.checks:
+        if check.ok or check.skipped:
             continue
-        findings = entry.get("findings")
-        said = [
-            f
-            for f in (findings if isinstance(findings, list) else ())
-            if isinstance(f, dict) and f.get("severity") in ("error", "warning")
-        ]
+        said = [f for f in check.findings if f.severity in ("error", "warning")]
         for finding in said:
-            where = ":".join(str(finding[k]) for k in ("path", "line") if finding.get(k))
-            message = str(finding.get("message", ""))
-            lines.append(f"{entry.get('id')}: {where + ': ' if where else ''}{message}")
+            where = ":".join(str(v) for v in (finding.path, finding.line) if v)
+            lines.append(f"{check.id}: {where + ': ' if where else ''}{finding.message}")
         if not said:
-            lines.append(f"{entry.get('id')}: failed")
+            lines.append(f"{check.id}: failed")
     return lines
 
 
@@ -131,30 +123,63 @@ def next_step(report: SyncReport) -> str:
 def render_sync_markdown(report: SyncReport) -> str:
     """The sync report as a pull-request body (data escaped: see forktool.escape)."""
     title = "Sync plan" if report.dry_run else "Sync"
-    tag = md_code(report.tag)
     lines = [f"# {title}: {md_text(report.previous_tag)} → {md_text(report.tag)}", ""]
     if report.branch:
         lines += [
-            f"Branch {md_code(report.branch)}, upstream tag {tag} ({report.tag_commit[:12]}).",
+            f"Branch {md_code(report.branch)}, upstream tag {md_code(report.tag)} "
+            f"({report.tag_commit[:12]}).",
             "",
         ]
-    lines += ["## Retired (absorbed by ancestry)", ""]
-    if report.retired:
-        lines += ["| patch | upstream commit(s) | first release | witnesses |", "|---|---|---|---|"]
-        lines += [
-            f"| {md_code(r.patch, table=True)} | {', '.join(c[:12] for c in r.commits)} "
-            f"| {md_text(r.first_release or '-')} | {md_text(r.witnesses)} |"
+    lines += _md_retired(report)
+    lines += _md_refreshed(report)
+    lines += _md_waiting(report)
+    lines += _md_pins(report)
+    lines += _md_needs_a_human(report)
+    if report.check is not None:
+        lines += _md_check(report.check, report.check_ok)
+    if report.message:
+        lines += ["", md_text(report.message)]
+    return "\n".join(lines) + "\n"
+
+
+def _md_table(columns: tuple[str, ...], rows: list[tuple[object, ...]]) -> list[str]:
+    """A markdown table; each cell is already escaped for the medium."""
+    return [
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
+        *("| " + " | ".join(str(cell) for cell in row) + " |" for row in rows),
+    ]
+
+
+def _md_retired(report: SyncReport) -> list[str]:
+    lines = ["## Retired (absorbed by ancestry)", ""]
+    if not report.retired:
+        return [*lines, f"None: {md_code(report.tag)} contains no patch's upstream commit."]
+    return lines + _md_table(
+        ("patch", "upstream commit(s)", "first release", "witnesses"),
+        [
+            (
+                md_code(r.patch, table=True),
+                ", ".join(c[:12] for c in r.commits),
+                md_text(r.first_release or "-"),
+                md_text(r.witnesses),
+            )
             for r in report.retired
-        ]
-    else:
-        lines.append(f"None: {tag} contains no patch's upstream commit.")
-    lines += ["", "## Kept and refreshed", ""]
+        ],
+    )
+
+
+def _md_refreshed(report: SyncReport) -> list[str]:
+    """The kept patches as the refresh moved them, what to review first, the range-diff."""
+    lines = ["", "## Kept and refreshed", ""]
     if report.refreshed:
-        lines += ["| patch | refresh | note |", "|---|---|---|"]
-        lines += [
-            f"| {md_code(e.patch, table=True)} | {md_text(e.status)} | {md_text(e.message)} |"
-            for e in report.refreshed
-        ]
+        lines += _md_table(
+            ("patch", "refresh", "note"),
+            [
+                (md_code(e.patch, table=True), md_text(e.status), md_text(e.message))
+                for e in report.refreshed
+            ],
+        )
     else:
         lines.append("No patch left to refresh.")
     if report.merged:
@@ -171,41 +196,62 @@ def render_sync_markdown(report: SyncReport) -> str:
             md_fence(report.range_diff.rstrip()),
             "</details>",
         ]
-    waiting = pending_patches(report)
-    if waiting:
-        lines += ["", "## Waiting for upstream (pending: kept, never retired)", ""]
-        lines += [f"- {md_code(name)}: PR {md_text(pr or '(none named)')}" for name, pr in waiting]
-    lines += ["", "## Pins", ""]
-    if report.pins:
-        lines += ["| file | line | old | new |", "|---|---|---|---|"]
-        lines += [
-            f"| {md_code(p.file, table=True)} | {p.line} | {md_code(p.old, table=True)} "
-            f"| {md_code(p.new, table=True)} |"
+    return lines
+
+
+def _md_waiting(report: SyncReport) -> list[str]:
+    if not report.pending:
+        return []
+    return ["", "## Waiting for upstream (pending: kept, never retired)", ""] + [
+        f"- {md_code(p.patch)}: PR {md_text(p.upstream_pr or '(none named)')}"
+        for p in report.pending
+    ]
+
+
+def _md_pins(report: SyncReport) -> list[str]:
+    lines = ["", "## Pins", ""]
+    if not report.pins:
+        return [*lines, "No pin site changed."]
+    return lines + _md_table(
+        ("file", "line", "old", "new"),
+        [
+            (
+                md_code(p.file, table=True),
+                p.line,
+                md_code(p.old, table=True),
+                md_code(p.new, table=True),
+            )
             for p in report.pins
-        ]
-    else:
-        lines.append("No pin site changed.")
-    if report.conflicts or report.notes:
-        lines += ["", "## Needs a human", ""]
-        lines += [f"- **conflict** {md_text(c)}" for c in report.conflicts]
-        lines += [f"- {md_text(n)}" for n in report.notes]
-    if report.check is not None:
-        verdict = "passed" if report.check_ok else "**failed**"
-        lines += ["", f"## Check: {verdict}", ""]
-        checks = report.check.get("checks", [])
-        if isinstance(checks, list):
-            lines += ["| check | result |", "|---|---|"]
-            for check in checks:
-                result = (
-                    "skipped"
-                    if check.get("skipped")
-                    else ("ok" if check.get("ok") else "**failed**")
-                )
-                lines.append(f"| {md_code(str(check.get('id')), table=True)} | {result} |")
-        failures = check_failures(report.check)
-        if failures:
-            lines.append("")
-            lines += [f"- {md_text(reason)}" for reason in failures]
-    if report.message:
-        lines += ["", md_text(report.message)]
-    return "\n".join(lines) + "\n"
+        ],
+    )
+
+
+def _md_needs_a_human(report: SyncReport) -> list[str]:
+    if not (report.conflicts or report.notes):
+        return []
+    return (
+        ["", "## Needs a human", ""]
+        + [f"- **conflict** {md_text(c)}" for c in report.conflicts]
+        + [f"- {md_text(n)}" for n in report.notes]
+    )
+
+
+def _md_check(gate: GateResult, passed: bool | None) -> list[str]:
+    """The check's verdict, a row per check, and a line per reason it failed."""
+    verdict = "passed" if passed else "**failed**"
+    lines = ["", f"## Check: {verdict}", ""]
+    lines += _md_table(
+        ("check", "result"),
+        [
+            (
+                md_code(c.id, table=True),
+                "skipped" if c.skipped else ("ok" if c.ok else "**failed**"),
+            )
+            for c in gate.checks
+        ],
+    )
+    failures = check_failures(gate)
+    if failures:
+        lines.append("")
+        lines += [f"- {md_text(reason)}" for reason in failures]
+    return lines

@@ -26,7 +26,8 @@ from testing.media_checks import (
 from forktool.console import DataConsole
 from forktool.engine.patches.refresh import RefreshEntry
 from forktool.engine.release.check import CheckResult, GateResult
-from forktool.engine.release.sync_state import PinChange, Retired, SyncReport
+from forktool.engine.release.sync_report import PinChange, Retired, SyncReport
+from forktool.engine.retirement.absorption import PatchAbsorption
 from forktool.engine.upstream.first_break import FirstBreak
 from forktool.engine.upstream.forecast import Cell, ForecastResult, PatchRow
 from forktool.engine.upstream.targets import Target
@@ -240,7 +241,13 @@ def _sync(text: str) -> SyncReport:
         pins=(PinChange(text, 1, text, text),),
         conflicts=(text,),
         notes=(text,),
-        check={"checks": [{"id": text, "ok": False}]},
+        kept=(PatchAbsorption(text, (), "pending", None, None, (), text, upstream_pr=text),),
+        check=GateResult(
+            (
+                CheckResult(text, text, (Finding("error", text, text, 3, text),), 0.0),
+                CheckResult(text + "2", text, (), 0.0, skipped=text),
+            )
+        ),
         check_ok=False,
         message=text,
     )

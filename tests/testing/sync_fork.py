@@ -89,6 +89,17 @@ def build_sync_fork(repo: RepoBuilder) -> RepoBuilder:
     return repo
 
 
+def v3_with_0002_cherry_picked(fork: RepoBuilder) -> None:
+    """Upstream v3: v2 plus a cherry-pick of the fork's 0002 change (b.py line 3)."""
+    fork.checkout("upstream")
+    fork.commit(
+        "b: fork change\n\n(cherry picked from commit " + "e" * 40 + ")\n",
+        {"b.py": _edit(V1["b.py"], "b.py line 3\n", "b.py line 3 forked\n")},
+    )
+    fork.tag("v3")
+    fork.checkout("main")
+
+
 def _drop_conflicting_patch(fork: RepoBuilder) -> None:
     _drop(fork, "0004-d.patch")
 

@@ -13,8 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from forktool.engine.release.sync import plan_sync, sync_blockers
-from forktool.engine.release.sync_state import SyncReport
+from forktool.engine.release.sync import sync_blockers
+from forktool.engine.release.sync_plan import plan_sync
+from forktool.engine.release.sync_report import SyncReport
 from forktool.engine.retirement.releases import Release, newer_releases
 from forktool.engine.upstream.fetch import Fetched, fetch_upstream
 from forktool.engine.upstream.resolve import Resolution, resolve, tracked

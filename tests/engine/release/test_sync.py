@@ -18,6 +18,7 @@ from testing.sync_fork import (
     _drop,
     _drop_conflicting_patch,
     _edit,
+    v3_with_0002_cherry_picked,
 )
 
 from forktool.builder import RepoBuilder
@@ -287,17 +288,6 @@ def test_poll_needs_hands_for_a_patch_waiting_for_upstream(sync_fork: RepoBuilde
 # -- failure paths: exit 2 changes nothing; no dead ends --------------------------------
 
 
-def _v3_with_0002_cherry_picked(fork: RepoBuilder) -> None:
-    """Upstream v3: v2 plus a cherry-pick of the fork's 0002 change (b.py line 3)."""
-    fork.checkout("upstream")
-    fork.commit(
-        "b: fork change\n\n(cherry picked from commit " + "e" * 40 + ")\n",
-        {"b.py": _edit(V1["b.py"], "b.py line 3\n", "b.py line 3 forked\n")},
-    )
-    fork.tag("v3")
-    fork.checkout("main")
-
-
 def _state_left(fork: RepoBuilder) -> tuple[object, ...]:
     git_dir = fork.git.git_dir()
     return (
@@ -311,7 +301,7 @@ def _state_left(fork: RepoBuilder) -> tuple[object, ...]:
 def test_a_patch_already_on_the_tag_is_flagged_before_the_refresh(
     sync_fork: RepoBuilder,
 ) -> None:
-    _v3_with_0002_cherry_picked(sync_fork)
+    v3_with_0002_cherry_picked(sync_fork)
     plan = run_cli(
         "-C", sync_fork.path, "sync", "v3", "--no-fetch", "--dry-run", "--format", "json"
     )
@@ -365,7 +355,7 @@ def test_a_pending_patch_already_on_the_tag_is_told_to_record_its_commit_not_for
     sync_fork: RepoBuilder,
 ) -> None:
     """The PR merged (the change is on v3): resolve --write lets ancestry retire it."""
-    _v3_with_0002_cherry_picked(sync_fork)
+    v3_with_0002_cherry_picked(sync_fork)
     umap = sync_fork.read("upstream.map")
     sync_fork.commit(
         "fork: 0002 waits for a PR\n",
@@ -385,7 +375,7 @@ def test_a_pending_patch_already_on_the_tag_is_told_to_record_its_commit_not_for
 def test_refresh_says_retire_it_first_and_opens_no_worktree(
     sync_fork: RepoBuilder, tmp_path: Path
 ) -> None:
-    _v3_with_0002_cherry_picked(sync_fork)
+    v3_with_0002_cherry_picked(sync_fork)
     wt = tmp_path / "resolve"
     result = run_cli(
         "-C", sync_fork.path, "refresh", "--onto", "v3", "--worktree", wt, "--format", "json"
