@@ -264,7 +264,7 @@ def step_pin_bump_preview(demo: Demo) -> None:
 
 
 def step_align_bot_workflow(demo: Demo) -> None:
-    from forktool.demo.upstream import STALE_BOT
+    from forktool.demo.pulse_changes import STALE_BOT
 
     scratch_path = demo.root / "align-scratch"
     if scratch_path.exists():
