@@ -106,9 +106,18 @@ def upstream(top: Section, lines: dict[str, int]) -> Values:
     check_keys(node, items, "upstream", {"remote", "url", "branch", "pr_patterns"}, set())
     values: Values = {}
     if "remote" in items:
-        values["upstream_remote"] = _remote_name(items["remote"])
+        remote = items["remote"].string("upstream.remote")
+        if problem := remote_name_problem(remote):
+            raise items["remote"].fail(f"upstream.remote {remote!r} {problem}")
+        values["upstream_remote"] = remote
     if "url" in items:
-        values["upstream_url"] = _remote_url(items["url"])
+        url = items["url"].string("upstream.url")
+        if problem := url_problem(url):
+            raise items["url"].fail(
+                f"upstream.url {url!r} {problem}; refusing it",
+                "write the repository's URL (https://..., ssh://..., git@host:path) or a path",
+            )
+        values["upstream_url"] = url
     if "branch" in items:
         values["upstream_branch"] = _branch_name(items["branch"])
     if "pr_patterns" in items:
@@ -120,23 +129,6 @@ def upstream(top: Section, lines: dict[str, int]) -> Values:
         for number, item in enumerate(patterns):
             lines[f"upstream.pr_patterns.{number}"] = item.line
     return values
-
-
-def _remote_name(node: Node) -> str:
-    remote = node.string("upstream.remote")
-    if problem := remote_name_problem(remote):
-        raise node.fail(f"upstream.remote {remote!r} {problem}")
-    return remote
-
-
-def _remote_url(node: Node) -> str:
-    url = node.string("upstream.url")
-    if problem := url_problem(url):
-        raise node.fail(
-            f"upstream.url {url!r} {problem}; refusing it",
-            "write the repository's URL (https://..., ssh://..., git@host:path) or a path",
-        )
-    return url
 
 
 def _branch_name(node: Node) -> str:
