@@ -6,7 +6,8 @@ import click
 
 from forktool.app import App, format_option, notice, pass_app, user_path
 from forktool.engine.apply.arms import load_arm_results
-from forktool.engine.retirement.absorbed import absorbed, fetch_missing
+from forktool.engine.retirement.absorbed import absorbed
+from forktool.engine.retirement.knowledge import fetch_missing
 from forktool.engine.retirement.releases import index_history
 from forktool.report import retirement
 

@@ -6,7 +6,8 @@ import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.retirement.absorbed import absorbed
-from forktool.engine.retirement.retire import record_date, retire, undo
+from forktool.engine.retirement.restore import undo
+from forktool.engine.retirement.retire import record_date, retire
 from forktool.report import retirement
 
 

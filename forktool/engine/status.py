@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from forktool.engine.apply.verify import verify_series
 from forktool.engine.release.pin_state import PinState, pin_state, require_tree
-from forktool.engine.retirement.absorbed import ReleasePreview, newest_release_preview
+from forktool.engine.retirement.release_preview import ReleasePreview, newest_release_preview
 from forktool.errors import InputError
 from forktool.fork import Fork
 from forktool.git import Git

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from forktool.engine.retirement.absorbed import HARMFUL_OUTCOMES, AbsorbedResult
-from forktool.engine.retirement.retire import RetireResult, UndoResult
+from forktool.engine.retirement.absorption import HARMFUL_OUTCOMES, AbsorbedResult
+from forktool.engine.retirement.restore import UndoResult
+from forktool.engine.retirement.retire import RetireResult
 from forktool.git import short
 from forktool.output import Output, styled
 from forktool.report.table import new_table

@@ -330,9 +330,9 @@ def test_status_on_a_long_range_names_ancestry_and_skips_the_verdicts(
 ) -> None:
     """Past the preview's size the newest release is judged by ancestry alone, with a
     note naming the command that gives the verdicts: one screen stays fast."""
-    from forktool.engine.retirement import absorbed
+    from forktool.engine.retirement import release_preview
 
-    monkeypatch.setattr(absorbed, "PREVIEW_MAX_COMMITS", 1)
+    monkeypatch.setattr(release_preview, "PREVIEW_MAX_COMMITS", 1)
     result = run_cli("-C", example_fork.path, "status", "--format", "json")
     assert result.code == 0, result.err
     newest = result.json()["newest_release"]

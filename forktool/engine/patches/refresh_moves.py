@@ -1,0 +1,152 @@
+"""How each patch of a series moves onto a new base: applied exactly, at an offset, or
+by git's 3-way merge from its pre-image on the pin (:mod:`merge_patch`), in order, in
+a temporary index. A patch that moves none of these ways is skipped, and one whose
+change the base already has is told apart (it is retired, never resolved by hand)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from forktool.config import ApplyRule, PatchForm
+from forktool.engine.patches.canonical import (
+    Chain,
+    Link,
+    apply_and_commit,
+    commit_tree,
+    meta_for_form,
+)
+from forktool.engine.patches.merge_patch import PreImages, merge_onto, prove, review_notes
+from forktool.errors import command_line
+from forktool.fork import Fork, Patch
+from forktool.git import TempIndex
+
+
+@dataclass(frozen=True)
+class Series:
+    """What a refresh chain needs besides the patches: the pin they were made on (each
+    patch's pre-image for a 3-way merge) and whether a merged patch is allowed."""
+
+    pin_commit: str
+    pin_name: str
+    patches: tuple[Patch, ...]  # the whole series, for the pre-images
+    allow_merged: bool = True
+    rule: ApplyRule = "exact"  # the fork's apply rule (dpkg's accepts an offset)
+    form: PatchForm = "canonical"  # how a chain's commits get their metadata
+
+    def pre_images(self) -> tuple[str, tuple[Patch, ...], str]:
+        """The arguments of :class:`PreImages` after its index."""
+        return self.pin_commit, self.patches, self.pin_name
+
+    @classmethod
+    def of(cls, fork: Fork, pin_commit: str, patches: Sequence[Patch] | None = None) -> Series:
+        config = fork.config
+        return cls(
+            pin_commit,
+            config.pin_tag,
+            tuple(fork.patches if patches is None else patches),
+            config.allow_merged,
+            config.apply_rule,
+            config.patch_form,
+        )
+
+
+def refresh_chain(
+    index: TempIndex,
+    base_commit: str,
+    patches: Sequence[Patch],
+    series: Series,
+    *,
+    base_name: str,
+) -> Chain:
+    """Commit ``patches`` one by one on ``base_commit``: applied exactly, at an offset, or
+    by a clean 3-way merge. A patch that moves none of these ways is skipped and the
+    rest go on without it (its link has no commit)."""
+    index.read_tree(f"{base_commit}^{{tree}}")
+    pre = PreImages(index, *series.pre_images())
+    links: list[Link] = []
+    parent = base_commit
+    for patch in patches:
+        link = apply_and_commit(
+            index,
+            parent,
+            patch,
+            base_name=base_name,
+            allow_offset=True,
+            meta_for=meta_for_form(series.form),
+            rule=series.rule,
+        )
+        if link.commit is None and _mergeable(link):
+            link = _merged(index, parent, link, pre, series, base_name)
+        links.append(link)
+        if link.commit is not None:
+            parent = link.commit
+    return Chain(base_commit, tuple(links))
+
+
+def _mergeable(link: Link) -> bool:
+    return link.verdict.status in ("fails", "fuzz") and not already_on(link)
+
+
+def _merged(
+    index: TempIndex, parent: str, link: Link, pre: PreImages, series: Series, base_name: str
+) -> Link:
+    """``link`` (a patch that did not apply) moved by a 3-way merge, or why not."""
+    patch, verdict = link.patch, link.verdict
+    merge = merge_onto(index, parent, patch, pre)
+    if merge.absorbed:
+        message = (
+            f"already applied: {base_name} has the whole change (a 3-way merge of it from "
+            f"its pre-image on {series.pin_name} changes nothing)"
+        )
+        return Link(patch, replace(verdict, message=message), None)
+    if merge.tree is None:
+        return Link(patch, replace(verdict, message=f"{verdict.message}; {merge.message}"), None)
+    meta = meta_for_form(series.form)(patch)
+    assert not isinstance(meta, str)  # apply_and_commit read it already
+    commit = commit_tree(index.git, merge.tree, parent, meta, index.env)
+    data, unproven = prove(index, parent, commit, patch)
+    if unproven:
+        return Link(patch, replace(verdict, message=f"{verdict.message}; {unproven}"), None)
+    notes = "".join(f"; {note}" for note in review_notes(patch.parsed, data))
+    if not series.allow_merged:
+        message = (
+            f"{verdict.message}; a 3-way merge moves it with no conflict{notes}, but "
+            "refresh.allow_merged is false: resolve it by hand"
+        )
+        return Link(patch, replace(verdict, message=message), None)
+    index.read_tree(merge.tree)
+    message = (
+        f"{verdict.message.removesuffix('; rebase the patch by hand')}; moved by a 3-way merge "
+        f"from its pre-image on {series.pin_name} (no conflict, proven exact){notes}; "
+        "review it; regenerated"
+    )
+    return Link(patch, replace(verdict, message=message), commit, merged=True)
+
+
+def already_on(link: Link) -> bool:
+    """The patch failed because its change is already there (it reverse-applies): a
+    hand resolution could only change nothing, so none is ever offered."""
+    return link.commit is None and link.verdict.message.startswith("already applied")
+
+
+def presence(message: str) -> str:
+    """How a refresh saw that a patch's change is already there, from its message."""
+    if "3-way merge" in message:
+        return "a 3-way merge of it changes nothing"
+    return "it reverse-applies exactly"
+
+
+def retire_first(patch: Patch, onto: str, how: str = "it reverse-applies exactly") -> str:
+    """What to do about a patch whose change ``onto`` already has (``how``: how that was
+    seen, :func:`presence`). A pending patch's PR has most likely merged: recording its
+    commit lets ancestry retire it, unforced."""
+    name = patch.name
+    force = command_line("forktool", "retire", name, "--tag", onto, "--force") + " --reason '...'"
+    if patch.mapping is not None and patch.mapping.pending:
+        return (
+            f"{name} is already on {onto} ({how}) and is pending: "
+            "record the commit that merged its PR first (forktool upstream resolve --write), "
+            f"so ancestry retires it, or retire it by hand ({force})"
+        )
+    return f"{name} is already on {onto} ({how}): retire it first ({force}) or drop it"
