@@ -333,6 +333,16 @@ class _History:
             check=True,
             env=hardened_env(),
         )
+        # Packed as a clone from a server is: fast-import deltas each blob against the
+        # one written before it, so unrelated files share delta chains up to 50 deep
+        # (every read of a base blob then inflates most of a chain), which a real
+        # repository never has. -f recomputes the deltas; one thread keeps it seeded.
+        subprocess.run(
+            git_argv(["-c", "pack.threads=1", "repack", "-adfq"]),
+            cwd=path,
+            check=True,
+            env=hardened_env(),
+        )
 
 
 def synthesize(path: Path, *, files: int, commits: int, seed: int = 7) -> None:

@@ -17,13 +17,8 @@ from forktool.config import Config
 from forktool.errors import FatalError, Finding, require_no_errors
 from forktool.inputs import UnreadableInput, read_input
 from forktool.model.ledger import Ledger, parse_ledger
-from forktool.model.patchfile import (
-    PatchFile,
-    PatchHeader,
-    parse_header,
-    parse_patch,
-    parse_upstream_merge,
-)
+from forktool.model.patch_parser import parse_header, parse_patch
+from forktool.model.patchfile import PatchFile, PatchHeader, parse_upstream_merge
 from forktool.model.series import Series, SeriesEntry, parse_series
 from forktool.model.upstream_map import MapEntry, UpstreamMap, parse_map
 

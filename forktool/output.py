@@ -99,14 +99,14 @@ class Output:
             self.err.print(*objects, markup=False, highlight=False)
 
     def json(self, payload: dict[str, Any]) -> None:
-        # Written in pieces: json.dumps would hold every piece of a long result at once.
+        # Written in pieces: one string would hold every line of a long result at once.
         pieces: list[str] = []
-        for piece in json.JSONEncoder(indent=2).iterencode(payload):
-            pieces.append(piece)
-            if len(pieces) >= 8192:
-                sys.stdout.write("".join(pieces))
+        for line in json_lines(payload):
+            pieces.append(line)
+            if len(pieces) >= 1024:
+                sys.stdout.write("\n".join(pieces) + "\n")
                 pieces.clear()
-        sys.stdout.write("".join(pieces) + "\n")
+        sys.stdout.write("\n".join(pieces) + "\n")
         sys.stdout.flush()
 
     def warn(self, message: str) -> None:
@@ -179,3 +179,24 @@ class Output:
 
 def _null_tick(advance: int = 1, description: str | None = None) -> None:
     del advance, description
+
+
+def json_lines(payload: dict[str, Any]) -> Iterator[str]:
+    """``payload`` as JSON, a line at a time: a line per top-level key, and a line per
+    element of a top-level list (a series' patches), each value on its line compact.
+    Every line is made by json's C encoder (an indented dump goes through its pure
+    Python one: 10x slower on a long series)."""
+    encode = json.JSONEncoder().encode
+    yield "{"
+    last = len(payload) - 1
+    for number, (key, value) in enumerate(payload.items()):
+        comma = "," if number < last else ""
+        if isinstance(value, list) and value:
+            yield f"  {encode(key)}: ["
+            end = len(value) - 1
+            for position, element in enumerate(value):
+                yield f"    {encode(element)}" + ("," if position < end else "")
+            yield "  ]" + comma
+        else:
+            yield f"  {encode(key)}: {encode(value)}{comma}"
+    yield "}"

@@ -16,7 +16,7 @@ Layout = Literal["merged", "overlay"]
 PatchForm = Literal["canonical", "maintainers"]
 # What counts as applying: forktool's exact rule (every hunk at offset 0, no fuzz), or
 # dpkg-source's (no fuzz ever; offsets, and hunk headers edited by hand, reported and
-# accepted). The rule itself lives in forktool.engine.apply.attempt.
+# accepted). The rule itself lives in forktool.engine.apply.verdict.
 ApplyRule = Literal["exact", "dpkg"]
 PATCH_FORMS = ("canonical", "maintainers")
 APPLY_RULES = ("exact", "dpkg")

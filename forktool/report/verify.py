@@ -12,7 +12,7 @@ from forktool.output import Output, styled
 from forktool.report.table import new_table
 
 if TYPE_CHECKING:  # the result types only for annotations; keep start-up lean
-    from forktool.engine.apply.attempt import PatchVerdict
+    from forktool.engine.apply.verdict import PatchVerdict
     from forktool.engine.apply.verify import VerifyResult
 
 

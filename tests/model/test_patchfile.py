@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from forktool.model import patch_parser
+from forktool.model.patch_parser import parse_patch
+from forktool.model.patch_text import diff_outline, split_lines
 from forktool.model.patchfile import (
     FileDiff,
     PatchFile,
     PatchProblem,
     Trailer,
     format_patch,
-    parse_patch,
     touched_paths,
 )
 
@@ -792,3 +795,99 @@ def test_any_line_soup_round_trips_without_raising(lines: list[str], end: str) -
 @given(st.binary(max_size=300))
 def test_any_bytes_round_trip_without_raising(data: bytes) -> None:
     assert format_patch(parse_patch(data)) == data
+
+
+# --- the bulk readings agree with the line-by-line ones -------------------------------
+
+
+def line_by_line(data: bytes, monkeypatch: pytest.MonkeyPatch) -> PatchFile:
+    """The parse with every hunk body read line by line (no bulk reading)."""
+    with monkeypatch.context() as patched:
+        patched.setattr(patch_parser._Parser, "body_length", lambda *args: None)
+        return parse_patch(data)
+
+
+_SOUP_WITH_HUNKS = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ["@@ -1,3 +1,2 @@", "@@ -0,0 +1 @@", "@@ -2 +2,3 @@", "diff --git a/x b/x"]
+        ),
+        st.tuples(st.sampled_from([" ", "-", "+", "\\", "", "\r", "x", "@"]), _TEXT).map("".join),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lines=st.one_of(_LINES, _SOUP_WITH_HUNKS), end=st.sampled_from(["", "\n", "\r\n"]))
+def test_hunk_bodies_read_in_bulk_parse_as_read_line_by_line(
+    monkeypatch: pytest.MonkeyPatch, lines: list[str], end: str
+) -> None:
+    data = ("\n".join(lines) + end).encode("utf-8", "surrogateescape")
+
+    assert parse_patch(data) == line_by_line(data, monkeypatch)
+
+
+@settings(max_examples=100, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(header=_HEADER, files=st.lists(_FILE_SPEC, min_size=1, max_size=4))
+def test_well_formed_patches_parse_in_bulk_as_line_by_line(
+    monkeypatch: pytest.MonkeyPatch, header: str, files: list[FileSpec]
+) -> None:
+    data = (header + "".join(render_file(spec) for spec in files)).encode()
+
+    assert parse_patch(data) == line_by_line(data, monkeypatch)
+
+
+@given(st.binary(max_size=200))
+def test_a_file_decoded_at_once_gives_each_line_as_decoded_alone(data: bytes) -> None:
+    lines, newline_at_eof = split_lines(data)
+
+    alone = [line.decode("utf-8", "surrogateescape") for line in data.split(b"\n")]
+    assert newline_at_eof == data.endswith(b"\n") or data == b""
+    assert lines == (alone[:-1] if alone[-1] == "" else alone)
+
+
+# --- diff_outline ------------------------------------------------------------------------
+
+
+def outline_of_parse(data: bytes) -> list[tuple[int, set[str]]]:
+    return [
+        (diff.line, {p for p in (diff.old_path, diff.new_path) if p is not None})
+        for diff in parse_patch(data).files
+    ]
+
+
+@settings(max_examples=150)
+@given(
+    header=_HEADER,
+    files=st.lists(_FILE_SPEC.map(lambda spec: replace(spec, git=True)), min_size=1, max_size=5),
+)
+def test_outline_of_a_git_patch_is_its_parse(header: str, files: list[FileSpec]) -> None:
+    data = (header + "".join(render_file(spec) for spec in files)).encode()
+
+    outline = diff_outline(data)
+
+    assert outline is not None
+    assert [(line, set(touched)) for line, touched in outline] == outline_of_parse(data)
+
+
+def test_outline_names_both_sides_of_a_rename() -> None:
+    data = (
+        b"Subject: move\n\ndiff --git a/old/x.c b/new/y.c\nsimilarity index 90%\n"
+        b"rename from old/x.c\nrename to new/y.c\n--- a/old/x.c\n+++ b/new/y.c\n"
+        b"@@ -1 +1 @@\n-a\n+b\n"
+    )
+
+    assert diff_outline(data) == ((3, ("new/y.c", "old/x.c")),)
+    assert outline_of_parse(data) == [(3, {"new/y.c", "old/x.c"})]
+
+
+def test_outline_gives_up_on_quoted_names_and_sees_no_plain_diff() -> None:
+    quoted = (
+        b'diff --git "a/sp ace" "b/sp ace"\n--- "a/sp ace"\n+++ "b/sp ace"\n@@ -1 +1 @@\n-a\n+b\n'
+    )
+    plain = b"--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"
+
+    assert diff_outline(quoted) is None
+    assert diff_outline(plain) == ()
+    assert len(parse_patch(plain).files) == 1  # the parse sees it: a caller must compare

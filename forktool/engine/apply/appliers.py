@@ -10,14 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from forktool.engine.apply.attempt import (
-    Attempt,
+from forktool.engine.apply.applier_output import (
     expected_line,
     mode_detail,
     read_git_apply,
     read_gnu_patch,
-    whole_file_hunk,
 )
+from forktool.engine.apply.precheck import whole_file_hunk
+from forktool.engine.apply.verdict import Attempt
 from forktool.fork import Patch
 from forktool.git import apply_in_directory, run_gnu_patch
 from forktool.model.patchfile import FileDiff

@@ -14,17 +14,11 @@ from typing import Literal
 from forktool.config import ApplyRule
 from forktool.engine import Progress
 from forktool.engine.apply.appliers import APPLIERS, Applier, touched
-from forktool.engine.apply.attempt import (
-    Attempt,
-    PatchVerdict,
-    acceptable,
-    allows_offset,
-    classify,
-    is_exact,
-    precheck,
-)
+from forktool.engine.apply.attempt import classify
+from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.scratch import scratch_copy, sync_back
 from forktool.engine.apply.target_safety import stray_files, target_refusal
+from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from forktool.engine.apply.appliers import touched
-from forktool.engine.apply.attempt import PatchVerdict
+from forktool.engine.apply.verdict import PatchVerdict
 from forktool.fork import Patch
 from forktool.model.patchfile import FileDiff
 

@@ -9,36 +9,30 @@ one to name the culprit. Each patch's status comes from
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Protocol
 
 from forktool.config import ApplyRule
 from forktool.engine import Progress
-from forktool.engine.apply.attempt import (
-    Attempt,
-    HunkPlacement,
-    PatchVerdict,
-    acceptable,
-    allows_offset,
-    classify,
-    exact_note,
-    hunk_placements,
-    is_exact,
-    precheck,
-    read_git_apply,
-    try_patch,
+from forktool.engine.apply.applier_output import read_git_apply
+from forktool.engine.apply.attempt import classify, try_patch
+from forktool.engine.apply.series_run import SeriesRun, apply_series
+from forktool.engine.apply.side_by_side import (
+    PARALLEL_MIN_PATCHES,
+    default_jobs,
+    verify_side_by_side,
 )
+from forktool.engine.apply.survey import (
+    Survey,
+    applied_groups,
+    exact_verdict,
+    first_to_try,
+    survey_of,
+    survey_rest,
+)
+from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
 from forktool.fork import Fork, Patch
-from forktool.git import Git, Started, TempIndex, git_apply_args
-
-# git only warns when a file's mode is not the one the patch was made against, then
-# applies anyway: the patch is then tried on its own, where the warning fails it.
-_GIT_MODE_WARNING = re.compile(r"^warning: .+ has type \d+, expected \d+$", re.MULTILINE)
+from forktool.git import Git, TempIndex
 
 
 @dataclass(frozen=True)
@@ -66,108 +60,6 @@ class VerifyResult:
         return data
 
 
-# git apply keeps every file it patched in memory until it exits (30-60 KiB a patch,
-# measured): a series longer than ONE_CALL_* goes through in several calls of at most
-# CHUNK_* each, one after the other, so memory stays flat in the series. Several calls
-# cost git more CPU time than one (it re-reads what the calls before it wrote), so a
-# series that fits stays in one call.
-ONE_CALL_PATCHES = 1000
-ONE_CALL_BYTES = 8 << 20
-CHUNK_PATCHES = 500
-CHUNK_BYTES = 4 << 20
-# The rest of its memory is the cache of delta bases it reads from packs (96 MiB by
-# default) and the pack windows it maps (a growing part of the pack as a long series
-# reaches further into history). A series of several calls caps both; the cap on
-# the cache costs git some CPU time on a long series (bench/verify, docs/performance.md).
-LONG_SERIES_CONFIG = (
-    "-c",
-    "core.deltaBaseCacheLimit=48m",
-    "-c",
-    "core.packedGitWindowSize=4m",
-    "-c",
-    "core.packedGitLimit=32m",
-)
-
-
-class _PatchFile(Protocol):
-    """A patch file git applies: a series' patch, or a part of one (side by side)."""
-
-    @property
-    def path(self) -> Path: ...
-
-    @property
-    def size(self) -> int: ...
-
-
-def _chunks(patches: Sequence[_PatchFile]) -> list[Sequence[_PatchFile]]:
-    if len(patches) <= ONE_CALL_PATCHES and sum(p.size for p in patches) <= ONE_CALL_BYTES:
-        return [patches]
-    chunks: list[Sequence[_PatchFile]] = []
-    start = size = 0
-    for position, patch in enumerate(patches):
-        full = position - start >= CHUNK_PATCHES or size + patch.size > CHUNK_BYTES
-        if position > start and full:
-            chunks.append(patches[start:position])
-            start, size = position, 0
-        size += patch.size
-    chunks.append(patches[start:])
-    return chunks
-
-
-class _SeriesRun:
-    """The series through ``git apply --cached -v`` on ``index`` in the background, in
-    order (reversed, with ``reverse``), one call per chunk: :meth:`poll` starts the next
-    call once one is done, :meth:`wait` runs the rest. Use as a context manager: leaving
-    early kills the call under way."""
-
-    def __init__(self, index: TempIndex, patches: Sequence[_PatchFile], reverse: bool) -> None:
-        self.index = index
-        self.reverse = reverse
-        self.pending = _chunks(list(reversed(patches)) if reverse else patches)
-        self.config = LONG_SERIES_CONFIG if len(self.pending) > 1 else ()
-        self.errs: list[str] = []
-        self.ok = True
-        self.running: Started | None = None
-        self._start_next()
-
-    def _start_next(self) -> None:
-        self.running = None
-        if self.ok and self.pending:
-            chunk = self.pending.pop(0)
-            args = [*self.config, *git_apply_args([p.path for p in chunk], reverse=self.reverse)]
-            self.running = self.index.start(args, purpose="apply the series")
-
-    def _collect(self) -> None:
-        assert self.running is not None
-        with self.running:
-            res = self.running.wait(check=False)
-        self.errs.append(res.err.rstrip("\n"))
-        self.ok = res.ok
-        self._start_next()
-
-    def poll(self) -> None:
-        if self.running is not None and self.running.done():
-            self._collect()
-
-    def wait(self) -> tuple[bool, str]:
-        while self.running is not None:
-            self._collect()
-        return self.ok, "\n".join(self.errs)
-
-    def __enter__(self) -> _SeriesRun:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.running is not None:
-            self.running.__exit__(*exc)
-
-
-def _apply_series(index: TempIndex, patches: Sequence[Patch], reverse: bool) -> tuple[bool, str]:
-    """Apply ``patches`` on ``index`` (whether all applied, and git's output)."""
-    with _SeriesRun(index, patches, reverse) as run:
-        return run.wait()
-
-
 def verify_series(
     fork: Fork,
     git: Git,
@@ -184,7 +76,7 @@ def verify_series(
     git applies the whole series in one call while each patch is parsed (once, and
     not kept) for the checks made on its text alone; on a long series and a machine
     with two cores, file-disjoint parts of the series go through side by side
-    (:func:`_side_by_side`, ``jobs``: at most that many git processes, default
+    (:func:`verify_side_by_side`, ``jobs``: at most that many git processes, default
     :func:`default_jobs`). Every patch after the first one that does not apply is
     ``not-tried`` (unless its text alone condemns it); with ``keep_going`` each later
     patch is tried on the tree without the failed ones, and says so (``without``).
@@ -206,149 +98,73 @@ def verify_series(
     workers = default_jobs() if jobs is None else max(1, jobs)
     base_tree = git.tree_id(base_commit)
     with git.temp_index(base_tree) as index:
+        surveys: list[Survey] = []
         if workers > 1 and len(patches) >= PARALLEL_MIN_PATCHES:
-            surveys = []
-            for patch in patches:
-                surveys.append(_survey(patch, rule))
-                if progress:
-                    progress(1)
-            done = _side_by_side(index, base_tree, patches, surveys, base, workers, rule)
+            done = verify_side_by_side(
+                index, base_tree, patches, surveys, base, workers, rule, progress
+            )
+            survey_rest(patches, surveys, rule, progress)
             if done is not None:
-                verdicts, round_trip = done
-                ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts)
-                return VerifyResult(
-                    base, base_commit, ok, round_trip, tuple(verdicts), allow_offset, rule=rule
-                )
-            applied, err = _apply_series(index, patches, reverse=False)
+                return _result(base, base_commit, *done, allow_offset, rule)
+            forward = apply_series(index, patches, reverse=False)
         else:
-            with _SeriesRun(index, patches, reverse=False) as forward:
-                surveys = []
+            with SeriesRun(index, patches, reverse=False) as run:
                 for patch in patches:
-                    surveys.append(_survey(patch, rule))
-                    forward.poll()
+                    surveys.append(survey_of(patch, rule))
+                    run.poll()
                     if progress:
                         progress(1)
-                applied, err = forward.wait()
-        early = _early(surveys, err)
-        if applied and early == len(patches):
-            verdicts = _verdicts_applied(
-                index, lambda: index.read_tree(base_tree), patches, surveys, err, base, rule
-            )
-            round_trip = _round_trip(index, patches, base_tree)
-            ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts)
-            return VerifyResult(
-                base, base_commit, ok, round_trip, tuple(verdicts), allow_offset, rule=rule
-            )
-        index.read_tree(base_tree)
-        verdicts = _with_failures(
-            index, patches, surveys, (applied, err), early, base, keep_going, rule
+                forward = run.wait()
+        verdicts, round_trip = _series_verdicts(
+            index, base_tree, patches, surveys, forward, base, keep_going, rule
         )
-    return VerifyResult(base, base_commit, False, False, tuple(verdicts), allow_offset, rule=rule)
+    return _result(base, base_commit, verdicts, round_trip, allow_offset, rule)
 
 
-def default_jobs() -> int:
-    """git processes verify runs side by side: two where the machine has two cores or
-    more and one of them is free (a 1-minute load average below the cores); one when
-    every core is busy already, where a second process only adds its own start-up."""
-    cores = os.cpu_count() or 1
-    if cores < 2 or os.getloadavg()[0] >= cores:
-        return 1
-    return 2
+def _result(
+    base: str,
+    base_commit: str,
+    verdicts: Sequence[PatchVerdict],
+    round_trip: bool,
+    allow_offset: bool,
+    rule: ApplyRule,
+) -> VerifyResult:
+    ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts)
+    return VerifyResult(base, base_commit, ok, round_trip, tuple(verdicts), allow_offset, rule=rule)
 
 
-@dataclass(frozen=True)
-class _Survey:
-    """What verify keeps of one patch's parse: its early verdict, or the hunks'
-    places when exact, how many file diffs git will report, and every path the
-    patch reads or writes."""
+def _series_verdicts(
+    index: TempIndex,
+    base_tree: str,
+    patches: Sequence[Patch],
+    surveys: Sequence[Survey],
+    forward: tuple[bool, str],
+    base: str,
+    keep_going: bool,
+    rule: ApplyRule,
+) -> tuple[list[PatchVerdict], bool]:
+    """(verdicts, round trip) after the series' one call forward (``forward``: whether
+    it applied, and git's output) left ``index`` as it is: read from that call when
+    it applied and no patch must be tried on its own, the round trip then proven;
+    otherwise found patch by patch up to the failure (no round trip)."""
+    applied, err = forward
+    early = first_to_try(surveys, err)
+    if applied and early == len(patches):
 
-    early: PatchVerdict | None
-    placements: tuple[HunkPlacement, ...]
-    files: int
-    diffs: tuple[tuple[int, tuple[str, ...]], ...] = ()  # each file diff: first line, paths
-    note: str = ""  # what an exact verdict says (an empty patch, hand-edited hunk headers)
+        def restore() -> None:
+            index.read_tree(base_tree)
 
-
-def _survey(patch: Patch, rule: ApplyRule) -> _Survey:
-    parsed = patch.parse()
-    early = precheck(patch, "git", parsed, rule)
-    placements = tuple(hunk_placements(parsed, {}, False))
-    diffs = tuple(
-        (diff.line, tuple(p for p in (diff.old_path, diff.new_path) if p is not None))
-        for diff in parsed.files
-    )
-    return _Survey(early, placements, len(parsed.files), diffs, exact_note(parsed, rule))
-
-
-def _early(surveys: Sequence[_Survey], err: str) -> int:
-    """The first patch to try on its own before git's word is taken: the first whose
-    text alone condemns it, or the first git warned about a file's mode for."""
-    early = next((i for i, s in enumerate(surveys) if s.early is not None), len(surveys))
-    if _GIT_MODE_WARNING.search(err):
-        # git applies onto a file of another mode with a warning only: that patch
-        # is tried on its own, where the warning fails it (try_patch).
-        early = min(early, _first_mode_warning(surveys, err))
-    return early
-
-
-def _groups(err: str) -> list[list[str]]:
-    """``git apply -v`` output of a whole series, one group of lines per patch file:
-    git checks all of a patch's files ("Checking patch"), then applies them
-    ("Applied patch"), before it reads the next patch. The last group of a failed
-    run has no "Applied" lines."""
-    groups: list[list[str]] = []
-    applied = True
-    for line in err.splitlines():
-        if line.startswith("Checking patch ") and applied:
-            groups.append([])
-            applied = False
-        elif line.startswith("Applied patch ") and groups:
-            applied = True
-        if groups:
-            groups[-1].append(line)
-    return groups
-
-
-def _first_mode_warning(surveys: Sequence[_Survey], err: str) -> int:
-    """The position of the first patch whose output holds a mode warning; 0 (try every
-    patch on its own) when the output cannot be matched to the patches."""
-    for position, (group, survey) in enumerate(zip(_groups(err), surveys, strict=False)):
-        if sum(line.startswith("Checking patch ") for line in group) != survey.files:
-            return 0
-        if _GIT_MODE_WARNING.search("\n".join(group)):
-            return position
-    return 0
-
-
-def _applied_groups(
-    patches: Sequence[Patch], surveys: Sequence[_Survey], err: str
-) -> list[str] | None:
-    """The output of each patch git applied, in order; None when the output does not
-    match the patches' file counts."""
-    return _applied_outputs([s.files for s in surveys], err)
-
-
-def _applied_outputs(files: Sequence[int], err: str) -> list[str] | None:
-    """The output of each patch file git applied (``files``: how many file diffs each
-    holds), in order, up to the first it did not; None when the output does not match
-    the counts."""
-    out = []
-    for group, count in zip(_groups(err), files, strict=False):
-        checked = sum(line.startswith("Checking patch ") for line in group)
-        done = sum(line.startswith("Applied patch ") for line in group)
-        if done == 0:
-            break
-        if checked != count or done != count:
-            return None
-        out.append("\n".join(group))
-    return out
+        verdicts = _verdicts_applied(index, restore, patches, surveys, err, base, rule)
+        return verdicts, _round_trip(index, patches, base_tree)
+    index.read_tree(base_tree)
+    return _with_failures(index, patches, surveys, forward, early, base, keep_going, rule), False
 
 
 def _verdicts_applied(
     index: TempIndex,
     restore: Callable[[], None],
     patches: Sequence[Patch],
-    surveys: Sequence[_Survey],
+    surveys: Sequence[Survey],
     err: str,
     base: str,
     rule: ApplyRule,
@@ -358,8 +174,8 @@ def _verdicts_applied(
     its output, or, if that cannot be matched up, from a patch-by-patch run from the
     state ``restore`` brings the index back to)."""
     if "offset" not in err:
-        return [_exact_verdict(p, s) for p, s in zip(patches, surveys, strict=True)]
-    groups = _applied_groups(patches, surveys, err)
+        return [exact_verdict(p, s) for p, s in zip(patches, surveys, strict=True)]
+    groups = applied_groups(patches, surveys, err)
     if groups is None or len(groups) != len(patches):
         restore()
         return [_culprit(index, patch, base, rule) for patch in patches]
@@ -372,18 +188,14 @@ def _verdicts_applied(
                 )
             )
         else:
-            verdicts.append(_exact_verdict(patch, survey))
+            verdicts.append(exact_verdict(patch, survey))
     return verdicts
-
-
-def _exact_verdict(patch: Patch, survey: _Survey) -> PatchVerdict:
-    return PatchVerdict(patch.name, "exact", survey.note, survey.placements)
 
 
 def _with_failures(
     index: TempIndex,
     patches: Sequence[Patch],
-    surveys: Sequence[_Survey],
+    surveys: Sequence[Survey],
     forward: tuple[bool, str],
     early: int,
     base: str,
@@ -411,8 +223,8 @@ def _with_failures(
         failed.append(found[-1].patch)
         segment, rest = patches[start:], surveys[start:]
         restore = index.snapshot()
-        forward = _apply_series(index, segment, reverse=False)
-        early = _early(rest, forward[1])
+        forward = apply_series(index, segment, reverse=False)
+        early = first_to_try(rest, forward[1])
         if forward[0] and early == len(segment):
             found = _verdicts_applied(index, restore, segment, rest, forward[1], base, rule)
             verdicts += [replace(v, without=tuple(failed)) for v in found]
@@ -433,7 +245,7 @@ def _until_failure(
     index: TempIndex,
     restore: Callable[[], None],
     patches: Sequence[Patch],
-    surveys: Sequence[_Survey],
+    surveys: Sequence[Survey],
     forward: tuple[bool, str],
     early: int,
     base: str,
@@ -450,18 +262,18 @@ def _until_failure(
     if forward[0]:
         good = early
     else:
-        groups = _applied_groups(patches, surveys, forward[1])
+        groups = applied_groups(patches, surveys, forward[1])
         applied = len(groups) if groups is not None else None
         if applied is None:
             applied = _bisect_applying_prefix(index, restore, patches, early)
         good = min(applied, early)
     verdicts: list[PatchVerdict] = []
     if good:
-        ok, err = _apply_series(index, patches[:good], reverse=False)
+        ok, err = apply_series(index, patches[:good], reverse=False)
         if not ok:  # the output misled us (a hunk's text can mimic it): ask git again
             good = _bisect_applying_prefix(index, restore, patches, good)
             restore()
-            ok, err = _apply_series(index, patches[:good], reverse=False)
+            ok, err = apply_series(index, patches[:good], reverse=False)
         verdicts = _verdicts_applied(
             index, restore, patches[:good], surveys[:good], err, base, rule
         )
@@ -485,248 +297,13 @@ def _bisect_applying_prefix(
     while low < high:
         middle = (low + high + 1) // 2
         restore()
-        ok, _ = _apply_series(index, patches[:middle], reverse=False)
+        ok, _ = apply_series(index, patches[:middle], reverse=False)
         if ok:
             low = middle
         else:
             high = middle - 1
     restore()
     return low
-
-
-# -- side by side ------------------------------------------------------------------------
-#
-# File diffs that touch no common path commute: applying the series in order gives every
-# file the same content as applying, in order, only the file diffs that touch it. So
-# the series' file diffs split into groups closed under "touches a path another one
-# touches" (a path and the directories above it count as one: a diff deleting file
-# ``a`` and one creating ``a/b`` do not commute; a rename touches both its paths), and
-# the groups go, in two bins of about equal size, through git side by side: each bin
-# in its own index copied from the base, as one part-patch per patch holding that
-# patch's file diffs of the bin, byte for byte. git's own -v output then proves the
-# bins disjoint (the paths it names, each bin's against the other's), each bin's
-# revert restores the base tree, and every patch's verdict is read from the output of
-# its parts, exactly as from one call. Anything else (a failure, a mode warning,
-# output that does not match, a revert that does not restore) falls back to the
-# series in one call, so verdicts and messages are the serial path's own.
-
-PARALLEL_MIN_PATCHES = 16  # below this the second process costs more than it saves
-PARALLEL_MIN_SHARE = 0.5  # the lightest bin's lines against an even split, else serial
-
-
-def _parents(path: str) -> list[str]:
-    parts = path.split("/")
-    return ["/".join(parts[:i]) for i in range(1, len(parts))]
-
-
-def file_groups(paths: Sequence[Sequence[str]]) -> list[list[int]]:
-    """Positions of file diffs (each given by the paths it touches) in groups that
-    touch no common path, a path's directories included; each group in order, the
-    groups by their first member."""
-    parent = list(range(len(paths)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    owner: dict[str, int] = {}
-    for position, touched in enumerate(paths):
-        for path in touched:
-            if path in owner:
-                parent[find(position)] = find(owner[path])
-            else:
-                owner[path] = position
-    for path, position in owner.items():
-        for directory in _parents(path):
-            if directory in owner:
-                parent[find(position)] = find(owner[directory])
-    groups: dict[int, list[int]] = {}
-    for position in range(len(paths)):
-        groups.setdefault(find(position), []).append(position)
-    return sorted(groups.values(), key=lambda g: g[0])
-
-
-@dataclass(frozen=True)
-class _Unit:
-    """One file diff of the series: its patch's position, its own within the patch,
-    and its length in lines (how bins are weighed)."""
-
-    patch: int
-    diff: int
-    weight: int
-
-
-def _units(
-    patches: Sequence[Patch], surveys: Sequence[_Survey]
-) -> tuple[list[_Unit], list[tuple[str, ...]]]:
-    units: list[_Unit] = []
-    paths: list[tuple[str, ...]] = []
-    for position, survey in enumerate(surveys):
-        starts = [line for line, _ in survey.diffs]
-        ends = [*starts[1:], starts[-1] + max(1, patches[position].size // 40)] if starts else []
-        for number, ((line, touched), end) in enumerate(zip(survey.diffs, ends, strict=True)):
-            units.append(_Unit(position, number, max(1, end - line)))
-            paths.append(touched)
-    return units, paths
-
-
-def _bins(
-    units: Sequence[_Unit], paths: Sequence[Sequence[str]], workers: int
-) -> list[list[int]] | None:
-    """The file diffs' groups packed into ``workers`` bins by lines (largest group
-    first, into the lightest bin), each bin in series order; None when the lightest
-    bin holds less than :data:`PARALLEL_MIN_SHARE` of an even split (one long chain
-    of changes to the same files gains nothing side by side)."""
-    groups = file_groups(paths)
-    if len(groups) < workers:
-        return None
-    bins: list[list[int]] = [[] for _ in range(workers)]
-    loads = [0] * workers
-    for group in sorted(groups, key=lambda g: -sum(units[i].weight for i in g)):
-        lightest = loads.index(min(loads))
-        bins[lightest] += group
-        loads[lightest] += sum(units[i].weight for i in group)
-    if min(loads) < PARALLEL_MIN_SHARE * sum(loads) / workers:
-        return None
-    return [sorted(b) for b in bins]
-
-
-@dataclass(frozen=True)
-class _Part:
-    """The file diffs of one patch that fall in one bin, written as a patch file."""
-
-    patch: int
-    path: Path
-    files: int
-    size: int
-
-
-def _write_parts(
-    folder: Path,
-    patches: Sequence[Patch],
-    surveys: Sequence[_Survey],
-    units: Sequence[_Unit],
-    bins: Sequence[Sequence[int]],
-) -> list[list[_Part]]:
-    """Each bin's part-patches in series order: a patch's file diffs of the bin, their
-    lines byte for byte (a diff runs from its first line to the next diff's)."""
-    wanted: list[dict[int, list[int]]] = [{} for _ in bins]
-    for number, members in enumerate(bins):
-        for unit in (units[i] for i in members):
-            wanted[number].setdefault(unit.patch, []).append(unit.diff)
-    parts: list[list[_Part]] = [[] for _ in bins]
-    for position, patch in enumerate(patches):
-        owners = [number for number in range(len(bins)) if position in wanted[number]]
-        if not owners:
-            continue
-        lines = patch.read().split(b"\n")
-        starts = [line - 1 for line, _ in surveys[position].diffs]
-        ends = [*starts[1:], len(lines)]
-        for number in owners:
-            chunks = []
-            for diff in wanted[number][position]:
-                piece = b"\n".join(lines[starts[diff] : ends[diff]])
-                chunks.append(piece if piece.endswith(b"\n") else piece + b"\n")
-            path = folder / f"b{number}-{position}.patch"
-            data = b"".join(chunks)
-            path.write_bytes(data)
-            parts[number].append(_Part(position, path, len(wanted[number][position]), len(data)))
-    return parts
-
-
-def _named_paths(err: str) -> set[str]:
-    """Every path git's -v output says it checked (both sides of a rename)."""
-    named: set[str] = set()
-    for line in err.splitlines():
-        if line.startswith("Checking patch ") and line.endswith("..."):
-            named.update(line[len("Checking patch ") : -3].split(" => "))
-    return named
-
-
-def _disjoint(named: Sequence[set[str]]) -> bool:
-    """No bin names a path that another bin names, or that is a directory of one."""
-    closures = [{key for path in paths for key in (path, *_parents(path))} for paths in named]
-    return not any(
-        not paths.isdisjoint(closure)
-        for number, paths in enumerate(named)
-        for other, closure in enumerate(closures)
-        if number != other
-    )
-
-
-def _part_outputs(parts: Sequence[_Part], err: str) -> list[str] | None:
-    """The -v output of each part (all applied), or None when it does not match."""
-    out = _applied_outputs([part.files for part in parts], err)
-    return out if out is not None and len(out) == len(parts) else None
-
-
-def _side_by_side(
-    index: TempIndex,
-    base_tree: str,
-    patches: Sequence[Patch],
-    surveys: Sequence[_Survey],
-    base: str,
-    workers: int,
-    rule: ApplyRule = "exact",
-) -> tuple[list[PatchVerdict], bool] | None:
-    """(verdicts, round trip) from the series' file diffs in disjoint bins side by
-    side, or None when that does not prove the serial answer (the caller then runs
-    the series in one call; ``index``, still the base tree, is not touched here)."""
-    if any(s.early is not None for s in surveys):
-        return None
-    units, paths = _units(patches, surveys)
-    bins = _bins(units, paths, workers)
-    if bins is None:
-        return None
-    parts = _write_parts(index.path.parent, patches, surveys, units, bins)
-    indexes = [index.twin(f"bin{number}") for number in range(len(bins))]
-    forward = _run_bins(indexes, parts, reverse=False)
-    if forward is None or any(_GIT_MODE_WARNING.search(err) for err in forward):
-        return None
-    if not _disjoint([_named_paths(err) for err in forward]):
-        return None
-    said: dict[int, list[str]] = {}
-    for part, err in zip(parts, forward, strict=True):
-        outputs = _part_outputs(part, err)
-        if outputs is None:
-            return None
-        for piece, output in zip(part, outputs, strict=True):
-            said.setdefault(piece.patch, []).append(output)
-    verdicts = []
-    for position, (patch, survey) in enumerate(zip(patches, surveys, strict=True)):
-        output = "\n".join(said.get(position, []))
-        if "offset" in output:
-            attempt = read_git_apply(patch.parsed, output, True, False)
-            verdicts.append(classify(patch, attempt, None, False, base, rule))
-        else:
-            verdicts.append(_exact_verdict(patch, survey))
-    back = _run_bins(indexes, parts, reverse=True)
-    if back is None or any(twin.write_tree() != base_tree for twin in indexes):
-        return None
-    return verdicts, True
-
-
-def _run_bins(
-    indexes: Sequence[TempIndex], parts: Sequence[Sequence[_Part]], reverse: bool
-) -> list[str] | None:
-    """Each bin's parts through ``git apply`` on its own index, side by side, in
-    series order (reversed, with ``reverse``; in chunks on a long series, as one
-    call does); their outputs, or None unless every one applied."""
-    runs = [_SeriesRun(twin, part, reverse) for twin, part in zip(indexes, parts, strict=True)]
-    # A thread waits on each bin's git (and starts its next chunk at once).
-    pool = ThreadPoolExecutor(max_workers=len(runs))
-    try:
-        futures = [pool.submit(run.wait) for run in runs]
-        results = [future.result() for future in futures]
-    except BaseException:
-        for run in runs:  # an error or Ctrl-C: stop every git now, not when it is done
-            run.__exit__(None, None, None)
-        raise
-    finally:
-        pool.shutdown(wait=True)
-    return [err for _, err in results] if all(ok for ok, _ in results) else None
 
 
 def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact") -> PatchVerdict:
@@ -743,7 +320,7 @@ def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact
 
 
 def _round_trip(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> bool:
-    ok, _ = _apply_series(index, patches, reverse=True)
+    ok, _ = apply_series(index, patches, reverse=True)
     return ok and index.write_tree() == base_tree
 
 

@@ -29,20 +29,15 @@ from email.utils import parseaddr
 from pathlib import Path
 
 from forktool.config import ApplyRule, PatchForm
-from forktool.engine.apply.attempt import (
-    PatchVerdict,
-    acceptable,
-    allows_offset,
-    classify,
-    is_exact,
-    precheck,
-    try_patch,
-)
+from forktool.engine.apply.attempt import classify, try_patch
+from forktool.engine.apply.precheck import precheck
+from forktool.engine.apply.verdict import PatchVerdict, acceptable, allows_offset, is_exact
 from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
 from forktool.git.objects import Objects
-from forktool.model.patchfile import ENCODING, ERRORS, PatchFile, parse_patch
+from forktool.model.patch_parser import parse_patch
+from forktool.model.patchfile import ENCODING, ERRORS, PatchFile
 from forktool.model.series import SeriesEntry
 
 # format-patch options that make a patch file canonical. The first line is the

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from email.utils import mktime_tz, parsedate_tz
 from pathlib import Path
 
-from forktool.engine.apply.attempt import precheck
+from forktool.engine.apply.precheck import precheck
 from forktool.engine.patches.canonical import (
     FORMAT_PATCH_ARGS,
     PLACEHOLDER_DATE,

@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forktool.engine.apply.attempt import is_exact, try_patch
+from forktool.engine.apply.attempt import try_patch
+from forktool.engine.apply.verdict import is_exact
 from forktool.engine.patches.canonical import (
     PLACEHOLDER_DATE,
     PLACEHOLDER_EMAIL,
@@ -35,7 +36,8 @@ from forktool.engine.patches.canonical import (
 )
 from forktool.fork import Patch
 from forktool.git import MergeTreeResult, TempIndex
-from forktool.model.patchfile import PatchFile, parse_patch, touched_paths
+from forktool.model.patch_parser import parse_patch
+from forktool.model.patchfile import PatchFile, touched_paths
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": PLACEHOLDER_NAME,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from forktool.engine.apply.attempt import PatchVerdict
+from forktool.engine.apply.verdict import PatchVerdict
 from forktool.engine.patches.canonical import Chain, Link, chain_bytes, commit_meta, commit_tree
 from forktool.engine.patches.refresh_moves import (
     Series,

@@ -198,7 +198,7 @@ def check_pin(ctx: CheckContext) -> list[Finding]:
 
 def check_apply(ctx: CheckContext) -> list[Finding]:
     """Exact apply (under the fork's ``apply_rule``) and exact round trip on the pin."""
-    from forktool.engine.apply.attempt import acceptable
+    from forktool.engine.apply.verdict import acceptable
     from forktool.engine.apply.verify import verify_series
 
     fork = ctx.fork

@@ -9,16 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from forktool.config import ApplyRule
-from forktool.engine.apply.attempt import (
-    Attempt,
-    applies_shifted,
-    classify,
-    hunks_of,
-    is_exact,
-    precheck,
-    read_git_apply,
-    try_patch,
-)
+from forktool.engine.apply.applier_output import hunks_of, read_git_apply
+from forktool.engine.apply.attempt import classify, try_patch
+from forktool.engine.apply.precheck import precheck
+from forktool.engine.apply.verdict import Attempt, applies_shifted, is_exact
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
 

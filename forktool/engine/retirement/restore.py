@@ -18,7 +18,7 @@ from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.fsutil import write_files
 from forktool.git import Git, short
-from forktool.model.patchfile import parse_patch
+from forktool.model.patch_parser import parse_patch
 from forktool.model.record import Record, RecordEntry
 from forktool.model.series import Series, parse_series
 from forktool.model.upstream_map import MapEntry, UpstreamMap, parse_map

@@ -25,15 +25,10 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from forktool.config import ApplyRule, Config
-from forktool.engine.apply.attempt import (
-    Attempt,
-    allows_offset,
-    classify,
-    is_exact,
-    precheck,
-    read_git_apply,
-    try_patch,
-)
+from forktool.engine.apply.applier_output import read_git_apply
+from forktool.engine.apply.attempt import classify, try_patch
+from forktool.engine.apply.precheck import precheck
+from forktool.engine.apply.verdict import Attempt, allows_offset, is_exact
 from forktool.engine.release.tarball import carried_files
 from forktool.engine.retirement.absorbed import Shared, Verdict, absorbed, shared_knowledge
 from forktool.engine.retirement.releases import newer_releases

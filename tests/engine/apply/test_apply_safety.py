@@ -13,7 +13,7 @@ from testing.helpers import MiniFork, mini_fork, snapshot_tree
 from testing.safety_fork import APP, BASE, ENGINES, A, B, C
 
 from forktool.builder import RepoBuilder
-from forktool.engine.apply.attempt import EMPTY_NOTE
+from forktool.engine.apply.precheck import EMPTY_NOTE
 
 
 @pytest.fixture

@@ -23,12 +23,16 @@ from testing.helpers import MiniFork, mini_fork, snapshot_tree
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
+from forktool.engine.apply import series_run, side_by_side
 from forktool.engine.apply import verify as verify_engine
-from forktool.engine.apply.attempt import PatchVerdict, precheck
-from forktool.engine.apply.verify import VerifyResult, file_groups, verify_series
+from forktool.engine.apply.precheck import precheck
+from forktool.engine.apply.side_by_side import file_groups
+from forktool.engine.apply.survey import survey_of
+from forktool.engine.apply.verdict import PatchVerdict
+from forktool.engine.apply.verify import VerifyResult, verify_series
 from forktool.fork import load_fork
 
-SIDE_BY_SIDE = verify_engine._side_by_side
+SIDE_BY_SIDE = verify_engine.verify_side_by_side
 FILES = {f"pkg/m{n}.py": numbered(30, f"m{n}") for n in range(6)}
 
 
@@ -45,7 +49,7 @@ def eager(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Side by side for any series (no minimum length or balance); records whether
     each call of it gave the answer (True) or fell back to the serial path."""
     monkeypatch.setattr(verify_engine, "PARALLEL_MIN_PATCHES", 1)
-    monkeypatch.setattr(verify_engine, "PARALLEL_MIN_SHARE", 0.0)
+    monkeypatch.setattr(side_by_side, "PARALLEL_MIN_SHARE", 0.0)
     used: list[bool] = []
 
     def spy(*args: object, **kwargs: object) -> object:
@@ -53,7 +57,7 @@ def eager(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         used.append(answer is not None)
         return answer
 
-    monkeypatch.setattr(verify_engine, "_side_by_side", spy)
+    monkeypatch.setattr(verify_engine, "verify_side_by_side", spy)
     return used
 
 
@@ -132,6 +136,36 @@ def test_side_by_side_leaves_the_repository_byte_identical(
     assert run(fork, 2).ok
     assert eager == [True]
     assert snapshot_tree(fork.root) == before
+
+
+def test_an_outline_the_parse_does_not_confirm_stops_the_bins_and_answers_serially(
+    builder: RepoBuilder, eager: list[bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """git starts on each patch's outline while the patches are parsed: a patch whose
+    parse has a diff its outline does not (a plain ---/+++ diff after a git one) stops
+    the bins, and the series goes serially, with the serial path's verdicts."""
+    fork = mini_fork(builder, FILES)
+    steps: list[dict[str, str | None]] = [
+        {f"pkg/m{n}.py": edit_line(FILES[f"pkg/m{n}.py"], f"m{n} 3", f"m{n} 3 x")} for n in range(4)
+    ]
+    patches = chain_of(fork, steps)
+    plain = b"--- a/pkg/m5.py\n+++ b/pkg/m5.py\n@@ -1,3 +1,3 @@\n m5 1\n-m5 2\n+m5 2 plain\n m5 3\n"
+    assert not patches["0004.patch"].startswith(b"-- ") and b"\n-- \n" not in patches["0004.patch"]
+    patches["0004.patch"] += plain
+    fork.write(patches)
+    stopped: list[int] = []
+    stop = side_by_side._BinRun.stop
+
+    def counting_stop(self: side_by_side._BinRun) -> None:
+        stopped.append(1)
+        stop(self)
+
+    monkeypatch.setattr(side_by_side._BinRun, "stop", counting_stop)
+    serial, side = run(fork, 1), run(fork, 2)
+    assert eager == [False]
+    assert stopped, "the bins were not stopped when the outline did not hold"
+    assert side.ok and as_json(side) == as_json(serial)
+    assert len(side.patches[3].hunks) == 2  # the plain diff was applied and counted
 
 
 def test_offsets_read_from_the_parts_match_the_serial_messages(
@@ -236,7 +270,7 @@ def test_side_by_side_answers_as_the_serial_path_on_random_series(
     shift: set[str],
 ) -> None:
     monkeypatch.setattr(verify_engine, "PARALLEL_MIN_PATCHES", 1)
-    monkeypatch.setattr(verify_engine, "PARALLEL_MIN_SHARE", 0.0)
+    monkeypatch.setattr(side_by_side, "PARALLEL_MIN_SHARE", 0.0)
     used: list[bool] = []
 
     def spy(*args: object, **kwargs: object) -> object:
@@ -244,7 +278,7 @@ def test_side_by_side_answers_as_the_serial_path_on_random_series(
         used.append(answer is not None)
         return answer
 
-    monkeypatch.setattr(verify_engine, "_side_by_side", spy)
+    monkeypatch.setattr(verify_engine, "verify_side_by_side", spy)
     repo = RepoBuilder.init(tmp_path_factory.mktemp("random") / "repo")
     fork = mini_fork(repo, dict(START))
     texts = dict(START)
@@ -259,8 +293,9 @@ def test_side_by_side_answers_as_the_serial_path_on_random_series(
         assert as_json(side) == as_json(serial)
     # On the pin the chain applies: side by side answers whenever there are two groups.
     loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
-    surveys = [verify_engine._survey(p, "exact") for p in loaded.patches]
-    if len(file_groups(verify_engine._units(loaded.patches, surveys)[1])) >= 2:
+    surveys = [survey_of(p, "exact") for p in loaded.patches]
+    diffs = [s.diffs for s in surveys]
+    if len(file_groups(side_by_side.units_of(loaded.patches, diffs)[1])) >= 2:
         assert used[0], "the pin's series went serial although it splits"
 
 
@@ -315,8 +350,8 @@ def test_keep_going_tries_each_later_patch_without_the_failed_ones(
     failing_second: MiniFork, monkeypatch: pytest.MonkeyPatch, chunks: str
 ) -> None:
     if chunks == "one call per patch":
-        monkeypatch.setattr(verify_engine, "ONE_CALL_BYTES", 1)
-        monkeypatch.setattr(verify_engine, "CHUNK_BYTES", 1)
+        monkeypatch.setattr(series_run, "ONE_CALL_BYTES", 1)
+        monkeypatch.setattr(series_run, "CHUNK_BYTES", 1)
     result = run(failing_second, 1, "moved", keep_going=True)
     assert [v.status for v in result.patches] == ["exact", "fails", "exact", "fails", "exact"]
     assert [v.without for v in result.patches] == [
@@ -376,9 +411,9 @@ def test_json_output_does_not_import_rich(failing_second: MiniFork, tmp_path: Pa
 def test_side_by_side_only_with_a_second_core_free(
     monkeypatch: pytest.MonkeyPatch, cores: int, load: float, jobs: int
 ) -> None:
-    monkeypatch.setattr(verify_engine.os, "cpu_count", lambda: cores)
-    monkeypatch.setattr(verify_engine.os, "getloadavg", lambda: (load, load, load))
-    assert verify_engine.default_jobs() == jobs
+    monkeypatch.setattr(side_by_side.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(side_by_side.os, "getloadavg", lambda: (load, load, load))
+    assert side_by_side.default_jobs() == jobs
 
 
 def test_jobs_must_be_at_least_one(failing_second: MiniFork) -> None:

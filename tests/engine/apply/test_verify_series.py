@@ -16,8 +16,10 @@ from testing.helpers import MiniFork, mini_fork
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
+from forktool.engine.apply import series_run
 from forktool.engine.apply import verify as verify_engine
-from forktool.engine.apply.attempt import PatchVerdict, precheck
+from forktool.engine.apply.precheck import precheck
+from forktool.engine.apply.verdict import PatchVerdict
 from forktool.engine.apply.verify import VerifyResult, verify_series
 from forktool.errors import InputError
 from forktool.fork import Fork, load_fork
@@ -36,8 +38,8 @@ def fork(
     """Every test runs twice: the series in one git call, and (as a long series is)
     in several calls, here one per patch."""
     if request.param == "one call per patch":
-        monkeypatch.setattr(verify_engine, "ONE_CALL_BYTES", 1)
-        monkeypatch.setattr(verify_engine, "CHUNK_BYTES", 1)
+        monkeypatch.setattr(series_run, "ONE_CALL_BYTES", 1)
+        monkeypatch.setattr(series_run, "CHUNK_BYTES", 1)
     return mini_fork(builder, {APP: APP_TEXT, LIB: LIB_TEXT})
 
 

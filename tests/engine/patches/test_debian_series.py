@@ -18,7 +18,7 @@ import pytest
 from testing.helpers import CliResult, make_patch, run_cli
 
 from forktool.builder import RepoBuilder
-from forktool.engine.apply.attempt import EMPTY_NOTE
+from forktool.engine.apply.precheck import EMPTY_NOTE
 from forktool.git import run_gnu_patch
 
 SERIES = (

@@ -1,0 +1,248 @@
+"""The lines and names of a patch file: CR LF lines, preamble and signature lines,
+C-quoted names, ``---``/``+++`` name fields with timestamps, the two names of a
+``diff --git`` line, RFC 2047 words and mail header fields; a file's bytes as lines
+(:func:`split_lines`) and the outline of its file diffs (:func:`diff_outline`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from forktool.model import paths
+from forktool.model.patchfile import ENCODING, ERRORS
+
+# GNU diff separates the name from the timestamp with a tab; some tools use spaces.
+_TIMESTAMP = re.compile(
+    r"[ \t]+[0-9]{4}-[0-9]{2}-[0-9]{2}[ T][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?"
+    r"(?: ?[+-][0-9]{4})?$"
+)
+
+# diff_outline: a rename or copy line of a diff's header names a path.
+_GIT_RENAME_LINE = re.compile(rb"^(?:rename|copy) (?:from|to) ([^\n]*?)\r?$", re.MULTILINE)
+
+
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+
+
+_OCTAL = re.compile(r"[0-3][0-7]{2}")
+
+
+def bare(line: str) -> str:
+    """The line without a trailing CR, for recognising structure in CR LF patches."""
+    return line[:-1] if line.endswith("\r") else line
+
+
+def is_blank(line: str) -> bool:
+    return bare(line).strip() == ""
+
+
+def is_preamble(line: str) -> bool:
+    """Lines plain diff tools write just before ``---``: ``Index:``, ``diff -u``, ``====``."""
+    text = bare(line)
+    if text.startswith("Index: "):
+        return True
+    if text.startswith("diff ") and not text.startswith("diff --git "):
+        return True
+    return len(text) >= 3 and set(text) == {"="}
+
+
+def is_signature(line: str) -> bool:
+    return bare(line) in ("-- ", "--")
+
+
+def unquote(text: str) -> tuple[str, int] | None:
+    """A C-quoted name as git writes it (``"a/sp ace\\tx"``, octal bytes) and its end."""
+    out = bytearray()
+    index = 1
+    while index < len(text):
+        char = text[index]
+        if char == '"':
+            return out.decode(ENCODING, ERRORS), index + 1
+        if char != "\\":
+            out += char.encode(ENCODING, ERRORS)
+            index += 1
+            continue
+        escape = text[index + 1 : index + 2]
+        if escape in _C_ESCAPES:
+            out.append(_C_ESCAPES[escape])
+            index += 2
+        elif _OCTAL.fullmatch(text[index + 1 : index + 4]):
+            out.append(int(text[index + 1 : index + 4], 8))
+            index += 4
+        else:
+            return None
+    return None
+
+
+def name_field(field_text: str) -> str | None:
+    """The file name in a ``---``/``+++`` line's field, without any timestamp."""
+    if field_text.startswith('"'):
+        unquoted = unquote(field_text)
+        return None if unquoted is None else unquoted[0]
+    if "\t" in field_text:
+        return field_text.split("\t", 1)[0]
+    return _TIMESTAMP.sub("", field_text)
+
+
+def split_git_names(rest: str, strip: int) -> tuple[str, str] | None:
+    """The two names of a ``diff --git`` line, quoted or not.
+
+    Unquoted names may contain spaces, so the split is the one that leaves the
+    same name on both sides after stripping, as git itself decides.
+    """
+    if rest.startswith('"'):
+        first = unquote(rest)
+        if first is None or rest[first[1] : first[1] + 1] != " ":
+            return None
+        second = rest[first[1] + 1 :]
+        return _with_second(first[0], second)
+    quoted_at = rest.find(' "')
+    if quoted_at != -1:
+        return _with_second(rest[:quoted_at], rest[quoted_at + 1 :])
+    spaces = [i for i, char in enumerate(rest) if char == " "]
+    for i in spaces:
+        old, new = rest[:i], rest[i + 1 :]
+        if paths.strip_components(old, strip) == paths.strip_components(new, strip):
+            return old, new
+    if len(spaces) == 1:
+        return rest[: spaces[0]], rest[spaces[0] + 1 :]
+    return None
+
+
+def _with_second(first: str, second: str) -> tuple[str, str] | None:
+    if not second.startswith('"'):
+        return first, second
+    unquoted = unquote(second)
+    if unquoted is None or unquoted[1] != len(second):
+        return None
+    return first, unquoted[0]
+
+
+def decode_rfc2047(value: str) -> str:
+    """A header value with ``=?UTF-8?q?...?=`` words decoded (format-patch writes them)."""
+    if "=?" not in value:
+        return value
+    from email.errors import HeaderParseError  # only for an encoded word: keeps start-up lean
+    from email.header import decode_header, make_header
+
+    try:
+        return str(make_header(decode_header(value)))
+    except (HeaderParseError, UnicodeError, LookupError, ValueError):
+        return value
+
+
+def trimmed(lines: Sequence[str]) -> str:
+    """Lines joined, without leading and trailing blank lines."""
+    text = [bare(line) for line in lines]
+    while text and not text[-1].strip():
+        text.pop()
+    while text and not text[0].strip():
+        text.pop(0)
+    return "\n".join(text)
+
+
+class Cursor:
+    """A position in the patch's lines; ``number`` is the 1-based line number."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = lines
+        self.pos = 0
+
+    @property
+    def at_end(self) -> bool:
+        return self.pos >= len(self.lines)
+
+    @property
+    def number(self) -> int:
+        return self.pos + 1
+
+    def peek(self, ahead: int = 0) -> str | None:
+        """The line ``ahead`` lines on, CR removed, or None past the end."""
+        index = self.pos + ahead
+        return bare(self.lines[index]) if index < len(self.lines) else None
+
+    def take(self) -> str:
+        line = self.lines[self.pos]
+        self.pos += 1
+        return line
+
+
+def rfc822_fields(lines: Sequence[str]) -> tuple[dict[str, str], int]:
+    """Mail headers after ``From <sha>`` (folded lines joined) and where the body starts."""
+    fields: dict[str, str] = {}
+    last: str | None = None
+    index = 1
+    while index < len(lines):
+        text = bare(lines[index])
+        if text == "":
+            return fields, index + 1
+        if text[0] in " \t" and last is not None:
+            fields[last] += " " + text.strip()
+        elif ":" in text:
+            key, _, value = text.partition(":")
+            # The first of repeated fields wins; its continuation lines go with it.
+            last = key.strip().lower() if key.strip().lower() not in fields else None
+            if last is not None:
+                fields[last] = value.strip()
+        else:
+            break
+        index += 1
+    return fields, index
+
+
+def split_lines(data: bytes) -> tuple[list[str], bool]:
+    """A patch file's lines (decoded, without their ``\\n``), and whether the file ends
+    with a newline. The whole file is decoded at once: with surrogateescape, UTF-8
+    decodes a line the same whether alone or in its file (a ``\\n`` byte is never part
+    of a multi-byte sequence, so no sequence spans two lines)."""
+    lines = data.decode(ENCODING, ERRORS).split("\n")
+    newline_at_eof = lines[-1] == ""
+    if newline_at_eof:
+        lines.pop()
+    return lines, newline_at_eof
+
+
+def diff_outline(data: bytes, *, strip: int = 1) -> tuple[tuple[int, tuple[str, ...]], ...] | None:
+    """Where each file diff of a patch in git's format starts (its 1-based line) and
+    the paths it names, read from its ``diff --git`` and rename/copy lines alone: a
+    byte search, not a parse. None when a name is quoted or a ``diff --git`` line
+    cannot be split.
+
+    The outline is a guess about the parse (a patch may hold diffs in another format,
+    or a preamble): whoever acts on it checks it against :func:`parse_patch`'s files
+    (the same first lines, no path the outline lacks) before trusting the result."""
+    starts = [at + 1 for at in _find_all(data, b"\ndiff --git ")]
+    if data.startswith(b"diff --git "):
+        starts.insert(0, 0)
+    outline: list[tuple[int, tuple[str, ...]]] = []
+    line, counted = 1, 0
+    for number, begin in enumerate(starts):
+        line += data.count(b"\n", counted, begin)
+        counted = begin
+        eol = data.find(b"\n", begin)
+        eol = len(data) if eol == -1 else eol
+        rest = data[begin + len(b"diff --git ") : eol].decode(ENCODING, ERRORS).removesuffix("\r")
+        names = None if '"' in rest else split_git_names(rest, strip)
+        if names is None:
+            return None
+        touched = {p for p in (paths.strip_components(name, strip) for name in names) if p}
+        end = starts[number + 1] if number + 1 < len(starts) else len(data)
+        hunks = data.find(b"\n@@ ", eol, end)
+        header = data[eol : end if hunks == -1 else hunks]
+        if b"\nrename " in header or b"\ncopy " in header:
+            for renamed in _GIT_RENAME_LINE.finditer(header):
+                name = renamed.group(1).decode(ENCODING, ERRORS)
+                if name.startswith('"'):
+                    return None
+                touched.add(name)
+        outline.append((line, tuple(sorted(touched))))
+    return tuple(outline)
+
+
+def _find_all(data: bytes, needle: bytes) -> list[int]:
+    found = []
+    at = data.find(needle)
+    while at != -1:
+        found.append(at)
+        at = data.find(needle, at + 1)
+    return found
