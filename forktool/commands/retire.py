@@ -61,15 +61,7 @@ def command(
       forktool retire 0003-x.patch --tag v1.2.0 --force --reason "cherry-picked as c349aa4"
       forktool retire --undo 0001-x.patch --reason "the image crash-looped without it"
     """
-    if undo_patch is not None:
-        if patches or tag or force:
-            raise click.UsageError("--undo takes one PATCH and no --tag, --force or other names")
-    elif tag is None:
-        raise click.UsageError("--tag TAG is required (or --undo PATCH)")
-    if force and not reason:
-        raise click.UsageError("--force needs --reason TEXT: the reason is recorded")
-    if reason and not force and undo_patch is None:
-        raise click.UsageError("--reason goes with --force or --undo")
+    _check_options(patches, tag, force, reason, undo_patch)
     today = record_date()
     git = app.git()
     with contextlib.nullcontext() if dry_run else app.lock(git):
@@ -92,3 +84,23 @@ def command(
         )
     app.emit(result, fmt, retirement.render_retire)
     return 0 if result.ok else 1
+
+
+def _check_options(
+    patches: tuple[str, ...],
+    tag: str | None,
+    force: bool,
+    reason: str | None,
+    undo_patch: str | None,
+) -> None:
+    """A usage error (exit 2) for options that do not go together: --undo stands alone,
+    retiring needs --tag, --force needs --reason, --reason needs --force or --undo."""
+    if undo_patch is not None:
+        if patches or tag or force:
+            raise click.UsageError("--undo takes one PATCH and no --tag, --force or other names")
+    elif tag is None:
+        raise click.UsageError("--tag TAG is required (or --undo PATCH)")
+    if force and not reason:
+        raise click.UsageError("--force needs --reason TEXT: the reason is recorded")
+    if reason and not force and undo_patch is None:
+        raise click.UsageError("--reason goes with --force or --undo")

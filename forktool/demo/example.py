@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.builder import RepoBuilder
-from forktool.demo import upstream as demo
+from forktool.demo import pulse_changes as fixes
+from forktool.demo.upstream import DemoUpstream
 from forktool.engine.patches.canonical import FORMAT_PATCH_ARGS
 from forktool.git import run as run_git
 
@@ -59,20 +60,20 @@ def describe(version: str) -> str:
 
 EXAMPLE_PATCHES = (
     ExamplePatch(
-        demo.F1_SUBJECT,
-        demo.F1_MESSAGE.split("\n", 2)[2],
+        fixes.F1_SUBJECT,
+        fixes.F1_MESSAGE.split("\n", 2)[2],
         "pulse/config.py",
-        demo.F1_EDIT,
+        fixes.F1_EDIT,
         "fix_empty_config",
         "https://git.example.org/pulse/pulls/41",
         "Crash at start-up when the mounted pulse.json is empty (the config map is\n"
         "created before the operator fills it). Upstream fixed it in PR 41.\n",
     ),
     ExamplePatch(
-        demo.F2_SUBJECT,
-        demo.F2_MESSAGE.split("\n", 2)[2],
+        fixes.F2_SUBJECT,
+        fixes.F2_MESSAGE.split("\n", 2)[2],
         "pulse/engine.py",
-        demo.F2_EDIT,
+        fixes.F2_EDIT,
         "fix_retry_timeout",
         "https://git.example.org/pulse/pulls/57",
         "A single sink timeout aborted a whole run in production. Upstream merged the\n"
@@ -80,10 +81,10 @@ EXAMPLE_PATCHES = (
         "whatever a probe says. Retire only when the pinned release contains it.\n",
     ),
     ExamplePatch(
-        demo.F3_SUBJECT,
-        demo.F3_MESSAGE.split("\n", 2)[2],
+        fixes.F3_SUBJECT,
+        fixes.F3_MESSAGE.split("\n", 2)[2],
         "pulse/engine.py",
-        demo.F3_EDIT,
+        fixes.F3_EDIT,
         "fix_utf8",
         "https://git.example.org/pulse/pulls/60",
         "Inputs failed to decode under LANG=C in the slim image. Upstream's fix reached\n"
@@ -120,11 +121,11 @@ def commit_message(patch: ExamplePatch, commit: str | None) -> str:
     )
 
 
-def upstream_commit(up: demo.DemoUpstream, patch: ExamplePatch) -> str | None:
+def upstream_commit(up: DemoUpstream, patch: ExamplePatch) -> str | None:
     return None if patch.upstream_attr is None else str(getattr(up, patch.upstream_attr))
 
 
-def make_example_patches(up: demo.DemoUpstream, dest: Path) -> list[str]:
+def make_example_patches(up: DemoUpstream, dest: Path) -> list[str]:
     """Write the example's patch files into ``dest`` (created); returns their names."""
     work = Path(tempfile.mkdtemp(prefix="forktool-example-"))
     try:
@@ -147,7 +148,7 @@ def make_example_patches(up: demo.DemoUpstream, dest: Path) -> list[str]:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def upstream_map_text(up: demo.DemoUpstream, names: list[str]) -> str:
+def upstream_map_text(up: DemoUpstream, names: list[str]) -> str:
     lines = ["# <patch-file> <upstream commit(s)> [url or note]"]
     for name, patch in zip(names, EXAMPLE_PATCHES, strict=True):
         commit = upstream_commit(up, patch)

@@ -267,6 +267,46 @@ def scaffold(
 ) -> InitResult:
     if (root / CONFIG_NAME).exists() and quilt_dir is None:
         return _existing_fork(root, tag)
+    _check_remote(remote, url)
+    quilt = read_quilt(root, quilt_dir) if quilt_dir is not None else None
+    files = _new_files(root, quilt)
+    commit = resolve(git, tag, upstream=Upstream(remote)).commit
+    fresh = FORK_MD.format(tag=tag, remote_hint=url or f"the '{remote}' remote") + empty_section()
+    record = _record_text(root / "FORK.md", "FORK.md", fresh)
+    branch = upstream_default_branch(git, remote, url)
+    suggestions: tuple[Suggestion, ...] = ()
+    if quilt is not None:
+        files[CONFIG_NAME] = config_text(
+            tag,
+            commit,
+            remote,
+            url,
+            layout,
+            series=quilt.series,
+            patches=quilt.rel,
+            branch=branch,
+            maintainers=True,
+        )
+        files["upstream.map"], suggestions = _adopted_map(git, quilt, remote, branch, tag)
+    else:
+        files[CONFIG_NAME] = config_text(tag, commit, remote, url, layout, branch=branch)
+    appended = _write_scaffold(root, files, record)
+    kept = ("FORK.md",) if record is None else ()
+    return InitResult(
+        root,
+        tag,
+        commit,
+        tuple(files),
+        appended,
+        kept,
+        quilt.rel if quilt else None,
+        suggestions,
+        version_warnings(tag),
+    )
+
+
+def _check_remote(remote: str, url: str | None) -> None:
+    """Refuse (exit 2) a remote name or URL git must not be handed."""
     if url is not None and (problem := url_problem(url)):
         raise FatalError(
             f"--upstream-url {url!r} {problem}; refusing it",
@@ -274,7 +314,11 @@ def scaffold(
         )
     if problem := remote_name_problem(remote):
         raise FatalError(f"--upstream-remote {remote!r} {problem}")
-    quilt = read_quilt(root, quilt_dir) if quilt_dir is not None else None
+
+
+def _new_files(root: Path, quilt: Quilt | None) -> dict[str, str | None]:
+    """The files init creates (forktool.yaml's text comes later), refused (exit 2)
+    when any exists: init only ever creates files."""
     files: dict[str, str | None] = {
         CONFIG_NAME: None,
         "upstream.map": UPSTREAM_MAP,
@@ -289,28 +333,24 @@ def scaffold(
             f"refusing to overwrite existing {', '.join(existing)}",
             "forktool init only creates files; move them aside or edit them by hand",
         )
-    commit = resolve(git, tag, upstream=Upstream(remote)).commit
-    fresh = FORK_MD.format(tag=tag, remote_hint=url or f"the '{remote}' remote") + empty_section()
-    record = _record_text(root / "FORK.md", "FORK.md", fresh)
-    suggestions: tuple[Suggestion, ...] = ()
-    branch = upstream_default_branch(git, remote, url)
-    if quilt is not None:
-        files[CONFIG_NAME] = config_text(
-            tag,
-            commit,
-            remote,
-            url,
-            layout,
-            series=quilt.series,
-            patches=quilt.rel,
-            branch=branch,
-            maintainers=True,
-        )
-        ref = f"refs/remotes/{remote}/{branch or Config.upstream_branch}"
-        upstream = UpstreamLine(ref if git.find_commit(ref) else None, pattern_for_tag(tag))
-        files["upstream.map"], suggestions = quilt_map(git, quilt, upstream)
-    else:
-        files[CONFIG_NAME] = config_text(tag, commit, remote, url, layout, branch=branch)
+    return files
+
+
+def _adopted_map(
+    git: Git, quilt: Quilt, remote: str, branch: str | None, tag: str
+) -> tuple[str, tuple[Suggestion, ...]]:
+    """upstream.map for an adopted quilt series, its headers checked against upstream's
+    development branch when the remote has one."""
+    ref = f"refs/remotes/{remote}/{branch or Config.upstream_branch}"
+    upstream = UpstreamLine(ref if git.find_commit(ref) else None, pattern_for_tag(tag))
+    return quilt_map(git, quilt, upstream)
+
+
+def _write_scaffold(
+    root: Path, files: dict[str, str | None], record: str | None
+) -> tuple[str, ...]:
+    """Write ``files`` and FORK.md's ``record`` (None: it has its section) all together
+    (a new FORK.md joins ``files``); the files that got the record section appended."""
     appended: tuple[str, ...] = ()
     if record is not None and (root / "FORK.md").exists():
         appended = ("FORK.md",)
@@ -320,18 +360,7 @@ def scaffold(
     if appended:
         changes[root / "FORK.md"] = (record or "").encode()
     write_files(changes)
-    kept = ("FORK.md",) if record is None else ()
-    return InitResult(
-        root,
-        tag,
-        commit,
-        tuple(files),
-        appended,
-        kept,
-        quilt.rel if quilt else None,
-        suggestions,
-        version_warnings(tag),
-    )
+    return appended
 
 
 def version_warnings(tag: str) -> tuple[str, ...]:

@@ -1,10 +1,13 @@
 """git, by concept: runner (the only module that starts processes), objects, refs,
-remote, history, index (temporary indexes), worktrees, patch_tools (git apply in a
-plain directory, GNU patch). :class:`Git` is every concept's methods on one object."""
+remote, ancestry, history (logs), changes (diffs, patch-ids), index (temporary
+indexes), worktrees, patch_tools (git apply in a plain directory, GNU patch).
+:class:`Git` is every concept's methods on one object."""
 
 from __future__ import annotations
 
-from forktool.git.history import PATCH_ID_DIFF_ARGS, SLOW_WALK_SECONDS, LogEntry
+from forktool.git.ancestry import SLOW_WALK_SECONDS
+from forktool.git.changes import PATCH_ID_DIFF_ARGS
+from forktool.git.history import LogEntry
 from forktool.git.index import APPLY_CACHED_ARGS, MergeTreeResult, TempIndex, git_apply_args
 from forktool.git.patch_tools import apply_in_directory, run_gnu_patch
 from forktool.git.refs import is_revision_expression

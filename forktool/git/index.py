@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.errors import GitError
-from forktool.git.history import History
+from forktool.git.changes import Changes
 from forktool.git.objects import Objects
 from forktool.git.runner import GitResult, Started, start
 
@@ -233,7 +233,7 @@ class TempIndex:
         ).out
 
 
-class Indexes(History):
+class Indexes(Changes):
     @contextmanager
     def temp_index(
         self, treeish: str | None = None, *, keep_objects: bool = False

@@ -6,9 +6,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from forktool.faults import faultpoint
-from forktool.git.history import _literal_pattern
 from forktool.git.index import Indexes
 from forktool.git.runner import GitResult
+
+
+def _literal_pattern(path: str) -> str:
+    """``path`` as a gitignore-style pattern that matches only itself."""
+    return "".join("\\" + ch if ch in "\\*?[]!# " else ch for ch in path)
 
 
 class Worktrees(Indexes):

@@ -48,6 +48,14 @@ def test_a_commands_own_help_imports_only_that_command() -> None:
     assert commands == ["forktool.commands.status"]
 
 
+def test_a_commands_own_help_names_the_config_types_without_pyyaml() -> None:
+    """verify's engine names the config's types; PyYAML loads only to parse a file."""
+    loaded = modules_after("verify", "--help")
+    assert [m for m in loaded if m == "yaml" or m.startswith("yaml.")] == []
+    assert "forktool.config.settings" in loaded
+    assert "forktool.config.sections" not in loaded
+
+
 def _first_paragraph(command: click.Command) -> str:
     return " ".join((command.help or "").split("\n\n")[0].split())
 

@@ -261,7 +261,7 @@ def test_a_slow_walk_without_a_commit_graph_says_so_once(
     commits = build_dag(tmp_path / "repo", skewed_roots(3))
     git = Git(tmp_path / "repo")
     heard: list[str] = []
-    monkeypatch.setattr(git_module.history, "SLOW_WALK_SECONDS", 0.0)
+    monkeypatch.setattr(git_module.ancestry, "SLOW_WALK_SECONDS", 0.0)
     git_module.set_graph_notice(heard.append)
     try:
         heads = commits[0:-1:10]

@@ -9,7 +9,7 @@ from testing.helpers import snapshot_tree
 
 from forktool.builder import EPOCH, TICK, RepoBuilder
 from forktool.demo import DemoUpstream, build_demo_upstream
-from forktool.demo.upstream import F1_SUBJECT, F2_SUBJECT, F3_SUBJECT
+from forktool.demo.pulse_changes import F1_SUBJECT, F2_SUBJECT, F3_SUBJECT
 from forktool.git import Git
 
 # The demo's commit ids. They depend on nothing but the builder's calls: if one

@@ -6,12 +6,7 @@ changed only once the result is proven, and restored if anything goes wrong.
 
 from __future__ import annotations
 
-import os
-import shutil
-import stat
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -21,13 +16,11 @@ from forktool.engine import Progress
 from forktool.engine.apply.appliers import APPLIERS, Applier, touched
 from forktool.engine.apply.attempt import classify
 from forktool.engine.apply.precheck import precheck
+from forktool.engine.apply.scratch import scratch_copy, sync_back
+from forktool.engine.apply.target_safety import stray_files, target_refusal
 from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
-from forktool.model.patchfile import FileDiff
-
-STRAY_SUFFIXES = (".orig", ".rej")
-
 
 # What ``apply --target`` does: apply the series; prove the directory carries it
 # (--verify); bring it to "every patch but P" (--except P); prove it is exactly that
@@ -71,141 +64,12 @@ class DirResult:
         }
 
 
-def symlink_problem(target: Path, rel: str, link_diff: bool) -> str | None:
-    """Why writing ``rel`` under ``target`` could land outside it, or None.
-
-    A symlinked directory on the way is refused wherever it points (writes would
-    follow it), and so is a symlink at the file itself unless the patch changes
-    the link as a link (``link_diff``: git's mode 120000), which replaces it
-    without following it.
-    """
-    current = target
-    parts = Path(rel).parts
-    for depth, part in enumerate(parts, start=1):
-        current = current / part
-        if not current.is_symlink():
-            continue
-        shown = "/".join(parts[:depth])
-        pointee = os.readlink(current)
-        if depth < len(parts):
-            return f"{rel}: '{shown}' is a symlinked directory (to {pointee}); refusing to write through it"
-        if not link_diff:
-            return f"{rel}: is a symlink (to {pointee}); refusing to patch through it"
-    return None
-
-
-GITLINK_MODE = "160000"
-
-
-def is_gitlink(diff: FileDiff) -> bool:
-    return GITLINK_MODE in (diff.old_mode, diff.new_mode)
-
-
-def _target_refusal(target: Path, patch: Patch, links: set[str]) -> PatchVerdict | None:
-    """Why ``patch`` cannot go onto ``target`` as it is, found before anything runs."""
-    if gitlink := next((d for d in patch.parsed.files if is_gitlink(d)), None):
-        reason = (
-            f"{gitlink.path}: a submodule (gitlink, mode {GITLINK_MODE}) has no content "
-            "to apply to a plain directory; leave submodules out of the series"
-        )
-        return PatchVerdict(patch.name, "unsupported", reason, file=gitlink.path)
-    for rel in touched([patch]):
-        problem = symlink_problem(target, rel, rel in links) or kind_problem(target, rel)
-        if problem:
-            return PatchVerdict(patch.name, "unsafe", problem, file=rel)
-    return None
-
-
-def kind_problem(target: Path, rel: str) -> str | None:
-    """Why the thing at ``rel`` cannot be patched as a file (a directory, a FIFO, a
-    device: copying or reading it would fail or block), or None."""
-    path = target / rel
-    try:
-        mode = path.lstat().st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
-        return None
-    kind = (
-        "a directory"
-        if stat.S_ISDIR(mode)
-        else "a FIFO"
-        if stat.S_ISFIFO(mode)
-        else ("a device or socket")
-    )
-    return f"{rel}: is {kind} where the patch expects a file; refusing to patch it"
-
-
-@contextmanager
-def _scratch_copy(target: Path, paths: Sequence[str]) -> Iterator[Path]:
-    """A private copy of ``paths`` from ``target``; the target is never written here."""
-    scratch = Path(tempfile.mkdtemp(prefix="forktool-scratch-")) / "tree"
-    scratch.mkdir()
-    try:
-        _copy_paths(target, scratch, paths)
-        yield scratch
-    finally:
-        shutil.rmtree(scratch.parent, ignore_errors=True)
-
-
-def _copy_paths(src_root: Path, dest_root: Path, paths: Sequence[str]) -> None:
-    for rel in paths:
-        src = src_root / rel
-        if not (src.exists() or src.is_symlink()):
-            continue
-        dest = dest_root / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, dest, follow_symlinks=False)
-
-
-def _sync_back(scratch: Path, target: Path, paths: Sequence[str]) -> list[str]:
-    """Make ``target`` match ``scratch`` on ``paths``; returns the paths changed."""
-    changed = []
-    for rel in paths:
-        src, dest = scratch / rel, target / rel
-        src_there = src.exists() or src.is_symlink()
-        dest_there = dest.exists() or dest.is_symlink()
-        if src_there and dest_there and not src.is_symlink() and not dest.is_symlink():
-            if src.read_bytes() == dest.read_bytes() and src.stat().st_mode == dest.stat().st_mode:
-                continue
-        if not src_there and not dest_there:
-            continue
-        if dest_there:
-            dest.unlink()
-        if src_there:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest, follow_symlinks=False)
-        else:
-            _prune_empty_dirs(dest.parent, target)
-        changed.append(rel)
-    return changed
-
-
-def _prune_empty_dirs(directory: Path, stop: Path) -> None:
-    while directory != stop and directory.is_dir() and not any(directory.iterdir()):
-        directory.rmdir()
-        directory = directory.parent
-
-
-def stray_files(target: Path, series_paths: Sequence[str] = ()) -> list[str]:
-    """``.orig``/``.rej`` files under ``target`` that an applier would leave behind;
-    a path the series itself names (a patch may create ``setup.cfg.orig``) is not one."""
-    own = set(series_paths)
-    return sorted(
-        rel
-        for p in target.rglob("*")
-        if p.name.endswith(STRAY_SUFFIXES)
-        and p.is_file()
-        and (rel := p.relative_to(target).as_posix()) not in own
-    )
-
-
 def _trial(
     applier: Applier, scratch: Path, patch: Patch, *, reverse: bool = False, fuzz: bool = False
 ) -> Attempt:
     """Try one patch on a throwaway copy of its files: a failed GNU patch run can
     leave hunks half-applied, so nothing is ever tried on the scratch tree itself."""
-    with _scratch_copy(scratch, touched([patch])) as probe:
+    with scratch_copy(scratch, touched([patch])) as probe:
         return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz)
 
 
@@ -263,6 +127,38 @@ def _apply(
     dry_run: bool,
     progress: Progress | None,
 ) -> DirResult:
+    _check_request(fork, target, mode, exclude)
+    applier: Applier = APPLIERS[engine]()
+    patches = list(fork.patches)
+    paths = touched(patches)
+    if refused := _refusal(fork, target, patches, paths, engine):
+        verdicts, message = refused
+        return DirResult(str(target), engine, mode, False, dry_run, verdicts, message=message)
+    base = f"the target directory {target}"
+    rule = fork.config.apply_rule
+    with scratch_copy(target, paths) as scratch:
+        if mode == "verify-except":
+            return _verify_except(applier, scratch, target, patches, set(exclude), base, dry_run)
+        if mode == "verify":
+            return _verify_directory(
+                applier, scratch, target, patches, base, dry_run, progress, rule
+            )
+        state: dict[str, str] = {}
+        if mode == "apply":
+            verdicts, failure = _apply_each(applier, scratch, patches, base, rule, progress)
+        else:
+            state, declared = _declare(applier, scratch, patches, set(exclude), base, progress)
+            verdicts, failure = ((), declared) if isinstance(declared, str) else (declared, None)
+        if failure is not None:
+            return DirResult(
+                str(target), engine, mode, False, dry_run, verdicts, state, message=failure
+            )
+        return _finish(scratch, target, paths, engine, mode, dry_run, verdicts, state)
+
+
+def _check_request(fork: Fork, target: Path, mode: ApplyMode, exclude: Sequence[str]) -> None:
+    """Refuse (exit 2) a request that cannot run at all: no directory, an empty
+    series, an unknown ``--except`` name."""
     if not target.is_dir():
         problem = "not a directory" if target.exists() else "no such directory"
         raise FatalError(f"--target {target}: {problem}")
@@ -275,67 +171,49 @@ def _apply(
         raise ValueError(f"mode {mode} with exclude={list(exclude)}")
     for name in exclude:
         fork.patch(name)  # exit 2 on an unknown name
-    applier: Applier = APPLIERS[engine]()
-    patches = list(fork.patches)
-    base = f"the target directory {target}"
+
+
+def _refusal(
+    fork: Fork, target: Path, patches: Sequence[Patch], paths: Sequence[str], engine: str
+) -> tuple[tuple[PatchVerdict, ...], str] | None:
+    """Why the series cannot go onto ``target`` as it is, found before any patch is
+    tried: (the verdicts that say so, the message), or None."""
     early = [precheck(p, engine, rule=fork.config.apply_rule) for p in patches]
-    bad = [v for v in early if v is not None]
+    bad = tuple(v for v in early if v is not None)
     if bad:
-        return DirResult(
-            str(target),
-            engine,
-            mode,
-            False,
-            dry_run,
-            tuple(bad),
-            message="refused before applying anything",
-        )
-    paths = touched(patches)
+        return bad, "refused before applying anything"
     links = {d.path for p in patches for d in p.parsed.files if d.is_symlink}
     for patch in patches:
-        if refusal := _target_refusal(target, patch, links):
-            return DirResult(
-                str(target), engine, mode, False, dry_run, (refusal,), message=refusal.message
-            )
+        if refusal := target_refusal(target, patch, links):
+            return (refusal,), refusal.message
     strays = stray_files(target, paths)
     if strays:
-        message = (
+        return (), (
             f"leftover files already in the target: {', '.join(strays[:5])}; "
             "a previous run left them: restore the pristine files first"
         )
-        return DirResult(str(target), engine, mode, False, dry_run, (), message=message)
-    with _scratch_copy(target, paths) as scratch:
-        if mode == "verify-except":
-            return _verify_except(applier, scratch, target, patches, set(exclude), base, dry_run)
-        rule = fork.config.apply_rule
-        if mode == "verify":
-            return _verify_directory(
-                applier, scratch, target, patches, base, dry_run, progress, rule
-            )
-        if mode == "apply":
-            verdicts = []
-            for patch in patches:
-                verdict = _judge(applier, scratch, patch, base, rule=rule)
-                verdicts.append(verdict)
-                if progress:
-                    progress(1)
-                if not acceptable(verdict.status, allows_offset(rule)):
-                    return DirResult(
-                        str(target),
-                        engine,
-                        mode,
-                        False,
-                        dry_run,
-                        tuple(verdicts),
-                        message=f"{patch.name}: {verdict.message}; the target was not changed",
-                    )
-            return _finish(scratch, target, paths, engine, mode, dry_run, tuple(verdicts), {})
-        state, verdicts_or_error = _declare(applier, scratch, patches, set(exclude), base, progress)
-        if isinstance(verdicts_or_error, str):
-            return DirResult(
-                str(target), engine, mode, False, dry_run, (), state, message=verdicts_or_error
-            )
-        return _finish(scratch, target, paths, engine, mode, dry_run, verdicts_or_error, state)
+    return None
+
+
+def _apply_each(
+    applier: Applier,
+    scratch: Path,
+    patches: Sequence[Patch],
+    base: str,
+    rule: ApplyRule,
+    progress: Progress | None,
+) -> tuple[tuple[PatchVerdict, ...], str | None]:
+    """Each patch judged and applied on the scratch tree in order, up to the first one
+    that is not acceptable: the verdicts, and why it stopped (None: it did not)."""
+    verdicts: list[PatchVerdict] = []
+    for patch in patches:
+        verdict = _judge(applier, scratch, patch, base, rule=rule)
+        verdicts.append(verdict)
+        if progress:
+            progress(1)
+        if not acceptable(verdict.status, allows_offset(rule)):
+            return tuple(verdicts), f"{patch.name}: {verdict.message}; the target was not changed"
+    return tuple(verdicts), None
 
 
 def _verify_directory(
@@ -498,11 +376,11 @@ def _finish(
         )
     if dry_run:
         return result(True, message="dry run: nothing written")
-    with _scratch_copy(target, paths) as backup:
+    with scratch_copy(target, paths) as backup:
         try:
-            changed = _sync_back(scratch, target, paths)
+            changed = sync_back(scratch, target, paths)
         except BaseException:
-            _sync_back(backup, target, paths)
+            sync_back(backup, target, paths)
             raise
     strays = stray_files(target, paths)
     if strays:

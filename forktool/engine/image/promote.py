@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,15 +116,8 @@ def promote_candidate(
             ref, info.id, repository, tags, False, None, message, shown, info.labels, pushed_as
         )
 
-    record = load_record(path, shown)
-    if record is None:
-        gate = command_line("forktool", "image", "gate", ref)
-        return refuse(f"{info.id} has no gate record ({shown}); run '{gate}'")
-    problem = gate_problem(config, git, info, ref, record)
-    if problem:
-        return refuse(f"{info.id} is not gated: {shown}: {problem}")
-    if info.labels.get(L_ARM) != FULL:
-        return refuse(f"{ref} is the {info.labels.get(L_ARM)} arm: arms are probes, never releases")
+    if problem := _not_releasable(config, git, info, ref, path):
+        return refuse(problem)
     held = docker.manifest(repository, tag)
     if held is not None and held.config_digest != info.id:
         return refuse(_moved(repository, tag, held, info.id))
@@ -137,20 +130,8 @@ def promote_candidate(
         manifest = pushed.result
     else:
         manifest = held  # released before (perhaps from another runner): the same image
-    for name in tags:
-        current = docker.manifest(repository, name)
-        if current is not None and current.digest == manifest.digest:
-            continue
-        if name != "latest" and current is not None:
-            return refuse(_moved(repository, name, current, info.id), private)
-        docker.put_manifest(repository, name, manifest)
-        after = docker.manifest(repository, name)
-        if after is None or after.digest != manifest.digest or after.config_digest != info.id:
-            return refuse(
-                f"the registry reports {after.digest if after else 'nothing'} for "
-                f"{repository}:{name}, not {manifest.digest}",
-                private,
-            )
+    if problem := _put_release_tags(docker, repository, tags, manifest, info.id):
+        return refuse(problem, private)
     result = PromoteResult(
         ref,
         info.id,
@@ -163,10 +144,52 @@ def promote_candidate(
         info.labels,
         private,
     )
+    _write_promotion(config, tag, result, info)
+    return result
+
+
+def _not_releasable(config: Config, git: Git, info: ImageInfo, ref: str, path: Path) -> str | None:
+    """Why ``info`` may not be released: no gate record, a record that does not prove
+    it passed, or a leave-one-out arm; None when it may."""
+    shown = config.rel(path)
+    record = load_record(path, shown)
+    if record is None:
+        gate = command_line("forktool", "image", "gate", ref)
+        return f"{info.id} has no gate record ({shown}); run '{gate}'"
+    problem = gate_problem(config, git, info, ref, record)
+    if problem:
+        return f"{info.id} is not gated: {shown}: {problem}"
+    if info.labels.get(L_ARM) != FULL:
+        return f"{ref} is the {info.labels.get(L_ARM)} arm: arms are probes, never releases"
+    return None
+
+
+def _put_release_tags(
+    docker: DockerEngine, repository: str, tags: Sequence[str], manifest: Manifest, image_id: str
+) -> str | None:
+    """Name ``manifest`` by digest under each of ``tags`` and read each back; why that
+    failed, or None. A tag that names another image is never moved (``latest`` is)."""
+    for name in tags:
+        current = docker.manifest(repository, name)
+        if current is not None and current.digest == manifest.digest:
+            continue
+        if name != "latest" and current is not None:
+            return _moved(repository, name, current, image_id)
+        docker.put_manifest(repository, name, manifest)
+        after = docker.manifest(repository, name)
+        if after is None or after.digest != manifest.digest or after.config_digest != image_id:
+            return (
+                f"the registry reports {after.digest if after else 'nothing'} for "
+                f"{repository}:{name}, not {manifest.digest}"
+            )
+    return None
+
+
+def _write_promotion(config: Config, tag: str, result: PromoteResult, info: ImageInfo) -> None:
+    """The promotion record beside the gate records: what was released, from what."""
     promo = {**result.to_json(), "revision": info.labels[L_REVISION], "time": now()}
     promo["patch_set"] = info.labels[L_PATCH_SET]
     atomic_write(promotion_path(config, tag), (json.dumps(promo, indent=2) + "\n").encode())
-    return result
 
 
 @dataclass(frozen=True)

@@ -612,7 +612,8 @@ def test_refresh_usage_errors(moving: MiniFork) -> None:
 def test_demo_refresh_step_rebases_0002_in_a_scratch_clone(
     example_fork: RepoBuilder, demo_upstream: object, tmp_path: Path
 ) -> None:
-    from forktool.demo.walkthrough import Demo, step_refresh
+    from forktool.demo.session import Demo
+    from forktool.demo.steps.series import step_refresh
     from forktool.output import Output
 
     original = fork_files(example_fork.path)

@@ -9,7 +9,7 @@ from testing.helpers import CliResult, run_cli
 
 from forktool.builder import RepoBuilder
 from forktool.demo import DemoUpstream
-from forktool.demo.upstream import STALE_BOT
+from forktool.demo.pulse_changes import STALE_BOT
 from forktool.git import Git
 
 LEDGER = "alignment.ledger"
