@@ -167,6 +167,21 @@ def patch_files_on_disk(patches_dir: Path) -> list[str]:
 def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) -> Patch | Finding:
     path = config.patches_dir / entry.name
     rel = f"{config.patches}/{entry.name}"
+    try:
+        data = read_input(path, rel, follow=False, limit=MAX_PATCH_BYTES)
+    except UnreadableInput:
+        return _unreadable(config, path, rel, entry)
+    patch = Patch(entry, path, None, None, mapping, rel)
+    # Its header now, from the bytes just read (the map check needs every trailer);
+    # the bytes themselves are read again when needed, so a long series is not held.
+    patch.__dict__["header"] = parse_header(data, strip=entry.strip)
+    patch.__dict__["size"] = len(data)
+    return patch
+
+
+def _unreadable(config: Config, path: Path, rel: str, entry: SeriesEntry) -> Finding:
+    """Why a series entry's file could not be read, checked in the order a user fixes
+    it (read first: the common case, a readable file, costs one open)."""
     if not path.exists() and not path.is_symlink():
         return Finding(
             "error",
@@ -180,17 +195,18 @@ def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) ->
             "error", f"{rel} is larger than {MAX_PATCH_BYTES >> 20} MiB", config.series, entry.line
         )
     try:
-        data = read_input(path, rel, follow=False, limit=MAX_PATCH_BYTES)
+        read_input(path, rel, follow=False, limit=MAX_PATCH_BYTES)
     except UnreadableInput as exc:
         return Finding(
             "error", f"names '{entry.name}' but {exc.message}", config.series, entry.line, exc.hint
         )
-    patch = Patch(entry, path, None, None, mapping, rel)
-    # Its header now, from the bytes just read (the map check needs every trailer);
-    # the bytes themselves are read again when needed, so a long series is not held.
-    patch.__dict__["header"] = parse_header(data, strip=entry.strip)
-    patch.__dict__["size"] = len(data)
-    return patch
+    # It became readable meanwhile (something is writing the fork): read it next run.
+    return Finding(
+        "error",
+        f"names '{entry.name}' but {rel} changed while it was read",
+        config.series,
+        entry.line,
+    )
 
 
 def _cross_check(

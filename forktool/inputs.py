@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from pathlib import Path, PurePosixPath
 
@@ -69,8 +70,17 @@ def linked_directory(root: Path, rel: str, *, itself: bool = False) -> str | Non
     return None
 
 
+# A relative path whose every component is a plain name (not empty, "." or "..").
+_PLAIN_RELATIVE = re.compile(r"(?!\.\.?(?:/|$))[^/]+(?:/(?!\.\.?(?:/|$))[^/]+)*")
+
+
 def _fork_root(path: Path, shown: str) -> Path | None:
     """The fork root ``path`` was built from, when ``shown`` is its path relative to it."""
+    text = str(path)
+    if _PLAIN_RELATIVE.fullmatch(shown) and text.endswith("/" + shown):
+        # The common case, read for every patch of a series: a plain relative name
+        # (no empty, "." or ".." component) at the end of the path, compared as text.
+        return Path(text[: -len(shown) - 1] or "/")
     parts = PurePosixPath(shown).parts
     if not parts or ".." in parts or PurePosixPath(shown).is_absolute():
         return None

@@ -67,7 +67,15 @@ def parse_patch(data: bytes, *, strip: int = 1) -> PatchFile:
 
 
 def parse_header(data: bytes, *, strip: int = 1) -> PatchHeader:
-    """``parse_patch(data).header``, without reading the diffs."""
+    """``parse_patch(data).header``, without reading the diffs.
+
+    Only the lines up to the first ``diff --git`` line (that line included) are read:
+    the header ends there or before (a diff in another format may start it earlier,
+    and none of its three lines can be that line)."""
+    cut = data.find(b"\ndiff --git ")
+    if cut != -1:
+        end = data.find(b"\n", cut + 1)
+        data = data if end == -1 else data[: end + 1]
     text, _ = split_lines(data)
     parser = _Parser(text, strip)
     first = parser.next_diff(0)

@@ -99,6 +99,9 @@ def split_git_names(rest: str, strip: int) -> tuple[str, str] | None:
     quoted_at = rest.find(' "')
     if quoted_at != -1:
         return _with_second(rest[:quoted_at], rest[quoted_at + 1 :])
+    if rest.count(" ") == 1:  # the common case: one split, whatever the names
+        old, _, new = rest.partition(" ")
+        return old, new
     spaces = [i for i, char in enumerate(rest) if char == " "]
     for i in spaces:
         old, new = rest[:i], rest[i + 1 :]

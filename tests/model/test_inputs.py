@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import errno
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from testing.helpers import run_cli
 
 from forktool import fork as fork_module
+from forktool import inputs
 from forktool.builder import RepoBuilder
 from forktool.escape import terminal as one_line
 from forktool.inputs import UnreadableInput, parse_json, read_input, read_text
@@ -129,3 +132,26 @@ def _raiser(error: Exception) -> object:
         raise error
 
     return raise_it
+
+
+_COMPONENT = st.sampled_from(["a", "b", ".", "..", "...", ".b", "patches", "x.patch", ""])
+
+
+@given(
+    base=st.lists(_COMPONENT.filter(bool), max_size=4),
+    shown=st.lists(_COMPONENT, min_size=1, max_size=4).map("/".join),
+    absolute=st.booleans(),
+)
+def test_fork_root_read_as_text_is_the_root_read_by_parts(
+    base: list[str], shown: str, absolute: bool
+) -> None:
+    """The text fast path of _fork_root gives the parts rule's answer (security: it
+    decides where the symlinked-directory check starts)."""
+    path = Path(("/" if absolute else "") + "/".join([*base, shown]))
+    parts = PurePosixPath(shown).parts
+    expected = None
+    if parts and ".." not in parts and not PurePosixPath(shown).is_absolute():
+        if path.parts[-len(parts) :] == parts:
+            expected = Path(*path.parts[: -len(parts)])
+
+    assert inputs._fork_root(path, shown) == expected

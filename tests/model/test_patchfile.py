@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from forktool.model import patch_parser
-from forktool.model.patch_parser import parse_patch
+from forktool.model.patch_parser import parse_header, parse_patch
 from forktool.model.patch_text import diff_outline, split_lines
 from forktool.model.patchfile import (
     FileDiff,
@@ -891,3 +891,21 @@ def test_outline_gives_up_on_quoted_names_and_sees_no_plain_diff() -> None:
     assert diff_outline(quoted) is None
     assert diff_outline(plain) == ()
     assert len(parse_patch(plain).files) == 1  # the parse sees it: a caller must compare
+
+
+@settings(max_examples=300)
+@given(lines=st.one_of(_LINES, _SOUP_WITH_HUNKS), end=st.sampled_from(["", "\n", "\r\n"]))
+def test_the_header_alone_is_the_header_of_the_whole_parse(lines: list[str], end: str) -> None:
+    data = ("\n".join(lines) + end).encode("utf-8", "surrogateescape")
+
+    assert parse_header(data) == parse_patch(data).header
+
+
+@settings(max_examples=100)
+@given(header=_HEADER, files=st.lists(_FILE_SPEC, min_size=1, max_size=4))
+def test_the_header_of_a_structured_patch_alone_is_its_parse_header(
+    header: str, files: list[FileSpec]
+) -> None:
+    data = (header + "".join(render_file(spec) for spec in files)).encode()
+
+    assert parse_header(data) == parse_patch(data).header
