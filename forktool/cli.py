@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING
 import click
 
 from forktool import __version__
-from forktool.app import App, format_option, notice, pass_app
+from forktool.app import App, notice
 from forktool.error_handler import current_app, handled
 from forktool.errors import FatalError
 from forktool.faults import faultpoint
 
 if TYPE_CHECKING:
     from forktool.output import Output
-
-__all__ = ["COMMANDS", "App", "format_option", "main", "notice", "pass_app", "run"]
 
 # Every command: its name and the first line of its help, shown by 'forktool --help'
 # without importing any command. The module is forktool/commands/<name>.py ('-' as

@@ -14,7 +14,8 @@ from forktool.app import (
     together,
     user_path,
 )
-from forktool.engine.patches.refresh import refresh_abort, refresh_continue, refresh_onto
+from forktool.engine.patches.refresh import refresh_onto
+from forktool.engine.patches.refresh_resolution import refresh_abort, refresh_continue
 from forktool.engine.release.pin_state import require_tree
 from forktool.engine.release.tarball import import_tarballs
 from forktool.engine.revisions import Upstream, resolve

@@ -8,7 +8,7 @@ from forktool.engine.patches.export import ExportedPatch, ExportResult
 from forktool.engine.patches.fmt import FmtResult
 from forktool.engine.patches.history_contract import HistoryResult
 from forktool.engine.patches.import_ import ImportResult
-from forktool.engine.patches.refresh import RefreshResult
+from forktool.engine.patches.refresh_result import RefreshResult
 from forktool.output import Output, styled
 from forktool.report.table import new_table
 

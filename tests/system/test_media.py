@@ -24,7 +24,7 @@ from testing.media_checks import (
 )
 
 from forktool.console import DataConsole
-from forktool.engine.patches.refresh import RefreshEntry
+from forktool.engine.patches.refresh_result import RefreshEntry
 from forktool.engine.release.check import CheckResult, GateResult
 from forktool.engine.release.sync_report import PinChange, Retired, SyncReport
 from forktool.engine.retirement.absorption import PatchAbsorption

@@ -47,7 +47,6 @@ from forktool.engine.patches.refresh_moves import (
     refresh_chain,
     retire_first,
 )
-from forktool.engine.patches.refresh_resolution import refresh_abort, refresh_continue
 from forktool.engine.patches.refresh_result import (
     MOVED,
     RefreshEntry,
@@ -62,19 +61,6 @@ from forktool.engine.patches.refresh_write import review_range, write_refreshed
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.git import Git
-
-# What callers import from the refresh: its runs and what they return, wherever each
-# lives among its parts.
-__all__ = [
-    "RefreshEntry",
-    "RefreshResult",
-    "Series",
-    "load_state",
-    "plan_refresh",
-    "refresh_abort",
-    "refresh_continue",
-    "refresh_onto",
-]
 
 
 def refresh_onto(

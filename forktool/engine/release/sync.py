@@ -19,8 +19,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from forktool.config import Config, load_config, parse_config
-from forktool.engine.patches.refresh import load_state as load_refresh_state
-from forktool.engine.patches.refresh import refresh_abort
+from forktool.engine.patches.refresh_resolution import refresh_abort
+from forktool.engine.patches.refresh_state import load_state as load_refresh_state
 from forktool.engine.release.sync_report import SyncReport
 from forktool.engine.release.sync_run import (
     CommitIdentity,

@@ -6,7 +6,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Sequence
 
-from forktool.engine.patches.refresh import Series, plan_refresh
+from forktool.engine.patches.refresh import plan_refresh
+from forktool.engine.patches.refresh_moves import Series
 from forktool.engine.patches.refresh_result import RefreshEntry
 from forktool.engine.release.check import NO_PR_HINT, no_pr_line
 from forktool.engine.release.pin_bump import plan_bump

@@ -11,15 +11,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from forktool.config import Config, load_config
-from forktool.engine.patches.refresh import (
-    RefreshEntry,
-    RefreshResult,
-    refresh_continue,
-    refresh_onto,
-)
-from forktool.engine.patches.refresh import (
-    load_state as load_refresh_state,
-)
+from forktool.engine.patches.refresh import refresh_onto
+from forktool.engine.patches.refresh_resolution import refresh_continue
+from forktool.engine.patches.refresh_result import RefreshEntry, RefreshResult
+from forktool.engine.patches.refresh_state import load_state as load_refresh_state
 from forktool.engine.release.check import run_checks, select_checks
 from forktool.engine.release.pin_bump import plan_bump
 from forktool.engine.release.pin_state import require_tree

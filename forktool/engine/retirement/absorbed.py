@@ -53,18 +53,6 @@ from forktool.git import Git, short
 from forktool.model.arm_results import ArmResults, GateVerdict
 from forktool.model.revision import Revision
 
-# What callers import from ``absorbed``: the run, its rules, and the types they return.
-__all__ = [
-    "AbsorbedResult",
-    "Shared",
-    "Verdict",
-    "absorbed",
-    "combine",
-    "decide",
-    "require_probe_covers",
-    "shared_knowledge",
-]
-
 # Evidence that, without ancestry, says the change may already be in the tag.
 _PRESENCE: tuple[EvidenceKind, ...] = ("cherry-pick", "patch-id", "content-present")
 # Evidence that, with ancestry, says the change is absent from the tag after all.

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from forktool.engine.retirement.absorption import Evidence
 from forktool.engine.retirement.apply_states import ApplyState, apply_states
 from forktool.engine.retirement.knowledge import first_release_map
-from forktool.engine.retirement.releases import Release
 from forktool.engine.retirement.reverts import (
     REVERT_GREP,
     Need,
@@ -31,6 +30,7 @@ from forktool.engine.upstream.resolve import claims_pr, merged_prs, parse_pr
 from forktool.fork import Fork, Patch
 from forktool.git import Git, LogEntry, short
 from forktool.model.patchfile import PatchFile, touched_paths
+from forktool.model.revision import Release
 
 _CHERRY = re.compile(r"\(cherry picked from commit ([0-9a-f]{40})\)")
 CHERRY_GREP = "cherry picked from commit "

@@ -7,16 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from forktool.config import Config
-from forktool.engine.retirement.releases import (
-    Release,
-    first_releases,
-    fork_releases,
-    require_releases,
-)
+from forktool.engine.retirement.releases import first_releases, fork_releases, require_releases
 from forktool.engine.upstream.fetch import Fetched, fetch_upstream
 from forktool.errors import FatalError, command_line
 from forktool.fork import Fork
 from forktool.git import Git
+from forktool.model.revision import Release
 
 
 def fetch_hint(config: Config, what: str) -> str:

@@ -21,8 +21,6 @@ from forktool.git import Git
 from forktool.model.revision import CommitId, Release
 from forktool.model.versions import VersionScheme, scheme_for_pattern, scheme_for_tag
 
-__all__ = ["Release"]  # a release tag is a revision (forktool.model.revision)
-
 
 def parse_release_version(
     tag: str, pattern: str, scheme: VersionScheme | None = None

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 from forktool.config import ApplyRule
 from forktool.engine.apply.verdict import allows_offset
-from forktool.engine.retirement.absorbed import Shared, Verdict, absorbed, shared_knowledge
+from forktool.engine.retirement.absorbed import Shared, absorbed, shared_knowledge
+from forktool.engine.retirement.absorption import Verdict
 from forktool.engine.upstream.cumulative import Applied, ApplyState, cumulative_apply
 from forktool.engine.upstream.first_break import (
     FirstBreak,

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING
 from forktool.engine.release.sync import sync_blockers
 from forktool.engine.release.sync_plan import plan_sync
 from forktool.engine.release.sync_report import SyncReport
-from forktool.engine.retirement.releases import Release, newer_releases
+from forktool.engine.retirement.releases import newer_releases
 from forktool.engine.upstream.fetch import Fetched, fetch_upstream
 from forktool.engine.upstream.resolve import Resolution, resolve, tracked
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.git import Git
+from forktool.model.revision import Release
 
 if TYPE_CHECKING:
     from forktool.engine.upstream.forecast import ForecastResult
