@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     default=None,
     metavar="N",
     help="git processes side by side on file-disjoint parts of the series (default: 2 "
-    "when the machine has three cores or more and two are free; 1: the series in one call).",
+    "when the machine has two cores or more and one is free; 1: the series in one call).",
 )
 @format_option()
 @pass_app

@@ -28,14 +28,11 @@ from forktool.model.patch_text import diff_outline
 
 
 def default_jobs() -> int:
-    """git processes verify runs side by side: two where the machine has three cores or
-    more and two of them are free (a 1-minute load average at most the cores less two),
-    so the two bins and the parse beside them each have a core; otherwise one.
-
-    On two cores the parse takes the core the second bin needs, and side by side was
-    measured slower than one call with the parse beside it (docs/performance.md)."""
+    """git processes verify runs side by side: two where the machine has two cores or
+    more and one of them is free (a 1-minute load average below the cores); one when
+    every core is busy already, where a second process only adds its own start-up."""
     cores = os.cpu_count() or 1
-    if cores < 3 or os.getloadavg()[0] > cores - 2:
+    if cores < 2 or os.getloadavg()[0] >= cores:
         return 1
     return 2
 
