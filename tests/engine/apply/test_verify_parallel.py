@@ -44,10 +44,9 @@ def run(fork: MiniFork, jobs: int, base: str | None = None, **kw: bool) -> Verif
     )
 
 
-@pytest.fixture
-def eager(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Side by side for any series (no minimum length or balance); records whether
-    each call of it gave the answer (True) or fell back to the serial path."""
+def side_by_side_always(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Side by side for any series (no minimum length or balance); the list records
+    whether each call of it gave the answer (True) or fell back to the serial path."""
     monkeypatch.setattr(verify_engine, "PARALLEL_MIN_PATCHES", 1)
     monkeypatch.setattr(side_by_side, "PARALLEL_MIN_SHARE", 0.0)
     used: list[bool] = []
@@ -59,6 +58,11 @@ def eager(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
 
     monkeypatch.setattr(verify_engine, "verify_side_by_side", spy)
     return used
+
+
+@pytest.fixture
+def eager(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    return side_by_side_always(monkeypatch)
 
 
 def chain_of(fork: MiniFork, steps: list[dict[str, str | None]], *extra: str) -> dict[str, bytes]:
@@ -269,16 +273,7 @@ def test_side_by_side_answers_as_the_serial_path_on_random_series(
     steps: list[tuple[str, str, int]],
     shift: set[str],
 ) -> None:
-    monkeypatch.setattr(verify_engine, "PARALLEL_MIN_PATCHES", 1)
-    monkeypatch.setattr(side_by_side, "PARALLEL_MIN_SHARE", 0.0)
-    used: list[bool] = []
-
-    def spy(*args: object, **kwargs: object) -> object:
-        answer = SIDE_BY_SIDE(*args, **kwargs)  # type: ignore[arg-type]
-        used.append(answer is not None)
-        return answer
-
-    monkeypatch.setattr(verify_engine, "verify_side_by_side", spy)
+    used = side_by_side_always(monkeypatch)
     repo = RepoBuilder.init(tmp_path_factory.mktemp("random") / "repo")
     fork = mini_fork(repo, dict(START))
     texts = dict(START)
