@@ -49,6 +49,11 @@ class Patch:
     def name(self) -> str:
         return self.entry.name
 
+    @property
+    def strip(self) -> int:
+        """The ``-p`` level the series gives the patch."""
+        return self.entry.strip
+
     @cached_property
     def data(self) -> bytes:
         return self.read()

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.apply.verify import resolve_base, verify_series
+from forktool.engine.apply.early import default_jobs, early_start, resolve_base
 from forktool.errors import require_no_errors
 
 if TYPE_CHECKING:
@@ -57,21 +57,28 @@ def command(
       forktool verify --base v1.2.0 --format json
       forktool verify --keep-going
     """
-    fork = app.fork(strict=False)
-    require_no_errors(fork.findings)
     git = app.git()
-    name, commit = resolve_base(fork, git, base)
-    with app.output.progress(len(fork.patches), f"verifying on {name}") as tick:
-        result = verify_series(
-            fork,
-            git,
-            base=name,
-            base_commit=commit,
-            allow_offset=allow_offset,
-            progress=tick,
-            keep_going=keep_going,
-            jobs=jobs,
-        )
+    name, commit = resolve_base(app.config(), git, base)
+    workers = default_jobs() if jobs is None else jobs
+    # git starts on the series file alone; the fork is loaded, and the engine that
+    # judges its patches imported, while git works (forktool.engine.apply.early).
+    with early_start(git, app.config(), commit, workers) as early:
+        fork = app.fork(strict=False)
+        require_no_errors(fork.findings)
+        from forktool.engine.apply.verify import verify_series
+
+        with app.output.progress(len(fork.patches), f"verifying on {name}") as tick:
+            result = verify_series(
+                fork,
+                git,
+                base=name,
+                base_commit=commit,
+                allow_offset=allow_offset,
+                progress=tick,
+                keep_going=keep_going,
+                jobs=workers,
+                early=early,
+            )
     app.emit(result, fmt, _render)
     return 0 if result.ok else 1
 

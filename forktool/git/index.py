@@ -12,7 +12,7 @@ from pathlib import Path
 from forktool.errors import GitError
 from forktool.git.changes import Changes
 from forktool.git.objects import Objects
-from forktool.git.runner import GitResult, Started, start
+from forktool.git.runner import GitResult, Started, scratch_root, start
 
 # but no diff is refused before anything runs: forktool.engine.apply.attempt.precheck).
 APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "--allow-empty", "-p1")
@@ -244,16 +244,13 @@ class Indexes(Changes):
         private object directory that is deleted too, so a read-only command leaves
         the repository byte-identical.
         """
-        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-"))
+        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-", dir=scratch_root()))
         try:
             env = {"GIT_INDEX_FILE": str(tmpdir / "index")}
             if not keep_objects:
-                objects = self.out(
-                    ["rev-parse", "--git-path", "objects"], purpose="find the object store"
-                )
                 (tmpdir / "objects").mkdir()
                 env["GIT_OBJECT_DIRECTORY"] = str(tmpdir / "objects")
-                env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str((self.cwd / objects).resolve())
+                env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(self.objects_dir())
             index = TempIndex(self, tmpdir / "index", env)
             if treeish is not None:
                 index.read_tree(treeish)
@@ -265,7 +262,7 @@ class Indexes(Changes):
     def index_copy(self) -> Iterator[TempIndex]:
         """A copy of this worktree's own index (skip-worktree bits and all), removed
         afterwards: stage into it and the real index is left exactly as it was."""
-        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-"))
+        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-", dir=scratch_root()))
         try:
             real = self.cwd / self.out(
                 ["rev-parse", "--git-path", "index"], purpose="find the index"

@@ -11,13 +11,27 @@ from forktool.git.runner import Runner
 
 class Objects(Runner):
     def toplevel(self) -> Path:
-        res = self.run(["rev-parse", "--show-toplevel"], purpose="find the repository", check=False)
+        # The object directory in the same call: every temporary index needs it.
+        res = self.run(
+            ["rev-parse", "--show-toplevel", "--git-path", "objects"],
+            purpose="find the repository",
+            check=False,
+        )
         if not res.ok:
             raise FatalError(
                 f"{self.cwd} is not inside a git repository",
                 "run forktool inside the fork's git checkout, or pass -C DIR",
             )
-        return Path(res.out.strip())
+        top, _, objects = res.out.partition("\n")
+        self._objects = (self.cwd / objects.strip()).resolve()
+        return Path(top.strip())
+
+    def objects_dir(self) -> Path:
+        """The repository's object directory (absolute), asked of git once."""
+        if self._objects is None:
+            out = self.out(["rev-parse", "--git-path", "objects"], purpose="find the object store")
+            self._objects = (self.cwd / out).resolve()
+        return self._objects
 
     def git_dir(self) -> Path:
         out = self.out(["rev-parse", "--absolute-git-dir"], purpose="find the git directory")

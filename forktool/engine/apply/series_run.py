@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
-from forktool.fork import Patch
 from forktool.git import Started, TempIndex, git_apply_args
 
 # git apply keeps every file it patched in memory until it exits (30-60 KiB a patch,
@@ -101,6 +100,11 @@ class SeriesRun:
         if self.running is not None and self.running.done():
             self._collect()
 
+    @property
+    def finished(self) -> bool:
+        """Whether every call is done (or one failed and no other will start)."""
+        return self.running is None
+
     def wait(self) -> tuple[bool, str]:
         while self.running is not None:
             self._collect()
@@ -114,7 +118,63 @@ class SeriesRun:
             self.running.__exit__(*exc)
 
 
-def apply_series(index: TempIndex, patches: Sequence[Patch], reverse: bool) -> tuple[bool, str]:
+class RoundTrip:
+    """The series forward on ``index`` and, as soon as every forward call applied, back
+    again, both in the background: the revert does not wait for the caller (who reads
+    the patches meanwhile). Use as a context manager, like :class:`SeriesRun`."""
+
+    def __init__(
+        self,
+        index: TempIndex,
+        patches: Sequence[PatchFileArg],
+        forward: SeriesRun | None = None,
+    ) -> None:
+        self.index = index
+        self.patches = patches
+        self.forward = forward or SeriesRun(index, patches, reverse=False)
+        self.back: SeriesRun | None = None
+        self.stopped = False
+
+    def poll(self) -> None:
+        """Collect what finished, and start the revert once the series is through."""
+        self.forward.poll()
+        if self.back is not None:
+            self.back.poll()
+        elif self.forward.finished and self.forward.ok and not self.stopped:
+            self.back = SeriesRun(self.index, self.patches, reverse=True)
+
+    def wait_forward(self) -> tuple[bool, str]:
+        """Whether the series applied, and git's output (the revert then under way)."""
+        forward = self.forward.wait()
+        self.poll()
+        return forward
+
+    def wait_back(self) -> tuple[bool, str]:
+        """Whether the revert went through, and git's output (after the series applied)."""
+        if self.back is None:
+            raise RuntimeError("the series did not apply: there is nothing to revert")
+        return self.back.wait()
+
+    def stop_back(self) -> None:
+        """Kill the revert under way, if any, and start none: the caller takes the
+        index over (in whatever state the revert left it)."""
+        self.stopped = True
+        if self.back is not None:
+            self.back.pending = []
+            self.back.__exit__(None, None, None)
+
+    def __enter__(self) -> RoundTrip:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.forward.__exit__(*exc)
+        if self.back is not None:
+            self.back.__exit__(*exc)
+
+
+def apply_series(
+    index: TempIndex, patches: Sequence[PatchFileArg], reverse: bool
+) -> tuple[bool, str]:
     """Apply ``patches`` on ``index`` (whether all applied, and git's output)."""
     with SeriesRun(index, patches, reverse) as run:
         return run.wait()

@@ -16,12 +16,9 @@ from forktool.config import ApplyRule
 from forktool.engine import Progress
 from forktool.engine.apply.applier_output import read_git_apply
 from forktool.engine.apply.attempt import classify, try_patch
-from forktool.engine.apply.series_run import SeriesRun, apply_series
-from forktool.engine.apply.side_by_side import (
-    PARALLEL_MIN_PATCHES,
-    default_jobs,
-    verify_side_by_side,
-)
+from forktool.engine.apply.early import EarlyStart, default_jobs, side_by_side
+from forktool.engine.apply.series_run import RoundTrip, apply_series
+from forktool.engine.apply.side_by_side import verify_side_by_side
 from forktool.engine.apply.survey import (
     Survey,
     applied_groups,
@@ -70,6 +67,7 @@ def verify_series(
     progress: Progress | None = None,
     keep_going: bool = False,
     jobs: int | None = None,
+    early: EarlyStart | None = None,
 ) -> VerifyResult:
     """Apply the series onto ``base_commit`` and back, proving the round trip.
 
@@ -80,6 +78,8 @@ def verify_series(
     :func:`default_jobs`). Every patch after the first one that does not apply is
     ``not-tried`` (unless its text alone condemns it); with ``keep_going`` each later
     patch is tried on the tree without the failed ones, and says so (``without``).
+    ``early``: git's work the command started before the fork was loaded
+    (:func:`early_start`), used when it was started on the series' files.
     """
     patches = fork.patches
     rule = fork.config.apply_rule
@@ -96,29 +96,50 @@ def verify_series(
             rule,
         )
     workers = default_jobs() if jobs is None else max(1, jobs)
+    if early is not None and early.serves([p.path for p in patches]):
+        verdicts, round_trip = _verify_on(early, patches, base, workers, rule, progress, keep_going)
+        return _result(base, base_commit, verdicts, round_trip, allow_offset, rule)
     base_tree = git.tree_id(base_commit)
     with git.temp_index(base_tree) as index:
-        surveys: list[Survey] = []
-        if workers > 1 and len(patches) >= PARALLEL_MIN_PATCHES:
-            done = verify_side_by_side(
-                index, base_tree, patches, surveys, base, workers, rule, progress
-            )
-            survey_rest(patches, surveys, rule, progress)
-            if done is not None:
-                return _result(base, base_commit, *done, allow_offset, rule)
-            forward = apply_series(index, patches, reverse=False)
-        else:
-            with SeriesRun(index, patches, reverse=False) as run:
-                for patch in patches:
-                    surveys.append(survey_of(patch, rule))
-                    run.poll()
-                    if progress:
-                        progress(1)
-                forward = run.wait()
-        verdicts, round_trip = _series_verdicts(
-            index, base_tree, patches, surveys, forward, base, keep_going, rule
-        )
+        fresh = EarlyStart(index, base_tree, (), None)
+        verdicts, round_trip = _verify_on(fresh, patches, base, workers, rule, progress, keep_going)
     return _result(base, base_commit, verdicts, round_trip, allow_offset, rule)
+
+
+def _verify_on(
+    started: EarlyStart,
+    patches: Sequence[Patch],
+    base: str,
+    workers: int,
+    rule: ApplyRule,
+    progress: Progress | None,
+    keep_going: bool,
+) -> tuple[list[PatchVerdict], bool]:
+    """(verdicts, round trip) of ``patches`` onto ``started.index`` (the base tree),
+    side by side or in one call; ``started`` may hold either already under way."""
+    index, base_tree = started.index, started.base_tree
+    surveys: list[Survey] = []
+    side = started.bins is not None or (
+        started.forward is None and side_by_side(workers, len(patches))
+    )
+    if side:
+        done = verify_side_by_side(
+            index, base_tree, patches, surveys, base, workers, rule, progress, started.bins
+        )
+        survey_rest(patches, surveys, rule, progress)
+        if done is not None:
+            return done
+        with RoundTrip(index, patches) as trip:
+            return _series_verdicts(
+                index, base_tree, patches, surveys, trip, base, keep_going, rule
+            )
+    with RoundTrip(index, patches, started.forward) as trip:
+        for patch in patches:
+            surveys.append(survey_of(patch, rule))
+            trip.poll()
+            if progress:
+                progress(1)
+        return _series_verdicts(index, base_tree, patches, surveys, trip, base, keep_going, rule)
 
 
 def _result(
@@ -138,24 +159,33 @@ def _series_verdicts(
     base_tree: str,
     patches: Sequence[Patch],
     surveys: Sequence[Survey],
-    forward: tuple[bool, str],
+    trip: RoundTrip,
     base: str,
     keep_going: bool,
     rule: ApplyRule,
 ) -> tuple[list[PatchVerdict], bool]:
-    """(verdicts, round trip) after the series' one call forward (``forward``: whether
-    it applied, and git's output) left ``index`` as it is: read from that call when
-    it applied and no patch must be tried on its own, the round trip then proven;
-    otherwise found patch by patch up to the failure (no round trip)."""
+    """(verdicts, round trip) from the series' one call forward and its revert
+    (``trip``, under way on ``index``): read from the forward call when it applied and
+    no patch must be tried on its own, the round trip proven by the revert; otherwise
+    found patch by patch up to the failure (no round trip)."""
+    forward = trip.wait_forward()
     applied, err = forward
     early = first_to_try(surveys, err)
     if applied and early == len(patches):
+        restored = False
 
         def restore() -> None:
+            nonlocal restored
+            trip.stop_back()
+            restored = True
             index.read_tree(base_tree)
 
         verdicts = _verdicts_applied(index, restore, patches, surveys, err, base, rule)
-        return verdicts, _round_trip(index, patches, base_tree)
+        if restored:  # the patches were applied again one by one: revert them now
+            return verdicts, _round_trip(index, patches, base_tree)
+        back, _ = trip.wait_back()
+        return verdicts, back and index.write_tree() == base_tree
+    trip.stop_back()
     index.read_tree(base_tree)
     return _with_failures(index, patches, surveys, forward, early, base, keep_going, rule), False
 
@@ -322,13 +352,3 @@ def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact
 def _round_trip(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> bool:
     ok, _ = apply_series(index, patches, reverse=True)
     return ok and index.write_tree() == base_tree
-
-
-def resolve_base(fork: Fork, git: Git, base: str | None) -> tuple[str, str]:
-    """(name, commit) of what to verify against: ``base``, or the pin's tree (the
-    imported release tarball when the fork has one)."""
-    from forktool.engine.release.pin_state import require_tree
-
-    if base is None:
-        return require_tree(fork.config, git)
-    return base, git.require_commit(base, what="base revision")

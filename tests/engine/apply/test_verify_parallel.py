@@ -23,10 +23,10 @@ from testing.helpers import MiniFork, mini_fork, snapshot_tree
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
-from forktool.engine.apply import series_run, side_by_side
+from forktool.engine.apply import bins, early, series_run
 from forktool.engine.apply import verify as verify_engine
 from forktool.engine.apply.precheck import precheck
-from forktool.engine.apply.side_by_side import file_groups
+from forktool.engine.apply.bins import file_groups
 from forktool.engine.apply.survey import survey_of
 from forktool.engine.apply.verdict import PatchVerdict
 from forktool.engine.apply.verify import VerifyResult, verify_series
@@ -47,8 +47,8 @@ def run(fork: MiniFork, jobs: int, base: str | None = None, **kw: bool) -> Verif
 def side_by_side_always(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Side by side for any series (no minimum length or balance); the list records
     whether each call of it gave the answer (True) or fell back to the serial path."""
-    monkeypatch.setattr(verify_engine, "PARALLEL_MIN_PATCHES", 1)
-    monkeypatch.setattr(side_by_side, "PARALLEL_MIN_SHARE", 0.0)
+    monkeypatch.setattr(early, "PARALLEL_MIN_PATCHES", 1)
+    monkeypatch.setattr(bins, "PARALLEL_MIN_SHARE", 0.0)
     used: list[bool] = []
 
     def spy(*args: object, **kwargs: object) -> object:
@@ -158,13 +158,13 @@ def test_an_outline_the_parse_does_not_confirm_stops_the_bins_and_answers_serial
     patches["0004.patch"] += plain
     fork.write(patches)
     stopped: list[int] = []
-    stop = side_by_side._BinRun.stop
+    stop = bins.BinRun.stop
 
-    def counting_stop(self: side_by_side._BinRun) -> None:
+    def counting_stop(self: bins.BinRun) -> None:
         stopped.append(1)
         stop(self)
 
-    monkeypatch.setattr(side_by_side._BinRun, "stop", counting_stop)
+    monkeypatch.setattr(bins.BinRun, "stop", counting_stop)
     serial, side = run(fork, 1), run(fork, 2)
     assert eager == [False]
     assert stopped, "the bins were not stopped when the outline did not hold"
@@ -290,7 +290,7 @@ def test_side_by_side_answers_as_the_serial_path_on_random_series(
     loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
     surveys = [survey_of(p, "exact") for p in loaded.patches]
     diffs = [s.diffs for s in surveys]
-    if len(file_groups(side_by_side.units_of(loaded.patches, diffs)[1])) >= 2:
+    if len(file_groups(bins.units_of(loaded.patches, diffs)[1])) >= 2:
         assert used[0], "the pin's series went serial although it splits"
 
 
@@ -406,9 +406,9 @@ def test_json_output_does_not_import_rich(failing_second: MiniFork, tmp_path: Pa
 def test_side_by_side_only_with_a_second_core_free(
     monkeypatch: pytest.MonkeyPatch, cores: int, load: float, jobs: int
 ) -> None:
-    monkeypatch.setattr(side_by_side.os, "cpu_count", lambda: cores)
-    monkeypatch.setattr(side_by_side.os, "getloadavg", lambda: (load, load, load))
-    assert side_by_side.default_jobs() == jobs
+    monkeypatch.setattr(early.os, "cpu_count", lambda: cores)
+    monkeypatch.setattr(early.os, "getloadavg", lambda: (load, load, load))
+    assert early.default_jobs() == jobs
 
 
 def test_jobs_must_be_at_least_one(failing_second: MiniFork) -> None:

@@ -1,0 +1,289 @@
+"""Side by side, the git half: a series' file diffs planned into file-disjoint bins
+and each bin through git in its own temporary index, in a thread of its own.
+
+Planning reads each patch's outline (:func:`diff_outline`: where its file diffs start
+and the paths they name), not its parse, so git starts before any patch is parsed;
+:mod:`forktool.engine.apply.side_by_side` checks every outline against its parse and
+reads the verdicts. This module stays light: ``verify`` may start the bins before the
+fork is loaded (:mod:`forktool.engine.apply.early`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from forktool.engine.apply.series_run import SeriesRun
+from forktool.git import TempIndex
+from forktool.model.patch_text import diff_outline
+
+
+class PatchSource(Protocol):
+    """A patch file as the bins read it: a series' patch, loaded or not."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def strip(self) -> int: ...
+
+    def read(self) -> bytes: ...
+
+
+#
+# File diffs that touch no common path commute: applying the series in order gives every
+# file the same content as applying, in order, only the file diffs that touch it. So
+# the series' file diffs split into groups closed under "touches a path another one
+# touches" (a path and the directories above it count as one: a diff deleting file
+# ``a`` and one creating ``a/b`` do not commute; a rename touches both its paths), and
+# the groups go, in two bins of about equal size, through git side by side: each bin
+# in its own index copied from the base, as one part-patch per patch holding that
+# patch's file diffs of the bin, byte for byte. git's own -v output then proves the
+# bins disjoint (the paths it names, each bin's against the other's), each bin's
+# revert restores the base tree, and every patch's verdict is read from the output of
+# its parts, exactly as from one call. Anything else (a failure, a mode warning,
+# output that does not match, a revert that does not restore) falls back to the
+# series in one call, so verdicts and messages are the serial path's own.
+PARALLEL_MIN_SHARE = 0.5  # the lightest bin's lines against an even split, else serial
+
+
+def parents(path: str) -> list[str]:
+    parts = path.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def file_groups(paths: Sequence[Sequence[str]]) -> list[list[int]]:
+    """Positions of file diffs (each given by the paths it touches) in groups that
+    touch no common path, a path's directories included; each group in order, the
+    groups by their first member."""
+    parent = list(range(len(paths)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    owner: dict[str, int] = {}
+    for position, touched in enumerate(paths):
+        for path in touched:
+            if path in owner:
+                parent[find(position)] = find(owner[path])
+            else:
+                owner[path] = position
+    for path, position in owner.items():
+        for directory in parents(path):
+            if directory in owner:
+                parent[find(position)] = find(owner[directory])
+    groups: dict[int, list[int]] = {}
+    for position in range(len(paths)):
+        groups.setdefault(find(position), []).append(position)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One file diff of the series: its patch's position, its own within the patch,
+    and its length in lines (how bins are weighed)."""
+
+    patch: int
+    diff: int
+    weight: int
+
+
+# Each file diff of a patch: its first line and the paths it touches (Survey.diffs, or
+# a patch's diff_outline before its parse).
+Diffs = tuple[tuple[int, tuple[str, ...]], ...]
+
+
+def units_of(
+    patches: Sequence[PatchSource], diffs: Sequence[Diffs]
+) -> tuple[list[Unit], list[tuple[str, ...]]]:
+    units: list[Unit] = []
+    paths: list[tuple[str, ...]] = []
+    for position, outline in enumerate(diffs):
+        starts = [line for line, _ in outline]
+        ends = [*starts[1:], starts[-1] + max(1, patches[position].size // 40)] if starts else []
+        for number, ((line, touched), end) in enumerate(zip(outline, ends, strict=True)):
+            units.append(Unit(position, number, max(1, end - line)))
+            paths.append(touched)
+    return units, paths
+
+
+def bins_of(
+    units: Sequence[Unit], paths: Sequence[Sequence[str]], workers: int
+) -> list[list[int]] | None:
+    """The file diffs' groups packed into ``workers`` bins by lines (largest group
+    first, into the lightest bin), each bin in series order; None when the lightest
+    bin holds less than :data:`PARALLEL_MIN_SHARE` of an even split (one long chain
+    of changes to the same files gains nothing side by side)."""
+    groups = file_groups(paths)
+    if len(groups) < workers:
+        return None
+    bins: list[list[int]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for group in sorted(groups, key=lambda g: -sum(units[i].weight for i in g)):
+        lightest = loads.index(min(loads))
+        bins[lightest] += group
+        loads[lightest] += sum(units[i].weight for i in group)
+    if min(loads) < PARALLEL_MIN_SHARE * sum(loads) / workers:
+        return None
+    return [sorted(b) for b in bins]
+
+
+@dataclass(frozen=True)
+class Part:
+    """The file diffs of one patch that fall in one bin, written as a patch file."""
+
+    patch: int
+    path: Path
+    files: int
+    size: int
+
+
+def write_parts(
+    folder: Path,
+    patches: Sequence[PatchSource],
+    diffs: Sequence[Diffs],
+    units: Sequence[Unit],
+    bins: Sequence[Sequence[int]],
+) -> list[list[Part]]:
+    """Each bin's part-patches in series order: a patch's file diffs of the bin, their
+    lines byte for byte (a diff runs from its first line to the next diff's)."""
+    wanted: list[dict[int, list[int]]] = [{} for _ in bins]
+    for number, members in enumerate(bins):
+        for unit in (units[i] for i in members):
+            wanted[number].setdefault(unit.patch, []).append(unit.diff)
+    parts: list[list[Part]] = [[] for _ in bins]
+    for position, patch in enumerate(patches):
+        owners = [number for number in range(len(bins)) if position in wanted[number]]
+        if not owners:
+            continue
+        lines = patch.read().split(b"\n")
+        starts = [line - 1 for line, _ in diffs[position]]
+        ends = [*starts[1:], len(lines)]
+        for number in owners:
+            chunks = []
+            for diff in wanted[number][position]:
+                piece = b"\n".join(lines[starts[diff] : ends[diff]])
+                chunks.append(piece if piece.endswith(b"\n") else piece + b"\n")
+            path = folder / f"b{number}-{position}.patch"
+            data = b"".join(chunks)
+            path.write_bytes(data)
+            parts[number].append(Part(position, path, len(wanted[number][position]), len(data)))
+    return parts
+
+
+def outlines_of(patches: Sequence[PatchSource]) -> list[Diffs] | None:
+    """Every patch's :func:`diff_outline`, or None unless each has one with a diff."""
+    outlines = []
+    for patch in patches:
+        outline = diff_outline(patch.read(), strip=patch.strip)
+        if not outline:
+            return None
+        outlines.append(outline)
+    return outlines
+
+
+@dataclass
+class StartedBins:
+    """Bins under way: the outlines they were planned from, each bin's parts and run,
+    and a function that waits for every bin (each one's forward output, None unless
+    it applied)."""
+
+    outlines: list[Diffs]
+    parts: list[list[Part]]
+    runs: list[BinRun]
+    results: Callable[[], list[str | None]]
+
+    def stop(self) -> None:
+        for run in self.runs:
+            run.stop()
+
+
+@contextmanager
+def running_bins(
+    index: TempIndex,
+    patches: Sequence[PatchSource],
+    workers: int,
+    outlines: Sequence[Diffs] | None = None,
+    loaded: Callable[[], object] | None = None,
+) -> Iterator[StartedBins | None]:
+    """``patches`` planned into ``workers`` bins (from ``outlines``, or each patch's
+    outline) and started, each on a twin of ``index`` (which stays the base tree);
+    None when the series does not split (no outline, or unbalanced bins). ``loaded``:
+    waits until ``index`` holds the base tree (the bins are planned meanwhile). Leaving
+    the block stops every git still running."""
+    planned = list(outlines) if outlines is not None else outlines_of(patches)
+    bins = None
+    if planned is not None:
+        units, paths = units_of(patches, planned)
+        bins = bins_of(units, paths, workers)
+    if planned is None or bins is None:
+        yield None
+        return
+    parts = write_parts(index.path.parent, patches, planned, units, bins)
+    if loaded is not None:
+        loaded()
+    runs = [BinRun(index.twin(f"bin{n}"), part) for n, part in enumerate(parts)]
+    with _bins_running(runs) as results:
+        yield StartedBins(planned, parts, runs, results)
+
+
+class BinRun:
+    """One bin's parts through git on its own index: forward, then (once that applied)
+    back, then the tree the index holds. Called in a thread of its own, so the bins go
+    side by side and each goes back as soon as it went forward."""
+
+    def __init__(self, index: TempIndex, parts: Sequence[Part]) -> None:
+        self.index = index
+        self.parts = parts
+        self.current: SeriesRun | None = None
+        self.stopped = False
+        self.tree: str | None = None
+
+    def __call__(self) -> str | None:
+        """The forward call's output; None unless every part applied."""
+        forward = self._through(reverse=False)
+        if forward is not None and self._through(reverse=True) is not None:
+            self.tree = self.index.write_tree()
+        return forward
+
+    def _through(self, reverse: bool) -> str | None:
+        if self.stopped:
+            return None
+        with SeriesRun(self.index, self.parts, reverse) as run:
+            self.current = run
+            ok, err = run.wait()
+        return err if ok else None
+
+    def stop(self) -> None:
+        """Kill the git call under way and start no other."""
+        self.stopped = True
+        if self.current is not None:
+            self.current.__exit__(None, None, None)
+
+
+@contextmanager
+def _bins_running(runs: Sequence[BinRun]) -> Iterator[Callable[[], list[str | None]]]:
+    """Start every bin's run in a thread of its own; yields a function that waits for
+    them all and gives each forward output (None unless the bin applied). Leaving
+    early (an error, Ctrl-C) stops every git now, not when it is done."""
+    from concurrent.futures import ThreadPoolExecutor  # only a long series needs it
+
+    pool = ThreadPoolExecutor(max_workers=len(runs))
+    try:
+        futures = [pool.submit(run) for run in runs]
+        yield lambda: [future.result() for future in futures]
+    except BaseException:
+        for run in runs:
+            run.stop()
+        raise
+    finally:
+        pool.shutdown(wait=True)

@@ -1,0 +1,142 @@
+"""verify's git work started from the series file alone, before the fork is loaded.
+
+Loading the fork (every patch's header, the map, the ledger) and importing the parts
+of forktool that judge patches take longer than git needs to load the base tree and
+start applying. So ``verify`` reads only the series file first, starts git on the
+files it names (the temporary index, and on the serial path the series' forward call),
+and loads the fork and the rest of the engine while git works. Nothing here reads a
+patch: what git is given is exactly what the series names, as regular files inside
+the fork; the fork load that follows checks the rest, and :func:`verify_series` uses
+what was started only when the loaded series names the same files.
+
+This module stays light (no parser, no verdicts): it is imported before git starts.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from forktool.config import Config
+from forktool.engine.apply.bins import StartedBins, running_bins
+from forktool.engine.apply.series_run import SeriesRun
+from forktool.git import Git, TempIndex
+from forktool.inputs import UnreadableInput, linked_directory, read_input
+from forktool.model.series import parse_series
+
+PARALLEL_MIN_PATCHES = 16  # below this a second git process costs more than it saves
+
+
+def default_jobs() -> int:
+    """git processes verify runs side by side: two where the machine has two cores or
+    more and one of them is free (a 1-minute load average below the cores); one when
+    every core is busy already, where a second process only adds its own start-up."""
+    cores = os.cpu_count() or 1
+    if cores < 2 or os.getloadavg()[0] >= cores:
+        return 1
+    return 2
+
+
+def side_by_side(workers: int, patches: int) -> bool:
+    """Whether a series of ``patches`` goes through in bins side by side."""
+    return workers > 1 and patches >= PARALLEL_MIN_PATCHES
+
+
+def resolve_base(config: Config, git: Git, base: str | None) -> tuple[str, str]:
+    """(name, commit) of what to verify against: ``base``, or the pin's tree (the
+    imported release tarball when the fork has one)."""
+    from forktool.engine.release.pin_state import require_tree
+
+    if base is None:
+        return require_tree(config, git)
+    return base, git.require_commit(base, what="base revision")
+
+
+@dataclass(frozen=True)
+class SeriesFile:
+    """A patch file the series names, as git is given it before the fork is loaded."""
+
+    path: Path
+    size: int
+    strip: int
+    rel: str
+
+    def read(self) -> bytes:
+        return read_input(self.path, self.rel, follow=False)
+
+
+@dataclass
+class EarlyStart:
+    """git's work started before the fork was loaded: the temporary index holding
+    the base tree, and either the bins running side by side (``bins``) or the series'
+    forward call running on the index (``forward``)."""
+
+    index: TempIndex
+    base_tree: str
+    files: tuple[Path, ...]
+    forward: SeriesRun | None
+    bins: StartedBins | None = None
+
+    def serves(self, paths: Sequence[Path]) -> bool:
+        """Whether this was started on exactly the patch files ``paths``."""
+        return tuple(paths) == self.files
+
+
+def series_files(config: Config) -> list[SeriesFile] | None:
+    """The patch files the series names, in order, each a regular file inside the fork;
+    None when the series cannot be read, has a problem, names no patch, or names a
+    file that is missing, not regular, or reached through a link (the fork load
+    reports each of those in its own words)."""
+    try:
+        data = read_input(config.file(config.series), config.series, follow=False)
+    except (UnreadableInput, OSError):
+        return None
+    series = parse_series(data, config.series)
+    if series.findings or not series.entries:
+        return None
+    files = []
+    for entry in series.entries:
+        path = config.patches_dir / entry.name
+        rel = f"{config.patches}/{entry.name}"
+        try:
+            info = os.lstat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(info.st_mode) or linked_directory(config.root, rel) is not None:
+            return None
+        files.append(SeriesFile(path, info.st_size, entry.strip, rel))
+    return files
+
+
+@contextmanager
+def early_start(
+    git: Git, config: Config, base_commit: str, workers: int
+) -> Iterator[EarlyStart | None]:
+    """The base tree in a temporary index and the series started on it: in bins side
+    by side (``workers`` > 1, a series long enough that splits), else its forward call;
+    None when the series file gives nothing to start on. Leaving the block stops git
+    and removes the index (also on an error or Ctrl-C)."""
+    files = series_files(config)
+    if files is None:
+        yield None
+        return
+    with ExitStack() as stack:
+        index = stack.enter_context(git.temp_index())
+        loading = stack.enter_context(
+            index.start(["read-tree", base_commit], purpose="load the base tree")
+        )
+        base_tree = git.tree_id(base_commit)  # asked, and the bins planned, while git loads
+        names = tuple(f.path for f in files)
+        bins = None
+        if side_by_side(workers, len(files)):
+            bins = stack.enter_context(running_bins(index, files, workers, loaded=loading.wait))
+        if bins is not None:
+            yield EarlyStart(index, base_tree, names, None, bins)
+            return
+        loading.wait()
+        forward = stack.enter_context(SeriesRun(index, files, reverse=False))
+        yield EarlyStart(index, base_tree, names, forward)

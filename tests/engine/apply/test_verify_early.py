@@ -1,0 +1,227 @@
+"""``verify`` starts git on the series file alone, before the fork is loaded.
+
+The command resolves the base, reads the series, starts git (the temporary index and
+the series' forward call, or the bins side by side) and only then loads the fork and
+imports the engine that judges patches. What git was started on is used only when the
+loaded series names the same files; the answer is the one a verify started after the
+load gives, byte for byte. The revert starts as soon as the forward call went through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from testing.apply_support import edit_line, export, numbered, side_commit, writes
+from testing.helpers import MiniFork, mini_fork
+
+from forktool.builder import RepoBuilder
+from forktool.config import load_config
+from forktool.engine.apply import early, series_run
+from forktool.engine.apply.early import EarlyStart, early_start, series_files
+from forktool.engine.apply.series_run import RoundTrip
+from forktool.engine.apply.verify import verify_series
+from forktool.fork import load_fork
+from forktool.git import runner
+
+FILES = {f"pkg/m{n}.py": numbered(30, f"m{n}") for n in range(6)}
+
+
+def series_fork(builder: RepoBuilder, count: int = 6) -> MiniFork:
+    """A fork of ``count`` patches, each editing its own file (so it splits in bins)."""
+    fork = mini_fork(builder, FILES)
+    patches = {}
+    base = fork.pin
+    for n in range(count):
+        name = f"pkg/m{n % 6}.py"
+        text = edit_line(FILES[name], f"m{n % 6} {n + 3}", f"m{n % 6} {n + 3} changed")
+        base = side_commit(fork.repo, base, writes({name: text}))
+        patches[f"{n + 1:04d}.patch"] = export(fork.repo, base)
+    fork.write(patches)
+    return fork
+
+
+def verdicts_without_early(fork: MiniFork, jobs: int) -> dict[str, object]:
+    loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+    result = verify_series(
+        loaded, fork.repo.git, base=fork.pin, base_commit=fork.repo.rev(fork.pin), jobs=jobs
+    )
+    return json.loads(json.dumps(result.to_json()))
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_command_answers_as_a_verify_started_after_the_load(
+    builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch, jobs: int
+) -> None:
+    monkeypatch.setattr(early, "PARALLEL_MIN_PATCHES", 1)
+    fork = series_fork(builder)
+    started: list[EarlyStart | None] = []
+    real = early.early_start
+
+    def spy(*args: object, **kwargs: object) -> object:
+        context = real(*args, **kwargs)  # type: ignore[arg-type]
+
+        class Recording:
+            def __enter__(self) -> object:
+                value = context.__enter__()
+                started.append(value)
+                return value
+
+            def __exit__(self, *exc: object) -> object:
+                return context.__exit__(*exc)
+
+        return Recording()
+
+    monkeypatch.setattr("forktool.commands.verify.early_start", spy)
+    result = fork.cli("verify", "--format", "json", "--jobs", str(jobs))
+    assert result.code == 0, result.err
+    assert result.json() == verdicts_without_early(fork, jobs)
+    assert len(started) == 1 and started[0] is not None
+    assert (started[0].bins is not None) == (jobs == 2)
+    assert (started[0].forward is not None) == (jobs == 1)
+
+
+def test_a_series_changed_after_git_started_is_verified_as_loaded(
+    builder: RepoBuilder,
+) -> None:
+    """git started on the series as it was; the fork load reads another series: what
+    was started is not used, and the verdicts are those of the series as loaded."""
+    fork = series_fork(builder)
+    config = load_config(fork.root / "forktool.yaml")
+    git = fork.repo.git
+    commit = fork.repo.rev(fork.pin)
+    with early_start(git, config, commit, 1) as started:
+        assert started is not None and started.forward is not None
+        series = fork.root / "series"
+        series.write_text("".join(f"{n:04d}.patch\n" for n in (2, 4, 6)))
+        loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+        assert not started.serves([p.path for p in loaded.patches])
+        result = verify_series(
+            loaded, git, base=fork.pin, base_commit=commit, jobs=1, early=started
+        )
+    assert [p.patch for p in result.patches] == ["0002.patch", "0004.patch", "0006.patch"]
+    assert result.ok and result.round_trip
+    assert json.loads(json.dumps(result.to_json())) == verdicts_without_early(fork, 1)
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    ["missing file", "symlinked file", "symlinked directory", "bad series line", "empty series"],
+)
+def test_nothing_starts_on_a_series_the_fork_load_would_refuse(
+    builder: RepoBuilder, tmp_path: Path, spoil: str
+) -> None:
+    """git is given only regular files inside the fork that a sound series names;
+    anything else waits for the fork load, which reports it in its own words."""
+    fork = series_fork(builder, 3)
+    patches = fork.root / "patches"
+    if spoil == "missing file":
+        (patches / "0002.patch").unlink()
+    elif spoil == "symlinked file":
+        outside = tmp_path / "outside.patch"
+        outside.write_bytes((patches / "0002.patch").read_bytes())
+        (patches / "0002.patch").unlink()
+        (patches / "0002.patch").symlink_to(outside)
+    elif spoil == "symlinked directory":
+        outside = tmp_path / "elsewhere"
+        (patches / "0002.patch").rename(tmp_path / "0002.patch")
+        outside.mkdir()
+        (outside / "0002.patch").write_bytes((tmp_path / "0002.patch").read_bytes())
+        (patches / "sub").symlink_to(outside)
+        (fork.root / "series").write_text("0001.patch\nsub/0002.patch\n0003.patch\n")
+    elif spoil == "bad series line":
+        (fork.root / "series").write_text("0001.patch\n0002.patch -p1 extra words\n")
+    else:
+        (fork.root / "series").write_text("# nothing yet\n")
+    config = load_config(fork.root / "forktool.yaml")
+    assert series_files(config) is None
+    with early_start(fork.repo.git, config, fork.repo.rev(fork.pin), 1) as started:
+        assert started is None
+    result = fork.cli("verify", "--format", "json")
+    assert result.code in (1, 2), result.err
+
+
+def test_a_refused_fork_stops_git_and_leaves_no_scratch(
+    builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A problem only the full load finds (a patch missing from the map is reported,
+    a patch file not listed is not) comes after git started: the command exits 2 with
+    the load's message, and the temporary index is gone."""
+    fork = series_fork(builder, 3)
+    (fork.root / "upstream.map").write_text("0001.patch not-a-commit-id\n")
+    result = fork.cli("verify", "--format", "json")
+    assert result.code == 2, result.err
+    scratch = Path(os.environ["TMPDIR"])
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("forktool-index-")] == []
+
+
+def test_the_revert_starts_once_the_series_went_through(builder: RepoBuilder) -> None:
+    fork = series_fork(builder, 3)
+    loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+    git = fork.repo.git
+    tree = git.tree_id(fork.pin)
+    with git.temp_index(tree) as index, RoundTrip(index, loaded.patches) as trip:
+        applied, _ = trip.wait_forward()
+        assert applied and trip.back is not None
+        back, _ = trip.wait_back()
+        assert back and index.write_tree() == tree
+
+
+def test_no_revert_after_a_failed_series_or_once_stopped(builder: RepoBuilder) -> None:
+    fork = series_fork(builder, 3)
+    broken = fork.root / "patches" / "0002.patch"
+    broken.write_bytes(
+        broken.read_bytes().replace(b"changed", b"altered").replace(b"-m1 4", b"-m1 X")
+    )
+    loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+    git = fork.repo.git
+    with git.temp_index(git.tree_id(fork.pin)) as index:
+        with RoundTrip(index, loaded.patches) as trip:
+            applied, _ = trip.wait_forward()
+            assert not applied and trip.back is None
+            with pytest.raises(RuntimeError):
+                trip.wait_back()
+        fine = [p for p in loaded.patches if p.name != "0002.patch"]
+        with RoundTrip(index, fine) as trip:
+            trip.stop_back()
+            assert trip.wait_forward()[0]
+            assert trip.back is None
+
+
+def test_a_background_git_call_gives_its_result_again() -> None:
+    with runner.start(["--version"], cwd=Path.cwd(), purpose="ask the version", env=None) as call:
+        first = call.wait()
+        assert call.wait() is first and first.ok
+
+
+def test_scratch_goes_to_tmpdir_when_set_else_to_ram_when_there(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    monkeypatch.setattr(runner, "RAM_SCRATCH", ram)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert runner.scratch_root() == str(tmp_path)
+    monkeypatch.delenv("TMPDIR")
+    monkeypatch.setattr(runner, "RAM_SCRATCH_MIN_FREE", 0)
+    assert runner.scratch_root() == str(ram)
+    monkeypatch.setattr(runner, "RAM_SCRATCH_MIN_FREE", 1 << 62)  # more than it has free
+    assert runner.scratch_root() == runner.tempfile.gettempdir()
+    monkeypatch.setattr(runner, "RAM_SCRATCH", tmp_path / "absent")
+    monkeypatch.setattr(runner, "RAM_SCRATCH_MIN_FREE", 0)
+    assert runner.scratch_root() == runner.tempfile.gettempdir()
+
+
+def test_long_series_chunks_start_early_too(
+    builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A series over the one-call limits goes through in chunks from the early start
+    as from a verify started after the load."""
+    monkeypatch.setattr(series_run, "ONE_CALL_PATCHES", 2)
+    monkeypatch.setattr(series_run, "CHUNK_PATCHES", 2)
+    fork = series_fork(builder, 5)
+    result = fork.cli("verify", "--format", "json", "--jobs", "1")
+    assert result.code == 0, result.err
+    assert result.json() == verdicts_without_early(fork, 1)
