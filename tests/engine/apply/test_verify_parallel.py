@@ -25,8 +25,8 @@ from forktool.builder import RepoBuilder
 from forktool.config import load_config
 from forktool.engine.apply import bins, early, series_run
 from forktool.engine.apply import verify as verify_engine
-from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.bins import file_groups
+from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.survey import survey_of
 from forktool.engine.apply.verdict import PatchVerdict
 from forktool.engine.apply.verify import VerifyResult, verify_series
