@@ -85,6 +85,10 @@ class TempIndex:
         path.write_bytes(self.path.read_bytes())
         return TempIndex(self.git, path, {**self.env, "GIT_INDEX_FILE": str(path)})
 
+    def unlock(self) -> None:
+        """Remove the lock file a git process stopped while writing this index left."""
+        self.path.with_name(self.path.name + ".lock").unlink(missing_ok=True)
+
     def snapshot(self) -> Callable[[], None]:
         """A way back to this index as it is now (its file's bytes, restored on call)."""
         saved = self.path.read_bytes()

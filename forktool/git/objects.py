@@ -8,6 +8,21 @@ from pathlib import Path
 from forktool.errors import FatalError
 from forktool.git.runner import Runner
 
+# Every blob of a tree with its size (``git ls-tree -l``): see :func:`blob_sizes`.
+LS_TREE_SIZES = ("ls-tree", "-r", "-l", "-z", "--full-tree")
+
+
+def blob_sizes(out: str) -> dict[str, int]:
+    """``{path: size}`` of every blob in ``git ls-tree -r -l -z`` output (submodules,
+    which have no size, left out)."""
+    sizes: dict[str, int] = {}
+    for record in out.split("\0"):
+        meta, tab, path = record.partition("\t")
+        size = meta.rpartition(" ")[2]
+        if tab and size.isdigit():
+            sizes[path] = int(size)
+    return sizes
+
 
 class Objects(Runner):
     def toplevel(self) -> Path:

@@ -288,6 +288,9 @@ def run(
     return result
 
 
+STOP_GRACE_SECONDS = 2.0  # a git told to stop has this long before it is killed
+
+
 class Started:
     """A git command running in the background (see :func:`start`): the caller works
     while git does, then calls :meth:`wait`. Leaving the ``with`` block without
@@ -350,8 +353,13 @@ class Started:
 
     def __exit__(self, *exc: object) -> None:
         if self._proc.returncode is None:
-            self._proc.kill()
-            self._proc.wait()
+            # SIGTERM first: git removes the lock files it holds (an index.lock) on it.
+            self._proc.terminate()
+            try:
+                self._proc.wait(timeout=STOP_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
         self._close()
 
 

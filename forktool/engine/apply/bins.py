@@ -10,7 +10,7 @@ fork is loaded (:mod:`forktool.engine.apply.early`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +18,7 @@ from typing import Protocol
 
 from forktool.engine.apply.series_run import SeriesRun
 from forktool.git import TempIndex
+from forktool.git.objects import LS_TREE_SIZES, blob_sizes
 from forktool.model.patch_text import diff_outline
 
 
@@ -102,16 +103,27 @@ class Unit:
 Diffs = tuple[tuple[int, tuple[str, ...]], ...]
 
 
+# git's work on a file diff follows the length of the file it rewrites (it reads the
+# whole file, applies, hashes and compresses the whole result), not of the diff: a
+# diff weighs its own lines plus the lines of the files it touches, as the base tree
+# holds them (a size in bytes counts as that many lines of this length).
+LINE_BYTES = 40
+
+
 def units_of(
-    patches: Sequence[PatchSource], diffs: Sequence[Diffs]
+    patches: Sequence[PatchSource], diffs: Sequence[Diffs], sizes: Mapping[str, int] | None = None
 ) -> tuple[list[Unit], list[tuple[str, ...]]]:
+    """Every file diff of the series as a unit (its weight: its lines, plus the lines
+    of the files it touches when ``sizes`` gives them), with the paths it touches."""
     units: list[Unit] = []
     paths: list[tuple[str, ...]] = []
+    sizes = sizes or {}
     for position, outline in enumerate(diffs):
         starts = [line for line, _ in outline]
         ends = [*starts[1:], starts[-1] + max(1, patches[position].size // 40)] if starts else []
         for number, ((line, touched), end) in enumerate(zip(outline, ends, strict=True)):
-            units.append(Unit(position, number, max(1, end - line)))
+            files = sum(sizes.get(path, 0) for path in touched) // LINE_BYTES
+            units.append(Unit(position, number, max(1, end - line) + files))
             paths.append(touched)
     return units, paths
 
@@ -212,19 +224,22 @@ def running_bins(
     index: TempIndex,
     patches: Sequence[PatchSource],
     workers: int,
+    tree: str,
     outlines: Sequence[Diffs] | None = None,
     loaded: Callable[[], object] | None = None,
 ) -> Iterator[StartedBins | None]:
     """``patches`` planned into ``workers`` bins (from ``outlines``, or each patch's
-    outline) and started, each on a twin of ``index`` (which stays the base tree);
-    None when the series does not split (no outline, or unbalanced bins). ``loaded``:
-    waits until ``index`` holds the base tree (the bins are planned meanwhile). Leaving
-    the block stops every git still running."""
-    planned = list(outlines) if outlines is not None else outlines_of(patches)
-    bins = None
-    if planned is not None:
-        units, paths = units_of(patches, planned)
-        bins = bins_of(units, paths, workers)
+    outline; weighed by the sizes of the files in ``tree``, the base tree) and
+    started, each on a twin of ``index`` (which holds ``tree``); None when the series
+    does not split (no outline, or unbalanced bins). ``loaded``: waits until
+    ``index`` holds the base tree (the bins are planned meanwhile). Leaving the block
+    stops every git still running."""
+    with index.start([*LS_TREE_SIZES, tree], purpose="weigh the files of the base tree") as listing:
+        planned = list(outlines) if outlines is not None else outlines_of(patches)
+        bins = None
+        if planned is not None:
+            units, paths = units_of(patches, planned, blob_sizes(listing.wait().out))
+            bins = bins_of(units, paths, workers)
     if planned is None or bins is None:
         yield None
         return

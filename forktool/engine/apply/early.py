@@ -133,7 +133,9 @@ def early_start(
         names = tuple(f.path for f in files)
         bins = None
         if side_by_side(workers, len(files)):
-            bins = stack.enter_context(running_bins(index, files, workers, loaded=loading.wait))
+            bins = stack.enter_context(
+                running_bins(index, files, workers, base_tree, loaded=loading.wait)
+            )
         if bins is not None:
             yield EarlyStart(index, base_tree, names, None, bins)
             return

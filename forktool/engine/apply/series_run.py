@@ -162,6 +162,7 @@ class RoundTrip:
         if self.back is not None:
             self.back.pending = []
             self.back.__exit__(None, None, None)
+            self.index.unlock()
 
     def __enter__(self) -> RoundTrip:
         return self

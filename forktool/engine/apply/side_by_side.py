@@ -88,7 +88,7 @@ def verify_side_by_side(
         if any(s.early is not None for s in surveys):
             return None
         outlines = [s.diffs for s in surveys]
-    with running_bins(index, patches, workers, outlines) as bins:
+    with running_bins(index, patches, workers, base_tree, outlines) as bins:
         if bins is None:
             return None
         return _bins_answer(bins, base_tree, patches, surveys, base, rule, progress)

@@ -225,3 +225,21 @@ def test_long_series_chunks_start_early_too(
     result = fork.cli("verify", "--format", "json", "--jobs", "1")
     assert result.code == 0, result.err
     assert result.json() == verdicts_without_early(fork, 1)
+
+
+def test_a_revert_stopped_midway_leaves_the_index_usable(builder: RepoBuilder) -> None:
+    """The revert is stopped when a patch must be tried on its own after all: the
+    index it was writing is read again at once, so no lock file of it may remain."""
+    fork = series_fork(builder, 6)
+    loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+    git = fork.repo.git
+    tree = git.tree_id(fork.pin)
+    with git.temp_index(tree) as index:
+        with RoundTrip(index, loaded.patches) as trip:
+            assert trip.wait_forward()[0]
+            lock = index.path.with_name(index.path.name + ".lock")
+            lock.write_bytes(b"")  # as a git killed while writing the index leaves it
+            trip.stop_back()
+            assert not lock.exists()
+        index.read_tree(tree)
+        assert index.write_tree() == tree
