@@ -20,13 +20,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from forktool.config import Config
-from forktool.engine.apply.bins import StartedBins, running_bins
 from forktool.engine.apply.series_run import SeriesRun
 from forktool.git import Git, TempIndex
 from forktool.inputs import UnreadableInput, linked_directory, read_input
 from forktool.model.series import parse_series
+
+if TYPE_CHECKING:
+    from forktool.engine.apply.bins import StartedBins
 
 PARALLEL_MIN_PATCHES = 16  # below this a second git process costs more than it saves
 
@@ -133,6 +136,8 @@ def early_start(
         names = tuple(f.path for f in files)
         bins = None
         if side_by_side(workers, len(files)):
+            from forktool.engine.apply.bins import running_bins  # the outline reader too
+
             bins = stack.enter_context(
                 running_bins(index, files, workers, base_tree, loaded=loading.wait)
             )
