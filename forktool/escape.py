@@ -118,22 +118,33 @@ def _md_char(ch: str) -> str:
     return ch
 
 
-# What starts a block when it opens a line (a list item's text is such a line).
-_MD_BLOCK_START = re.compile(r"(?P<head>\d{1,9})(?P<mark>[.)])|(?P<sign>[-+>=])")
+# What starts a block when it opens a line (a list item's text is such a line): a sign,
+# or up to nine digits then a '.' or ')'. The '.' or ')' may come from the text or from
+# whatever the caller writes right after it ("- " + md_text("1") + "." is an ordered
+# list), so text that is all digits gets its first digit as a character reference.
+_MD_BLOCK_SIGN = frozenset("-+>=")
+_MD_LIST_NUMBER = re.compile(r"[0-9]{1,9}")
 
 
 def md_text(text: str) -> str:
     """``text`` as literal markdown prose on one line (a table cell, a list item):
     markdown syntax backslash-escaped, ``< > &`` as entities (no raw HTML, no
-    image, no link from data), ``@`` kept from mentioning, line breaks as spaces."""
+    image, no link from data), ``@`` kept from mentioning, line breaks as spaces,
+    whitespace at either end (which markdown trims, no-break spaces included) as
+    character references, so it shows as itself and opens no block."""
     shown = "".join(_md_char(ch) for ch in text)
-    body = shown.lstrip(" ")
-    start = _MD_BLOCK_START.match(body)
-    if start and start.group("sign"):
-        body = "\\" + body
-    elif start:
-        body = start.group("head") + "\\" + body[start.end("head") :]
-    return "&#32;" * (len(shown) - len(shown.lstrip(" "))) + body
+    body = shown.lstrip()
+    lead = shown[: len(shown) - len(body)]
+    core = body.rstrip()
+    trail = body[len(core) :]
+    number = _MD_LIST_NUMBER.match(core)
+    if core[:1] in _MD_BLOCK_SIGN:
+        core = "\\" + core
+    elif number and number.end() == len(core):
+        core = f"&#{ord(core[0])};" + core[1:]
+    elif number and core[number.end()] in ".)":
+        core = core[: number.end()] + "\\" + core[number.end() :]
+    return "".join(f"&#{ord(ch)};" for ch in lead) + core + "".join(f"&#{ord(ch)};" for ch in trail)
 
 
 def md_code(text: str, *, table: bool = False) -> str:

@@ -344,3 +344,11 @@ def test_a_progress_bar_shows_a_step_named_with_markup_and_escapes(
     assert "verify: a[/b]fork.patch" in shown
     assert "verify: b\\x1b]8;;x\\x07.patch" in shown
     assert "\x1b]8" not in shown and "\x07" not in shown
+
+
+@pytest.mark.parametrize("text", ["0", "7", "123456789", "\xa0", "a\xa0", "\xa0a", " 0", "\u2003"])
+def test_markdown_text_that_a_following_dot_or_trimming_would_change(text: str) -> None:
+    """Found by the property test above: digits alone become an ordered list once the
+    caller writes a '.' after them, and markdown trims no-break spaces at the ends."""
+    item = MARKDOWN.render("- " + md_text(text) + ".")
+    assert _one_paragraph_text(item, "<ul>\n<li>", "</li>\n</ul>\n") == _md_expected(text) + "."

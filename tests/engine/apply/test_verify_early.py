@@ -243,3 +243,50 @@ def test_a_revert_stopped_midway_leaves_the_index_usable(builder: RepoBuilder) -
             assert not lock.exists()
         index.read_tree(tree)
         assert index.write_tree() == tree
+
+
+def test_what_runs_before_git_starts_imports_no_parser_and_no_verdicts() -> None:
+    """The point of starting early: the modules that start git stay light. The parser,
+    the verdicts, the fork loader and the bins' planner (side by side only) come later."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import forktool.cli, forktool.commands.verify\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded = set(done.stdout.splitlines())
+    assert "forktool.engine.apply.early" in loaded
+    heavy = {
+        "forktool.fork",
+        "forktool.model.patch_parser",
+        "forktool.engine.apply.verdict",
+        "forktool.engine.apply.verify",
+        "forktool.engine.apply.bins",
+        "yaml",
+        "rich",
+    }
+    assert loaded & heavy == set()
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_while_the_fork_loads_stops_git_and_leaves_nothing(
+    builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch, jobs: str
+) -> None:
+    """Ctrl-C after git started on the series, before the fork is loaded: exit 130,
+    every git stopped, the temporary index (bins included) removed."""
+    monkeypatch.setattr(early, "PARALLEL_MIN_PATCHES", 1)
+    fork = series_fork(builder)
+
+    def interrupted(*args: object, **kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("forktool.fork.load_fork", interrupted)
+    result = fork.cli("verify", "--format", "json", "--jobs", jobs)
+    assert result.code == 130, result.err
+    scratch = Path(os.environ["TMPDIR"])
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("forktool-index-")] == []
