@@ -10,6 +10,7 @@ path refused in one place is refused everywhere.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 DEV_NULL = "/dev/null"
 
@@ -23,6 +24,7 @@ def is_dev_null(raw: str) -> bool:
     return raw == DEV_NULL
 
 
+@lru_cache(maxsize=1 << 14)  # a patch names each path on two or three lines
 def strip_components(path: str, strip: int = 1) -> str | None:
     """The path with ``strip`` leading components removed, like ``patch -p<strip>``.
 
@@ -59,6 +61,7 @@ def check_relative_path(path: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1 << 14)
 def check_patch_path(raw: str, strip: int = 1) -> str | None:
     """Why a path as written in a ``---``/``+++``/``diff --git`` line is unsafe, or None.
 
