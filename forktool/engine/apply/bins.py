@@ -167,7 +167,9 @@ def write_parts(
     bins: Sequence[Sequence[int]],
 ) -> list[list[Part]]:
     """Each bin's part-patches in series order: a patch's file diffs of the bin, their
-    lines byte for byte (a diff runs from its first line to the next diff's)."""
+    lines byte for byte (a diff runs from its first line to the next diff's). A patch
+    whose every file diff falls in one bin is that bin's part as it is (its own file:
+    nothing written; git skips its message as it does in the serial run)."""
     wanted: list[dict[int, list[int]]] = [{} for _ in bins]
     for number, members in enumerate(bins):
         for unit in (units[i] for i in members):
@@ -176,6 +178,10 @@ def write_parts(
     for position, patch in enumerate(patches):
         owners = [number for number in range(len(bins)) if position in wanted[number]]
         if not owners:
+            continue
+        if len(owners) == 1 and len(wanted[owners[0]][position]) == len(diffs[position]):
+            files = len(diffs[position])
+            parts[owners[0]].append(Part(position, patch.path, files, patch.size))
             continue
         lines = patch.read().split(b"\n")
         starts = [line - 1 for line, _ in diffs[position]]

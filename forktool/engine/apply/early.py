@@ -69,7 +69,14 @@ class SeriesFile:
     rel: str
 
     def read(self) -> bytes:
-        return read_input(self.path, self.rel, follow=False)
+        """The file's bytes (checked a regular file inside the fork a moment ago; a
+        symlink put in its place since is refused here, and by the fork load)."""
+        flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(self.path, flags)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise OSError(f"{self.rel} is not a regular file")
+            return handle.read()
 
 
 @dataclass
@@ -138,9 +145,14 @@ def early_start(
         if side_by_side(workers, len(files)):
             from forktool.engine.apply.bins import running_bins  # the outline reader too
 
-            bins = stack.enter_context(
-                running_bins(index, files, workers, base_tree, loaded=loading.wait)
-            )
+            try:
+                bins = stack.enter_context(
+                    running_bins(index, files, workers, base_tree, loaded=loading.wait)
+                )
+            except OSError:  # a file went away since it was listed: the load says so
+                stack.close()
+                yield None
+                return
         if bins is not None:
             yield EarlyStart(index, base_tree, names, None, bins)
             return

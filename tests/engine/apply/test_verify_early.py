@@ -290,3 +290,39 @@ def test_ctrl_c_while_the_fork_loads_stops_git_and_leaves_nothing(
     assert result.code == 130, result.err
     scratch = Path(os.environ["TMPDIR"])
     assert [p.name for p in scratch.iterdir() if p.name.startswith("forktool-index-")] == []
+
+
+def test_a_patch_file_gone_before_the_bins_read_it_starts_nothing(
+    builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(early, "PARALLEL_MIN_PATCHES", 1)
+    fork = series_fork(builder)
+    config = load_config(fork.root / "forktool.yaml")
+
+    def gone(self: early.SeriesFile) -> bytes:
+        raise FileNotFoundError(self.rel)
+
+    monkeypatch.setattr(early.SeriesFile, "read", gone)
+    with early_start(fork.repo.git, config, fork.repo.rev(fork.pin), 2) as started:
+        assert started is None
+    scratch = Path(os.environ["TMPDIR"])
+    assert [p.name for p in scratch.iterdir() if p.name.startswith("forktool-index-")] == []
+
+
+def test_a_patch_whole_in_one_bin_goes_as_its_own_file(builder: RepoBuilder) -> None:
+    """Only a patch split between the bins is written out in parts."""
+    from forktool.engine.apply import bins
+
+    fork = series_fork(builder)
+    files = series_files(load_config(fork.root / "forktool.yaml"))
+    assert files is not None
+    outlines = bins.outlines_of(files)
+    assert outlines is not None
+    units, paths = bins.units_of(files, outlines)
+    planned = bins.bins_of(units, paths, 2)
+    assert planned is not None
+    folder = Path(os.environ["TMPDIR"]) / "parts"
+    folder.mkdir()
+    parts = bins.write_parts(folder, files, outlines, units, planned)
+    assert sorted(p.path for part in parts for p in part) == [f.path for f in files]
+    assert list(folder.iterdir()) == []
