@@ -235,8 +235,8 @@ def running_bins(
     loaded: Callable[[], object] | None = None,
 ) -> Iterator[StartedBins | None]:
     """``patches`` planned into ``workers`` bins (from ``outlines``, or each patch's
-    outline; weighed by the sizes of the files in ``tree``, the base tree) and
-    started, each on a twin of ``index`` (which holds ``tree``); None when the series
+    outline; weighed by the sizes of the files in ``tree``, the base tree or its
+    commit) and started, each on a twin of ``index`` (which holds it); None when the series
     does not split (no outline, or unbalanced bins). ``loaded``: waits until
     ``index`` holds the base tree (the bins are planned meanwhile). Leaving the block
     stops every git still running."""

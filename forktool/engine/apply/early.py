@@ -139,23 +139,22 @@ def early_start(
         loading = stack.enter_context(
             index.start(["read-tree", base_commit], purpose="load the base tree")
         )
-        base_tree = git.tree_id(base_commit)  # asked, and the bins planned, while git loads
         names = tuple(f.path for f in files)
         bins = None
         if side_by_side(workers, len(files)):
             from forktool.engine.apply.bins import running_bins  # the outline reader too
 
-            try:
+            try:  # planned while git loads the index (weighed by the commit's tree)
                 bins = stack.enter_context(
-                    running_bins(index, files, workers, base_tree, loaded=loading.wait)
+                    running_bins(index, files, workers, base_commit, loaded=loading.wait)
                 )
             except OSError:  # a file went away since it was listed: the load says so
                 stack.close()
                 yield None
                 return
-        if bins is not None:
-            yield EarlyStart(index, base_tree, names, None, bins)
-            return
-        loading.wait()
-        forward = stack.enter_context(SeriesRun(index, files, reverse=False))
-        yield EarlyStart(index, base_tree, names, forward)
+        forward = None
+        if bins is None:
+            loading.wait()
+            forward = stack.enter_context(SeriesRun(index, files, reverse=False))
+        base_tree = git.tree_id(base_commit)  # asked while git applies
+        yield EarlyStart(index, base_tree, names, forward, bins)
