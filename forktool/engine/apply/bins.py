@@ -10,6 +10,7 @@ fork is loaded (:mod:`forktool.engine.apply.early`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -212,8 +213,8 @@ def outlines_of(patches: Sequence[PatchSource]) -> list[Diffs] | None:
 @dataclass
 class StartedBins:
     """Bins under way: the outlines they were planned from, each bin's parts and run,
-    and a function that waits for every bin (each one's forward output, None unless
-    it applied)."""
+    and a function that waits for every bin to be done (each one's forward output,
+    None unless it applied)."""
 
     outlines: list[Diffs]
     parts: list[list[Part]]
@@ -223,6 +224,13 @@ class StartedBins:
     def stop(self) -> None:
         for run in self.runs:
             run.stop()
+
+    def forwards(self) -> list[str | None]:
+        """Each bin's forward output (None unless it applied), as soon as every bin went
+        forward: the bins are reverting meanwhile."""
+        for run in self.runs:
+            run.went_forward.wait()
+        return [run.forward for run in self.runs]
 
 
 @contextmanager
@@ -268,13 +276,18 @@ class BinRun:
         self.current: SeriesRun | None = None
         self.stopped = False
         self.tree: str | None = None
+        self.forward: str | None = None  # the forward call's output, once it applied
+        self.went_forward = threading.Event()  # set when the forward call is over
 
     def __call__(self) -> str | None:
         """The forward call's output; None unless every part applied."""
-        forward = self._through(reverse=False)
-        if forward is not None and self._through(reverse=True) is not None:
+        try:
+            self.forward = self._through(reverse=False)
+        finally:
+            self.went_forward.set()
+        if self.forward is not None and self._through(reverse=True) is not None:
             self.tree = self.index.write_tree()
-        return forward
+        return self.forward
 
     def _through(self, reverse: bool) -> str | None:
         if self.stopped:

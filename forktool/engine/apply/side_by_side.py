@@ -104,15 +104,24 @@ def _bins_answer(
     progress: Progress | None,
 ) -> tuple[list[PatchVerdict], bool] | None:
     """The answer of bins under way, once every patch is surveyed (None: see
-    :func:`verify_side_by_side`)."""
+    :func:`verify_side_by_side`). The verdicts are read from the forward output while
+    the bins revert; they stand once every revert wrote the base tree again."""
     survey_rest(patches, surveys, rule, progress)
     if any(s.early is not None for s in surveys) or not _outlines_hold(bins.outlines, surveys):
         bins.stop()
         return None
-    forward = bins.results()
-    if any(run.tree != base_tree for run in bins.runs):
+    forward = bins.forwards()
+    done = None
+    if all(out is not None for out in forward):
+        done = _bin_verdicts(
+            patches, surveys, bins.parts, [out or "" for out in forward], base, rule
+        )
+    if done is None:
+        bins.stop()
+    bins.results()
+    if done is None or any(run.tree != base_tree for run in bins.runs):
         return None  # a bin did not apply, or its revert did not restore the base
-    return _bin_verdicts(patches, surveys, bins.parts, [out or "" for out in forward], base, rule)
+    return done
 
 
 def _outlines_hold(outlines: Sequence[Diffs], surveys: Sequence[Survey]) -> bool:
