@@ -23,6 +23,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -511,13 +512,20 @@ def user_env() -> dict[str, str]:
 
 
 def measure_cli(
-    args: Sequence[str], *, expect: int = 0, env: dict[str, str] | None = None
+    args: Sequence[str],
+    *,
+    expect: int = 0,
+    env: dict[str, str] | None = None,
+    python: str | None = None,
 ) -> tuple[float, int]:
     """Seconds and peak resident KiB (it and its git children) of ``forktool ARGS``
-    (``env``: the environment to run it in, default this process's)."""
-    argv = [sys.executable, "-m", "forktool", *args]
+    (``env``: the environment to run it in, default this process's; ``python``: the
+    interpreter of another forktool installation, run outside this checkout so that
+    it imports its own)."""
+    argv = [python or sys.executable, "-m", "forktool", *args]
+    cwd = ROOT if python is None else Path(tempfile.gettempdir())
     res = subprocess.run(
-        [sys.executable, "-c", _MEASURE, *argv], capture_output=True, check=True, cwd=ROOT, env=env
+        [sys.executable, "-c", _MEASURE, *argv], capture_output=True, check=True, cwd=cwd, env=env
     )
     code, seconds, peak = res.stdout.split()
     if int(code) != expect:
