@@ -43,6 +43,12 @@ def series_fork(builder: RepoBuilder, count: int = 6) -> MiniFork:
     return fork
 
 
+def leftover_indexes() -> list[str]:
+    """Temporary index directories left in the scratch place (the test's TMPDIR)."""
+    scratch = Path(os.environ["TMPDIR"])
+    return [p.name for p in scratch.iterdir() if p.name.startswith("forktool-index-")]
+
+
 def verdicts_without_early(fork: MiniFork, jobs: int) -> dict[str, object]:
     loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
     result = verify_series(
@@ -153,8 +159,7 @@ def test_a_refused_fork_stops_git_and_leaves_no_scratch(
     (fork.root / "upstream.map").write_text("0001.patch not-a-commit-id\n")
     result = fork.cli("verify", "--format", "json")
     assert result.code == 2, result.err
-    scratch = Path(os.environ["TMPDIR"])
-    assert [p.name for p in scratch.iterdir() if p.name.startswith("forktool-index-")] == []
+    assert leftover_indexes() == []
 
 
 def test_the_revert_starts_once_the_series_went_through(builder: RepoBuilder) -> None:
@@ -288,8 +293,7 @@ def test_ctrl_c_while_the_fork_loads_stops_git_and_leaves_nothing(
     monkeypatch.setattr("forktool.fork.load_fork", interrupted)
     result = fork.cli("verify", "--format", "json", "--jobs", jobs)
     assert result.code == 130, result.err
-    scratch = Path(os.environ["TMPDIR"])
-    assert [p.name for p in scratch.iterdir() if p.name.startswith("forktool-index-")] == []
+    assert leftover_indexes() == []
 
 
 def test_a_patch_file_gone_before_the_bins_read_it_starts_nothing(
@@ -305,8 +309,7 @@ def test_a_patch_file_gone_before_the_bins_read_it_starts_nothing(
     monkeypatch.setattr(early.SeriesFile, "read", gone)
     with early_start(fork.repo.git, config, fork.repo.rev(fork.pin), 2) as started:
         assert started is None
-    scratch = Path(os.environ["TMPDIR"])
-    assert [p.name for p in scratch.iterdir() if p.name.startswith("forktool-index-")] == []
+    assert leftover_indexes() == []
 
 
 def test_a_patch_whole_in_one_bin_goes_as_its_own_file(builder: RepoBuilder) -> None:
