@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,7 +11,7 @@ from pathlib import Path
 from forktool.errors import GitError
 from forktool.git.changes import Changes
 from forktool.git.objects import Objects
-from forktool.git.runner import GitResult, Started, scratch_root, start
+from forktool.git.runner import GitResult, Started, scratch_dir, start
 
 # but no diff is refused before anything runs: forktool.engine.apply.attempt.precheck).
 APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "--allow-empty", "-p1")
@@ -248,7 +247,7 @@ class Indexes(Changes):
         private object directory that is deleted too, so a read-only command leaves
         the repository byte-identical.
         """
-        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-", dir=scratch_root()))
+        tmpdir = scratch_dir("forktool-index")
         try:
             env = {"GIT_INDEX_FILE": str(tmpdir / "index")}
             if not keep_objects:
@@ -266,7 +265,7 @@ class Indexes(Changes):
     def index_copy(self) -> Iterator[TempIndex]:
         """A copy of this worktree's own index (skip-worktree bits and all), removed
         afterwards: stage into it and the real index is left exactly as it was."""
-        tmpdir = Path(tempfile.mkdtemp(prefix="forktool-index-", dir=scratch_root()))
+        tmpdir = scratch_dir("forktool-index")
         try:
             real = self.cwd / self.out(
                 ["rev-parse", "--git-path", "index"], purpose="find the index"

@@ -253,6 +253,43 @@ def scratch_root() -> str:
     return tempfile.gettempdir()
 
 
+def scratch_dir(kind: str) -> Path:
+    """A new private directory under :func:`scratch_root`, named for this process
+    (``<kind>-<pid>-...``); the caller removes it. Directories of this kind that a
+    killed forktool run left there (its process gone) are removed first: in RAM they
+    would otherwise hold memory until the machine restarts."""
+    root = Path(scratch_root())
+    _sweep_scratch(root, kind)
+    return Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=root))
+
+
+_SCRATCH_PID = re.compile(r"-(\d+)-[^-]+$")
+
+
+def _sweep_scratch(root: Path, kind: str) -> None:
+    try:
+        names = [name for name in os.listdir(root) if name.startswith(kind + "-")]
+    except OSError:
+        return
+    for name in names:
+        found = _SCRATCH_PID.search(name[len(kind) :])
+        if found is None or (pid := int(found.group(1))) == os.getpid() or _alive(pid):
+            continue
+        path = root / name
+        if path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.getuid():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive as far as we can tell
+    return True
+
+
 def run(
     args: Sequence[str],
     *,

@@ -329,3 +329,30 @@ def test_a_patch_whole_in_one_bin_goes_as_its_own_file(builder: RepoBuilder) -> 
     parts = bins.write_parts(folder, files, outlines, units, planned)
     assert sorted(p.path for part in parts for p in part) == [f.path for f in files]
     assert list(folder.iterdir()) == []
+
+
+def test_scratch_a_killed_run_left_is_swept_by_the_next(builder: RepoBuilder) -> None:
+    """A SIGKILL leaves a run's temporary index behind (in RAM when scratch goes to
+    /dev/shm): the next temporary index removes those whose process is gone, and
+    nothing of a live run or of another kind."""
+    import subprocess
+    import sys
+
+    fork = series_fork(builder, 1)
+    scratch = Path(os.environ["TMPDIR"])
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead = scratch / f"forktool-index-{int(gone.stdout)}-abcd1234"
+    live = scratch / f"forktool-index-{os.getppid()}-efgh5678"
+    other = scratch / f"something-else-{int(gone.stdout)}-abcd1234"
+    for path in (dead, live, other):
+        (path / "objects").mkdir(parents=True)
+    with fork.repo.git.temp_index() as index:
+        assert index.path.parent.name.startswith(f"forktool-index-{os.getpid()}-")
+        assert not dead.exists()
+        assert live.exists() and other.exists()
+    assert not index.path.parent.exists()
