@@ -6,7 +6,7 @@ import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.apply.early import default_jobs, early_start, resolve_base
-from forktool.errors import require_no_errors
+from forktool.errors import FatalError, require_no_errors
 
 if TYPE_CHECKING:
     from forktool.engine.apply.verify import VerifyResult
@@ -57,8 +57,12 @@ def command(
       forktool verify --base v1.2.0 --format json
       forktool verify --keep-going
     """
-    git = app.git()
-    name, commit = resolve_base(app.config(), git, base)
+    try:
+        git = app.git()
+        name, commit = resolve_base(app.config(), git, base)
+    except FatalError:  # the fork's own problems are said first, as a load says them
+        require_no_errors(app.fork(strict=False).findings)
+        raise
     workers = default_jobs() if jobs is None else jobs
     # git starts on the series file alone; the fork is loaded, and the engine that
     # judges its patches imported, while git works (forktool.engine.apply.early).

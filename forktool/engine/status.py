@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from forktool.engine.apply.early import EarlyStart
 from forktool.engine.apply.verify import verify_series
 from forktool.engine.release.pin_state import PinState, pin_state, require_tree
 from forktool.engine.retirement.release_preview import ReleasePreview, newest_release_preview
@@ -57,12 +58,13 @@ class StatusResult:
         }
 
 
-def fork_status(fork: Fork, git: Git) -> StatusResult:
+def fork_status(fork: Fork, git: Git, *, early: EarlyStart | None = None) -> StatusResult:
     """Facts about the fork; refuses (exit 2) a pin tag that is missing or moved, and,
     like a strict load, any problem with the fork's files or patches.
 
     ``fork`` may be loaded leniently: its patches are then parsed once, by the verify
-    at the pin, while git applies them.
+    at the pin, while git applies them. ``early``: that verify's git work, started
+    at the pin before the fork was loaded (:func:`early_start`).
     """
     if any(f.severity == "error" for f in fork.findings):
         fork.require_sound()
@@ -71,7 +73,7 @@ def fork_status(fork: Fork, git: Git) -> StatusResult:
     # patch's state there (on the imported release tarball when there is one).
     at_pin = {
         verdict.patch: verdict
-        for verdict in verify_series(fork, git, base=name, base_commit=tree).patches
+        for verdict in verify_series(fork, git, base=name, base_commit=tree, early=early).patches
     }
     # Only a patch refused on its text can have a problem (precheck reads them first).
     refused = [p for p in fork.patches if at_pin[p.name].status in ("malformed", "unsafe")]

@@ -356,3 +356,29 @@ def test_scratch_a_killed_run_left_is_swept_by_the_next(builder: RepoBuilder) ->
         assert not dead.exists()
         assert live.exists() and other.exists()
     assert not index.path.parent.exists()
+
+
+@pytest.mark.parametrize("command", ["verify", "status"])
+def test_the_fork_problem_is_said_before_a_missing_pin(builder: RepoBuilder, command: str) -> None:
+    """git starts only once the base is resolved, before the fork is loaded; when the
+    base cannot be resolved, the fork's own problems are still said first, as when the
+    fork was loaded first."""
+    fork = series_fork(builder, 3)
+    config = fork.root / "forktool.yaml"
+    config.write_text(config.read_text().replace("tag: v1", "tag: v9"))
+    (fork.root / "patches" / "0002.patch").unlink()
+    result = fork.cli(command, "--format", "json")
+    assert result.code == 2
+    assert "names '0002.patch' but patches/0002.patch does not exist" in result.err
+    assert "v9" not in result.err
+
+
+def test_status_answers_as_one_started_after_the_load(builder: RepoBuilder) -> None:
+    from forktool.engine.status import fork_status
+
+    fork = series_fork(builder)
+    result = fork.cli("status", "--format", "json")
+    assert result.code == 0, result.err
+    loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+    expected = fork_status(loaded, fork.repo.git).to_json()
+    assert result.json() == json.loads(json.dumps(expected))
