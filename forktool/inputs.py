@@ -96,9 +96,6 @@ def read_input(path: Path, shown: str, *, follow: bool = True, limit: int | None
     to the fork): it refuses a symlink at ``path`` itself, and one on the way to it
     (a symlinked directory inside the fork).
     """
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not follow:
-        flags |= os.O_NOFOLLOW
     try:
         if not follow and path.is_symlink():
             raise UnreadableInput(
@@ -111,6 +108,21 @@ def read_input(path: Path, shown: str, *, follow: bool = True, limit: int | None
                 f"{shown}: {problem}; forktool reads the fork's files only inside the fork",
                 LINK_HINT,
             )
+    except OSError as exc:
+        raise UnreadableInput(f"{shown}: {describe_os_error(exc)}") from exc
+    return read_regular(path, shown, follow=follow, limit=limit)
+
+
+def read_regular(
+    path: Path, shown: str, *, follow: bool = False, limit: int | None = None
+) -> bytes:
+    """The bytes of ``path`` when it is a regular file (a symlink at ``path`` itself is
+    refused unless ``follow``), without :func:`read_input`'s walk for symlinked
+    directories: for a file whose way was checked a moment before."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow:
+        flags |= os.O_NOFOLLOW
+    try:
         fd = os.open(path, flags)
     except OSError as exc:
         raise UnreadableInput(f"{shown}: {describe_os_error(exc)}") from exc

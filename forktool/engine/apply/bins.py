@@ -39,19 +39,13 @@ class PatchSource(Protocol):
 
 
 #
-# File diffs that touch no common path commute: applying the series in order gives every
-# file the same content as applying, in order, only the file diffs that touch it. So
-# the series' file diffs split into groups closed under "touches a path another one
-# touches" (a path and the directories above it count as one: a diff deleting file
-# ``a`` and one creating ``a/b`` do not commute; a rename touches both its paths), and
-# the groups go, in two bins of about equal size, through git side by side: each bin
-# in its own index copied from the base, as one part-patch per patch holding that
-# patch's file diffs of the bin, byte for byte. git's own -v output then proves the
-# bins disjoint (the paths it names, each bin's against the other's), each bin's
-# revert restores the base tree, and every patch's verdict is read from the output of
-# its parts, exactly as from one call. Anything else (a failure, a mode warning,
-# output that does not match, a revert that does not restore) falls back to the
-# series in one call, so verdicts and messages are the serial path's own.
+# File diffs that touch no common path commute (side_by_side says how the answer is
+# proven): the series' file diffs split into groups closed under "touches a path
+# another one touches" (a path and the directories above it count as one: a diff
+# deleting file ``a`` and one creating ``a/b`` do not commute; a rename touches both
+# its paths), and the groups go, in two bins of about equal weight, through git side by
+# side: each bin in its own index copied from the base, as one part-patch per patch
+# holding that patch's file diffs of the bin, byte for byte.
 PARALLEL_MIN_SHARE = 0.5  # the lightest bin's lines against an even split, else serial
 
 
@@ -121,7 +115,11 @@ def units_of(
     sizes = sizes or {}
     for position, outline in enumerate(diffs):
         starts = [line for line, _ in outline]
-        ends = [*starts[1:], starts[-1] + max(1, patches[position].size // 40)] if starts else []
+        ends = (
+            [*starts[1:], starts[-1] + max(1, patches[position].size // LINE_BYTES)]
+            if starts
+            else []
+        )
         for number, ((line, touched), end) in enumerate(zip(outline, ends, strict=True)):
             files = sum(sizes.get(path, 0) for path in touched) // LINE_BYTES
             units.append(Unit(position, number, max(1, end - line) + files))
@@ -301,7 +299,7 @@ class BinRun:
         """Kill the git call under way and start no other."""
         self.stopped = True
         if self.current is not None:
-            self.current.__exit__(None, None, None)
+            self.current.stop()
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from forktool.config import Config
 from forktool.engine.apply.series_run import SeriesRun
 from forktool.git import Git, TempIndex
-from forktool.inputs import UnreadableInput, linked_directory, read_input
+from forktool.inputs import UnreadableInput, linked_directory, read_input, read_regular
 from forktool.model.series import parse_series
 
 if TYPE_CHECKING:
@@ -69,14 +69,9 @@ class SeriesFile:
     rel: str
 
     def read(self) -> bytes:
-        """The file's bytes (checked a regular file inside the fork a moment ago; a
-        symlink put in its place since is refused here, and by the fork load)."""
-        flags = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-        fd = os.open(self.path, flags)
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                raise OSError(f"{self.rel} is not a regular file")
-            return handle.read()
+        """The file's bytes (its way was checked when it was listed; a symlink put in
+        its place since is refused here, and by the fork load)."""
+        return read_regular(self.path, self.rel)
 
 
 @dataclass
@@ -95,6 +90,13 @@ class EarlyStart:
         """Whether this was started on exactly the patch files ``paths``."""
         return tuple(paths) == self.files
 
+    def stop(self) -> None:
+        """Stop every git started here (what it did is not used)."""
+        if self.forward is not None:
+            self.forward.stop()
+        if self.bins is not None:
+            self.bins.stop()
+
 
 def series_files(config: Config) -> list[SeriesFile] | None:
     """The patch files the series names, in order, each a regular file inside the fork;
@@ -109,14 +111,18 @@ def series_files(config: Config) -> list[SeriesFile] | None:
     if series.findings or not series.entries:
         return None
     files = []
+    inside: dict[str, bool] = {}  # a directory's way checked once, not once per patch
     for entry in series.entries:
         path = config.patches_dir / entry.name
         rel = f"{config.patches}/{entry.name}"
+        folder = rel.rpartition("/")[0]
+        if folder not in inside:
+            inside[folder] = linked_directory(config.root, rel) is None
         try:
             info = os.lstat(path)
         except OSError:
             return None
-        if not stat.S_ISREG(info.st_mode) or linked_directory(config.root, rel) is not None:
+        if not stat.S_ISREG(info.st_mode) or not inside[folder]:
             return None
         files.append(SeriesFile(path, info.st_size, entry.strip, rel))
     return files
@@ -148,7 +154,7 @@ def early_start(
                 bins = stack.enter_context(
                     running_bins(index, files, workers, base_commit, loaded=loading.wait)
                 )
-            except OSError:  # a file went away since it was listed: the load says so
+            except UnreadableInput:  # a file went away since it was listed: the load says so
                 stack.close()
                 yield None
                 return

@@ -100,6 +100,12 @@ class SeriesRun:
         if self.running is not None and self.running.done():
             self._collect()
 
+    def stop(self) -> None:
+        """Kill the call under way and start no other."""
+        self.pending = []
+        if self.running is not None:
+            self.running.__exit__(None, None, None)
+
     @property
     def finished(self) -> bool:
         """Whether every call is done (or one failed and no other will start)."""
@@ -160,8 +166,7 @@ class RoundTrip:
         index over (in whatever state the revert left it)."""
         self.stopped = True
         if self.back is not None:
-            self.back.pending = []
-            self.back.__exit__(None, None, None)
+            self.back.stop()
             self.index.unlock()
 
     def __enter__(self) -> RoundTrip:

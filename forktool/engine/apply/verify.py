@@ -99,6 +99,8 @@ def verify_series(
     if early is not None and early.serves([p.path for p in patches]):
         verdicts, round_trip = _verify_on(early, patches, base, workers, rule, progress, keep_going)
         return _result(base, base_commit, verdicts, round_trip, allow_offset, rule)
+    if early is not None:  # started on another series than the one loaded
+        early.stop()
     base_tree = git.tree_id(base_commit)
     with git.temp_index(base_tree) as index:
         fresh = EarlyStart(index, base_tree, (), None)

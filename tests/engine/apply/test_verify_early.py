@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from testing.apply_support import edit_line, export, numbered, side_commit, writes
@@ -25,6 +28,7 @@ from forktool.engine.apply.series_run import RoundTrip
 from forktool.engine.apply.verify import verify_series
 from forktool.fork import load_fork
 from forktool.git import runner
+from forktool.inputs import read_regular
 
 FILES = {f"pkg/m{n}.py": numbered(30, f"m{n}") for n in range(6)}
 
@@ -41,6 +45,21 @@ def series_fork(builder: RepoBuilder, count: int = 6) -> MiniFork:
         patches[f"{n + 1:04d}.patch"] = export(fork.repo, base)
     fork.write(patches)
     return fork
+
+
+def record_early_starts(monkeypatch: pytest.MonkeyPatch, where: str) -> list[EarlyStart | None]:
+    """What each early start the command makes (``where``: the name it calls) yields."""
+    started: list[EarlyStart | None] = []
+    real = early.early_start
+
+    @contextmanager
+    def spy(*args: Any, **kwargs: Any) -> Iterator[EarlyStart | None]:
+        with real(*args, **kwargs) as value:
+            started.append(value)
+            yield value
+
+    monkeypatch.setattr(where, spy)
+    return started
 
 
 def leftover_indexes() -> list[str]:
@@ -63,24 +82,7 @@ def test_the_command_answers_as_a_verify_started_after_the_load(
 ) -> None:
     monkeypatch.setattr(early, "PARALLEL_MIN_PATCHES", 1)
     fork = series_fork(builder)
-    started: list[EarlyStart | None] = []
-    real = early.early_start
-
-    def spy(*args: object, **kwargs: object) -> object:
-        context = real(*args, **kwargs)  # type: ignore[arg-type]
-
-        class Recording:
-            def __enter__(self) -> object:
-                value = context.__enter__()
-                started.append(value)
-                return value
-
-            def __exit__(self, *exc: object) -> object:
-                return context.__exit__(*exc)
-
-        return Recording()
-
-    monkeypatch.setattr("forktool.commands.verify.early_start", spy)
+    started = record_early_starts(monkeypatch, "forktool.commands.verify.early_start")
     result = fork.cli("verify", "--format", "json", "--jobs", str(jobs))
     assert result.code == 0, result.err
     assert result.json() == verdicts_without_early(fork, jobs)
@@ -304,7 +306,7 @@ def test_a_patch_file_gone_before_the_bins_read_it_starts_nothing(
     config = load_config(fork.root / "forktool.yaml")
 
     def gone(self: early.SeriesFile) -> bytes:
-        raise FileNotFoundError(self.rel)
+        return read_regular(self.path.with_name("gone.patch"), self.rel)  # as if removed
 
     monkeypatch.setattr(early.SeriesFile, "read", gone)
     with early_start(fork.repo.git, config, fork.repo.rev(fork.pin), 2) as started:
@@ -373,12 +375,16 @@ def test_the_fork_problem_is_said_before_a_missing_pin(builder: RepoBuilder, com
     assert "v9" not in result.err
 
 
-def test_status_answers_as_one_started_after_the_load(builder: RepoBuilder) -> None:
+def test_status_answers_as_one_started_after_the_load(
+    builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from forktool.engine.status import fork_status
 
     fork = series_fork(builder)
+    started = record_early_starts(monkeypatch, "forktool.engine.apply.early.early_start")
     result = fork.cli("status", "--format", "json")
     assert result.code == 0, result.err
+    assert len(started) == 1 and started[0] is not None
     loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
     expected = fork_status(loaded, fork.repo.git).to_json()
     assert result.json() == json.loads(json.dumps(expected))
