@@ -5,6 +5,7 @@ diffs."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from forktool.model import paths
@@ -58,6 +59,10 @@ _GIT_EXTENDED = (
     "copy to ",
     "index ",
 )
+
+
+def _hunk_name(number: int, builder: _FileBuilder) -> str:
+    return f"hunk {number} of '{builder.label}'"
 
 
 def parse_patch(data: bytes, *, strip: int = 1) -> PatchFile:
@@ -297,7 +302,8 @@ class _Parser(HeaderReader):
             self.report(builder, message, cursor.number - 1)
 
     def read_hunks(self, builder: _FileBuilder) -> None:
-        while not builder.reported and (self.cursor.peek() or "").startswith("@@"):
+        cursor = self.cursor
+        while not builder.reported and (cursor.peek() or "").startswith("@@"):
             hunk = self.read_hunk(builder, len(builder.hunks) + 1)
             if hunk is None:
                 return
@@ -305,30 +311,36 @@ class _Parser(HeaderReader):
 
     def read_hunk(self, builder: _FileBuilder, number: int) -> Hunk | None:
         cursor = self.cursor
-        where = f"hunk {number} of '{builder.label}'"
+        lines = cursor.lines
         start = cursor.number
-        match = _HUNK.match(cursor.peek() or "")
+        header = lines[cursor.pos]
+        match = _HUNK.match(bare(header))
         if match is None:
-            self.report(builder, f"{where} has a malformed header", start)
+            self.report(builder, f"{_hunk_name(number, builder)} has a malformed header", start)
             return None
-        old_start, old_count, new_start, new_count = (
-            int(group) if group is not None else 1 for group in match.group(1, 2, 3, 4)
-        )
-        header = cursor.take()
+        old_start, old_size, new_start, new_size, section = match.groups()
+        old_count = 1 if old_size is None else int(old_size)
+        new_count = 1 if new_size is None else int(new_size)
+        cursor.pos += 1
         length = self.body_length(cursor.pos, old_count, new_count)
+        body: Sequence[str]
         if length is not None:
-            body = list(cursor.lines[cursor.pos : cursor.pos + length])
+            body = lines[cursor.pos : cursor.pos + length]
             cursor.pos += length
         else:
+            where = _hunk_name(number, builder)
             body = self.read_body(builder, where, start, old_count, new_count)
         # "\ No newline at end of file" follows the line it qualifies.
-        while (cursor.peek() or "").startswith("\\"):
-            body.append(cursor.take())
-        section = match.group(5)
+        end = cursor.pos
+        while end < len(lines) and lines[end][:1] == "\\":
+            end += 1
+        if end != cursor.pos:
+            body = [*body, *lines[cursor.pos : end]]
+            cursor.pos = end
         return Hunk(
-            old_start=old_start,
+            old_start=int(old_start),
             old_count=old_count,
-            new_start=new_start,
+            new_start=int(new_start),
             new_count=new_count,
             section=section[1:] if section.startswith(" ") else section,
             line=start,
@@ -342,7 +354,11 @@ class _Parser(HeaderReader):
         git accepts that, and so do we) and for a lone CR (so CR LF patch files count
         too)."""
         if self._kinds is None:
-            self._kinds = "".join([(raw[:1] if raw != "\r" else "") or " " for raw in self.lines])
+            kinds = "".join([raw[:1] or " " for raw in self.lines])
+            if "\r" in kinds:  # a lone CR is an empty line of a CR LF file
+                pairs = zip(self.lines, kinds, strict=True)
+                kinds = "".join(" " if raw == "\r" else kind for raw, kind in pairs)
+            self._kinds = kinds
         return self._kinds
 
     def body_length(self, pos: int, old_count: int, new_count: int) -> int | None:

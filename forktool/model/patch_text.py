@@ -81,6 +81,8 @@ def name_field(field_text: str) -> str | None:
         return None if unquoted is None else unquoted[0]
     if "\t" in field_text:
         return field_text.split("\t", 1)[0]
+    if " " not in field_text:  # no room for a timestamp: the common case
+        return field_text
     return _TIMESTAMP.sub("", field_text)
 
 
@@ -162,7 +164,10 @@ class Cursor:
     def peek(self, ahead: int = 0) -> str | None:
         """The line ``ahead`` lines on, CR removed, or None past the end."""
         index = self.pos + ahead
-        return bare(self.lines[index]) if index < len(self.lines) else None
+        if index >= len(self.lines):
+            return None
+        line = self.lines[index]
+        return line[:-1] if line.endswith("\r") else line  # bare(), inline: the hot path
 
     def take(self) -> str:
         line = self.lines[self.pos]

@@ -18,6 +18,11 @@ DEV_NULL = "/dev/null"
 # Windows and some archivers treat it as a separator: never let it carry a '..'.
 _SEGMENT_SEPARATORS = re.compile(r"[/\\]")
 
+# A path that passes every check of check_relative_path at a glance: names of letters,
+# digits and "_+-." (none starting with "."), joined by single slashes. Most paths
+# in a series look so; anything else is checked in full.
+_PLAIN_PATH = re.compile(r"[\w+-][\w.+-]*(?:/[\w+-][\w.+-]*)*", re.ASCII)
+
 
 def is_dev_null(raw: str) -> bool:
     """True for the name that marks a created (old side) or deleted (new side) file."""
@@ -47,6 +52,11 @@ def check_relative_path(path: str) -> str | None:
     For names that are never stripped: git's ``rename from``/``copy to`` lines,
     ``Index:`` lines, series entries.
     """
+    return None if _PLAIN_PATH.fullmatch(path) else _path_problem(path)
+
+
+def _path_problem(path: str) -> str | None:
+    """:func:`check_relative_path`'s checks, one by one."""
     if "\0" in path:
         return "path contains a NUL byte"
     if path == "":

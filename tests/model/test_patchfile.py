@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forktool.model import patch_parser
+from forktool.model import patch_parser, patch_text
 from forktool.model.patch_parser import parse_header, parse_patch
-from forktool.model.patch_text import diff_outline, split_lines
+from forktool.model.patch_text import diff_outline, name_field, split_lines
 from forktool.model.patchfile import (
     FileDiff,
     PatchFile,
@@ -909,3 +909,24 @@ def test_the_header_of_a_structured_patch_alone_is_its_parse_header(
     data = (header + "".join(render_file(spec) for spec in files)).encode()
 
     assert parse_header(data) == parse_patch(data).header
+
+
+@settings(max_examples=300)
+@given(
+    st.text(alphabet="ab/. -:+0123456789T", max_size=40).filter(
+        lambda text: not text.startswith('"')
+    )
+)
+def test_a_name_field_without_a_space_has_no_timestamp_to_drop(field_text: str) -> None:
+    # name_field skips the timestamp pattern for a field without a space or tab.
+    assert name_field(field_text) == patch_text._TIMESTAMP.sub("", field_text)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.text(alphabet=" +-\\@\rd", max_size=3), max_size=12))
+def test_each_line_kind_is_its_first_character_and_empty_lines_are_context(
+    lines: list[str],
+) -> None:
+    # An empty line, or a lone CR (an empty line of a CR LF file), is a context line.
+    expected = "".join((" " if line in ("", "\r") else line[0]) for line in lines)
+    assert patch_parser._Parser(lines, 1).kinds() == expected

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from forktool.model import paths
 from forktool.model.paths import (
     check_patch_path,
     check_relative_path,
@@ -108,3 +111,25 @@ def test_check_relative_path_allows_names_without_a_prefix(path: str) -> None:
 )
 def test_is_dev_null(raw: str, expected: bool) -> None:
     assert is_dev_null(raw) is expected
+
+
+# check_relative_path answers most paths with one regex (_PLAIN_PATH): whatever that
+# regex lets through, the checks one by one must let through too.
+@settings(max_examples=500)
+@given(st.from_regex(paths._PLAIN_PATH, fullmatch=True))
+def test_a_path_passed_at_a_glance_passes_every_check(path: str) -> None:
+    assert paths._path_problem(path) is None
+
+
+@pytest.mark.parametrize(
+    "path",
+    [".git/config", "a/.GIT/hooks", "..", "a/../b", "a\\..\\b", "/etc/passwd", "a//b", "", ".x"],
+)
+def test_no_unsafe_or_unusual_path_is_passed_at_a_glance(path: str) -> None:
+    assert paths._PLAIN_PATH.fullmatch(path) is None
+
+
+@settings(max_examples=500)
+@given(st.text(alphabet="agit/.\\-_+ \0GIT", max_size=12))
+def test_check_relative_path_is_the_checks_one_by_one(path: str) -> None:
+    assert paths.check_relative_path(path) == paths._path_problem(path)
