@@ -220,7 +220,19 @@ def _cross_check(
     findings: list[Finding] = []
     listed = set(series.names)
     for name in patch_files_on_disk(config.patches_dir):
-        if name not in listed:
+        if name in listed:
+            continue
+        if (off := series.disabled_entry(name)) is not None:
+            findings.append(
+                Finding(
+                    "info",
+                    f"{config.patches}/{name} is disabled (commented out in the series): "
+                    "it is neither applied nor checked",
+                    config.series,
+                    off.line,
+                )
+            )
+        else:
             findings.append(
                 Finding(
                     "error",
@@ -243,8 +255,8 @@ def _cross_check(
                     "--write' fills what the patch headers say",
                 )
             )
-    for map_entry in umap.entries:
-        if map_entry.patch not in listed:
+    for map_entry in umap.entries:  # a disabled patch may keep its line, for when it is back
+        if map_entry.patch not in listed and series.disabled_entry(map_entry.patch) is None:
             findings.append(
                 Finding(
                     "error",

@@ -3,10 +3,16 @@
 Format: one patch file name per line; blank lines and ``#`` lines ignored; a
 trailing ``# comment`` allowed; an optional ``-p1`` after the name. Anything
 else is an error with its line. Edits (retire, undo) keep every other line.
+
+A ``#`` line that holds one patch name (``#name``, ``# name -p1``) is how quilt
+and Debian maintainers disable a patch while keeping its file: such lines are kept
+as :attr:`Series.disabled`, so the fork can tell a disabled patch file from a
+forgotten one.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from forktool.errors import Finding
@@ -28,6 +34,11 @@ class Series:
     entries: tuple[SeriesEntry, ...]
     lines: tuple[str, ...]
     findings: tuple[Finding, ...] = ()
+    disabled: tuple[SeriesEntry, ...] = ()  # "#name" lines: patches switched off
+
+    def disabled_entry(self, name: str) -> SeriesEntry | None:
+        """The ``#name`` line that disables patch ``name``, if the series has one."""
+        return next((e for e in self.disabled if e.name == name), None)
 
     @property
     def names(self) -> list[str]:
@@ -75,9 +86,12 @@ def parse_series(data: bytes, path: str = "series") -> Series:
     entries: list[SeriesEntry] = []
     seen: dict[str, int] = {}
     seen_folded: dict[str, tuple[str, int]] = {}
+    disabled: list[SeriesEntry] = []
     for number, line in enumerate(text.lines, start=1):
         content = split_comment(line)
         if not content:
+            if (name := _disabled_name(line)) is not None:
+                disabled.append(SeriesEntry(name, number))
             continue
         name, *options = content.split()
         problem = _entry_problem(name, options)
@@ -107,7 +121,19 @@ def parse_series(data: bytes, path: str = "series") -> Series:
         seen[name] = number
         seen_folded[folded] = (name, number)
         entries.append(SeriesEntry(name, number))
-    return Series(tuple(entries), text.lines, tuple(findings))
+    return Series(tuple(entries), text.lines, tuple(findings), tuple(disabled))
+
+
+# A commented-out entry: "#" (or several), then one name and at most a -pN option.
+_DISABLED = re.compile(r"#+\s*(\S+)(?:\s+-p[0-9]+)?\s*")
+
+
+def _disabled_name(line: str) -> str | None:
+    """The patch name a ``#name`` line disables, or None for any other line."""
+    match = _DISABLED.fullmatch(line.strip())
+    if match is None or match.group(1).startswith(("-", "#")):
+        return None
+    return match.group(1) if check_relative_path(match.group(1)) is None else None
 
 
 def _entry_problem(name: str, options: list[str]) -> str | None:

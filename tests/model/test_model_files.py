@@ -64,6 +64,23 @@ def test_series_edits_keep_comments() -> None:
     assert again.names == ["0001-a.patch", "0002-b.patch"]
 
 
+def test_series_keeps_commented_out_entries_as_disabled() -> None:
+    # quilt users and Debian maintainers switch a patch off by commenting its line.
+    series = parse_series(
+        b"#0001-a.patch\n# 0002-b.patch -p1\n## sub/0003-c.patch\n0004-d.patch\n"
+        b"# a comment of several words\n#-p1\n# ../evil.patch\n#\n"
+    )
+    assert series.names == ["0004-d.patch"]
+    assert [(e.name, e.line) for e in series.disabled] == [
+        ("0001-a.patch", 1),
+        ("0002-b.patch", 2),
+        ("sub/0003-c.patch", 3),
+    ]
+    assert series.disabled_entry("0002-b.patch") is not None
+    assert series.disabled_entry("0004-d.patch") is None
+    assert series.findings == ()
+
+
 _names = st.from_regex(r"\A[0-9]{4}-[a-z][a-z0-9-]{0,20}\.patch\Z")
 
 

@@ -249,3 +249,25 @@ def test_status_refuses_a_patch_problem_as_a_strict_load_does(fork: MiniFork) ->
     assert out.code == 2
     assert out.error_lines[0] == f"error: {strict.value.message}"
     assert out.error_lines[0].endswith("(and 2 more)")  # the patch after the culprit too
+
+
+def test_a_commented_out_patch_is_disabled_not_forgotten(fork: MiniFork) -> None:
+    # quilt and Debian maintainers switch a patch off by commenting its series line
+    # and keep its file: verify applies the rest, check says which file is off.
+    patches = chain(fork, EDITS[:2])
+    fork.write(patches, series="0001-edit.patch\n#0002-edit.patch\n")
+    loaded = load(fork)
+    assert [p.name for p in loaded.patches] == ["0001-edit.patch"]
+    assert [(f.severity, f.line) for f in loaded.findings] == [("info", 2)]
+    assert "patches/0002-edit.patch is disabled" in loaded.findings[0].message
+    assert statuses(verify(fork)) == ["exact"]
+    result = fork.cli("check", "--only", "files", "--format", "json")
+    assert result.code == 0, result.out
+    assert [f["severity"] for f in result.json()["checks"][0]["findings"]] == ["info"]
+    # Without its "#" line, the same file (and its map line) are errors again: a
+    # patch nobody listed.
+    fork.write(patches, series="0001-edit.patch\n# 0002-edit.patch is off for now\n")
+    assert [(f.severity, f.message) for f in load(fork).findings] == [
+        ("error", "patches/0002-edit.patch is not listed in the series"),
+        ("error", "maps '0002-edit.patch', which the series does not list"),
+    ]
