@@ -45,7 +45,7 @@ from forktool.engine.patches.refresh_moves import (
     already_on,
     presence,
     refresh_chain,
-    retire_first,
+    retire_all_first,
 )
 from forktool.engine.patches.refresh_result import (
     MOVED,
@@ -128,8 +128,8 @@ def _stopped(
     conflicts are only listed. None when a worktree is to be opened."""
     present = [link for link in chain.links if already_on(link)]
     if present:
-        told = "; ".join(
-            retire_first(link.patch, onto, presence(link.verdict.message)) for link in present
+        told = retire_all_first(
+            [(link.patch, presence(link.verdict.message)) for link in present], onto
         )
         message = f"{told}; nothing was written"
     elif worktree is None:

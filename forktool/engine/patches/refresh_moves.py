@@ -150,3 +150,37 @@ def retire_first(patch: Patch, onto: str, how: str = "it reverse-applies exactly
             f"so ancestry retires it, or retire it by hand ({force})"
         )
     return f"{name} is already on {onto} ({how}): retire it first ({force}) or drop it"
+
+
+SHOWN_NAMES = 5  # a message names this many patches, then counts the rest
+
+
+def retire_all_first(present: Sequence[tuple[Patch, str]], onto: str) -> str:
+    """:func:`retire_first` for the patches ``onto`` already has (each with how that was
+    seen): one patch as it says, several in one sentence per kind (pending, the rest),
+    so twenty patches a release absorbed make a readable line, not twenty."""
+    if len(present) == 1:
+        patch, how = present[0]
+        return retire_first(patch, onto, how)
+    pending = [p.name for p, _ in present if p.mapping is not None and p.mapping.pending]
+    others = [p.name for p, _ in present if p.name not in pending]
+    by_hand = f"forktool retire PATCH --tag {onto} --force --reason '...'"
+    record = (
+        "record the commits that merged their PRs first (forktool upstream resolve --write), "
+        f"so ancestry retires them, or retire each by hand ({by_hand})"
+    )
+    retire = f"retire each first ({by_hand}) or drop it"
+    head = f"{len(present)} patches are already on {onto}"
+    if not others:
+        return f"{head}, all pending ({_names(pending)}): {record}"
+    if not pending:
+        return f"{head} ({_names(others)}): {retire}"
+    return (
+        f"{head}: {len(pending)} pending ({_names(pending)}): {record}; "
+        f"{len(others)} more ({_names(others)}): {retire}"
+    )
+
+
+def _names(names: Sequence[str]) -> str:
+    more = len(names) - SHOWN_NAMES
+    return ", ".join(names[:SHOWN_NAMES]) + (f" and {more} more" if more > 0 else "")

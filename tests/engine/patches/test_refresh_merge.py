@@ -15,6 +15,7 @@ import pytest
 from testing.helpers import MiniFork, make_patch, mini_fork, run_cli, snapshot_tree
 
 from forktool.builder import RepoBuilder
+from forktool.engine.patches import refresh_moves
 from forktool.model.record import empty_section
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Sync Bot", "GIT_AUTHOR_EMAIL": "sync@fork.example"}
@@ -200,6 +201,39 @@ def test_a_change_upstream_made_whole_under_moved_context_is_already_there(
         "0001-a.patch is already on v2 (a 3-way merge of it changes nothing): retire it first "
         "(forktool retire 0001-a.patch --tag v2 --force --reason '...') or drop it; "
         "nothing was written"
+    )
+
+
+def test_several_patches_already_there_are_told_in_one_sentence_per_kind(
+    builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release that absorbed many patches (a distribution's backports) gets one line
+    per kind of patch, naming the first few, not one sentence per patch."""
+    monkeypatch.setattr(refresh_moves, "SHOWN_NAMES", 2)
+    names = [f"000{n}-{x}.patch" for n, x in enumerate("abc", start=1)]
+    files = {f"{x}.py": lines(x) for x in "abc"}
+    fork = mini_fork(builder, files)
+    changed = {f"{x}.py": edit(lines(x), (f"{x}10\n", "fork10\n")) for x in "abc"}
+    patches = {
+        name: make_patch(builder, "v1", {f"{x}.py": changed[f"{x}.py"]}, x)
+        for name, x in zip(names, "abc", strict=True)
+    }
+    builder.commit("upstream takes them all\n", changed)
+    builder.tag("v2")
+    fork.write(patches, commits={names[0]: "none", names[1]: "pending", names[2]: "pending"})
+    result = fork.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 1
+    by_hand = "forktool retire PATCH --tag v2 --force --reason '...'"
+    assert result.json()["message"] == (
+        f"3 patches are already on v2: 2 pending ({names[1]}, {names[2]}): record the commits "
+        "that merged their PRs first (forktool upstream resolve --write), so ancestry retires "
+        f"them, or retire each by hand ({by_hand}); 1 more ({names[0]}): retire each first "
+        f"({by_hand}) or drop it; nothing was written"
+    )
+    fork.write(patches, commits=dict.fromkeys(names, "pending"))
+    message = fork.cli("refresh", "--onto", "v2", "--format", "json").json()["message"]
+    assert str(message).startswith(
+        f"3 patches are already on v2, all pending ({names[0]}, {names[1]} and 1 more): "
     )
 
 
