@@ -219,14 +219,10 @@ def diff_outline(data: bytes, *, strip: int = 1) -> tuple[tuple[int, tuple[str, 
     The outline is a guess about the parse (a patch may hold diffs in another format,
     or a preamble): whoever acts on it checks it against :func:`parse_patch`'s files
     (the same first lines, no path the outline lacks) before trusting the result."""
-    starts = [at + 1 for at in _find_all(data, b"\ndiff --git ")]
-    if data.startswith(b"diff --git "):
-        starts.insert(0, 0)
+    found = diff_git_lines(data)
+    starts = [begin for _, begin in found]
     outline: list[tuple[int, tuple[str, ...]]] = []
-    line, counted = 1, 0
-    for number, begin in enumerate(starts):
-        line += data.count(b"\n", counted, begin)
-        counted = begin
+    for number, (line, begin) in enumerate(found):
         eol = data.find(b"\n", begin)
         eol = len(data) if eol == -1 else eol
         rest = data[begin + len(b"diff --git ") : eol].decode(ENCODING, ERRORS).removesuffix("\r")
@@ -245,6 +241,20 @@ def diff_outline(data: bytes, *, strip: int = 1) -> tuple[tuple[int, tuple[str, 
                 touched.add(name)
         outline.append((line, tuple(sorted(touched))))
     return tuple(outline)
+
+
+def diff_git_lines(data: bytes) -> list[tuple[int, int]]:
+    """Every ``diff --git`` line of a patch: its 1-based line and its byte offset."""
+    starts = [at + 1 for at in _find_all(data, b"\ndiff --git ")]
+    if data.startswith(b"diff --git "):
+        starts.insert(0, 0)
+    found = []
+    line, counted = 1, 0
+    for begin in starts:
+        line += data.count(b"\n", counted, begin)
+        counted = begin
+        found.append((line, begin))
+    return found
 
 
 def _find_all(data: bytes, needle: bytes) -> list[int]:

@@ -10,6 +10,7 @@ fork is loaded (:mod:`forktool.engine.apply.early`).
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -20,7 +21,7 @@ from typing import Protocol
 from forktool.engine.apply.series_run import SeriesRun
 from forktool.git import TempIndex
 from forktool.git.objects import LS_TREE_SIZES, blob_sizes
-from forktool.model.patch_text import diff_outline
+from forktool.model.patch_text import diff_git_lines, diff_outline
 
 
 class PatchSource(Protocol):
@@ -182,19 +183,34 @@ def write_parts(
             files = len(diffs[position])
             parts[owners[0]].append(Part(position, patch.path, files, patch.size))
             continue
-        lines = patch.read().split(b"\n")
-        starts = [line - 1 for line, _ in diffs[position]]
-        ends = [*starts[1:], len(lines)]
+        pieces = diff_pieces(patch.read(), [line for line, _ in diffs[position]])
         for number in owners:
-            chunks = []
-            for diff in wanted[number][position]:
-                piece = b"\n".join(lines[starts[diff] : ends[diff]])
-                chunks.append(piece if piece.endswith(b"\n") else piece + b"\n")
+            chunks = [pieces[diff] for diff in wanted[number][position]]
             path = folder / f"b{number}-{position}.patch"
             data = b"".join(chunks)
             path.write_bytes(data)
             parts[number].append(Part(position, path, len(wanted[number][position]), len(data)))
     return parts
+
+
+def diff_pieces(data: bytes, starts: Sequence[int]) -> list[bytes]:
+    """Each file diff of a patch, byte for byte (``starts``: each one's first line, in
+    order; it runs to the next one's, the last to the end), ending with a newline. An
+    outline's diffs start at ``diff --git`` lines, whose offsets are found in bulk; any
+    other start is reached line by line from the last one known."""
+    known = dict(diff_git_lines(data))
+    begins = []
+    line, at = 1, 0
+    for wanted in starts:
+        if wanted in known:
+            line, at = wanted, known[wanted]
+        while line < wanted:
+            at = data.index(b"\n", at) + 1
+            line += 1
+        begins.append(at)
+    bounds = [*begins, len(data)]
+    pieces = [data[begin:end] for begin, end in itertools.pairwise(bounds)]
+    return [piece if piece.endswith(b"\n") else piece + b"\n" for piece in pieces]
 
 
 def outlines_of(patches: Sequence[PatchSource]) -> list[Diffs] | None:

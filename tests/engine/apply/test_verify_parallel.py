@@ -12,7 +12,9 @@ failed ones, and says which ones it was tried without.
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -109,6 +111,45 @@ def test_groups_of_a_directory_two_levels_up() -> None:
 
 
 # -- side by side against the serial path ------------------------------------------
+
+
+def _pieces_line_by_line(data: bytes, starts: list[int]) -> list[bytes]:
+    """The reference: each file diff's lines as they are, newline-terminated."""
+    lines = re.findall(rb"[^\n]*\n|[^\n]+$", data)
+    rows = [*(line - 1 for line in starts), len(lines)]
+    pieces = [b"".join(lines[a:b]) for a, b in itertools.pairwise(rows)]
+    return [p if p.endswith(b"\n") else p + b"\n" for p in pieces]
+
+
+_diff_text = st.lists(
+    st.sampled_from([b"--- a/x", b"+++ b/x", b"@@ -1 +1 @@", b"-old", b"+new", b" ctx", b""]),
+    max_size=6,
+)
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(st.binary(max_size=8).filter(lambda b: b"\n" not in b), max_size=3),
+    st.lists(_diff_text, min_size=1, max_size=5),
+    st.booleans(),
+    st.booleans(),
+)
+def test_a_bin_part_holds_its_file_diffs_byte_for_byte(
+    header: list[bytes], diffs: list[list[bytes]], newline_at_end: bool, preamble: bool
+) -> None:
+    # Cut at the diff --git lines' byte offsets (an outline's starts) or, for starts
+    # elsewhere (a parse's, with an Index: preamble), line by line: the same bytes.
+    lines = [*header]
+    starts = []
+    for number, body in enumerate(diffs):
+        if preamble:
+            starts.append(len(lines) + 1)
+            lines.append(b"Index: x")
+        else:
+            starts.append(len(lines) + 1)
+        lines += [f"diff --git a/f{number} b/f{number}".encode(), *body]
+    data = b"\n".join(lines) + (b"\n" if newline_at_end else b"")
+    assert bins.diff_pieces(data, starts) == _pieces_line_by_line(data, starts)
 
 
 def test_disjoint_series_goes_side_by_side_with_the_serial_verdicts(
