@@ -12,6 +12,7 @@ from forktool.model import paths
 from forktool.model.patch_header import HeaderReader
 from forktool.model.patch_text import (
     bare,
+    body_misfit,
     is_blank,
     is_preamble,
     is_signature,
@@ -416,7 +417,7 @@ class _Parser(HeaderReader):
             elif kind == "+" and new_left:
                 new_left -= 1
             else:
-                wrong = self.misfit(kind, old_left, new_left)
+                wrong = body_misfit(kind, old_left, new_left)
                 if wrong is not None:
                     cursor.pos = pos
                     self.report(builder, f"{where}: {wrong}", cursor.number)
@@ -426,24 +427,6 @@ class _Parser(HeaderReader):
         else:
             cursor.pos = pos
         return body
-
-    @staticmethod
-    def misfit(kind: str, old_left: int, new_left: int) -> str | None:
-        """Why a hunk body line cannot come next, or None if it fits the counts."""
-        if kind == "\\":
-            return None
-        if kind not in " -+":
-            return (
-                "line does not start with ' ', '-', '+' or '\\' while "
-                f"{old_left} old and {new_left} new lines are still expected"
-            )
-        if kind == " " and (old_left == 0 or new_left == 0):
-            return "more context lines than the header counts"
-        if kind == "-" and old_left == 0:
-            return "more removed lines than the header counts"
-        if kind == "+" and new_left == 0:
-            return "more added lines than the header counts"
-        return None
 
     def finish(self, builder: _FileBuilder) -> FileDiff:
         raw_old, raw_new = builder.raw_old(), builder.raw_new()

@@ -1,7 +1,8 @@
 """The lines and names of a patch file: CR LF lines, preamble and signature lines,
 C-quoted names, ``---``/``+++`` name fields with timestamps, the two names of a
-``diff --git`` line, RFC 2047 words and mail header fields; a file's bytes as lines
-(:func:`split_lines`) and the outline of its file diffs (:func:`diff_outline`)."""
+``diff --git`` line, RFC 2047 words and mail header fields, which line may come next in
+a hunk body; a file's bytes as lines (:func:`split_lines`) and the outline of its file
+diffs (:func:`diff_outline`)."""
 
 from __future__ import annotations
 
@@ -196,6 +197,24 @@ def rfc822_fields(lines: Sequence[str]) -> tuple[dict[str, str], int]:
             break
         index += 1
     return fields, index
+
+
+def body_misfit(kind: str, old_left: int, new_left: int) -> str | None:
+    """Why a hunk body line cannot come next, or None if it fits the counts."""
+    if kind == "\\":
+        return None
+    if kind not in " -+":
+        return (
+            "line does not start with ' ', '-', '+' or '\\' while "
+            f"{old_left} old and {new_left} new lines are still expected"
+        )
+    if kind == " " and (old_left == 0 or new_left == 0):
+        return "more context lines than the header counts"
+    if kind == "-" and old_left == 0:
+        return "more removed lines than the header counts"
+    if kind == "+" and new_left == 0:
+        return "more added lines than the header counts"
+    return None
 
 
 def split_lines(data: bytes) -> tuple[list[str], bool]:
