@@ -124,8 +124,9 @@ def parse_series(data: bytes, path: str = "series") -> Series:
     return Series(tuple(entries), text.lines, tuple(findings), tuple(disabled))
 
 
-# A commented-out entry: "#" (or several), then one name and at most a -pN option.
-_DISABLED = re.compile(r"#+\s*(\S+)(?:\s+-p[0-9]+)?\s*")
+# A commented-out entry: "#" (or several), then one name, at most a -pN option, and
+# at most a "# why" of its own.
+_DISABLED = re.compile(r"#+\s*(\S+)(?:\s+-p[0-9]+)?(?:\s+#.*)?\s*")
 
 
 def _disabled_name(line: str) -> str | None:

@@ -67,8 +67,8 @@ def test_series_edits_keep_comments() -> None:
 def test_series_keeps_commented_out_entries_as_disabled() -> None:
     # quilt users and Debian maintainers switch a patch off by commenting its line.
     series = parse_series(
-        b"#0001-a.patch\n# 0002-b.patch -p1\n## sub/0003-c.patch\n0004-d.patch\n"
-        b"# a comment of several words\n#-p1\n# ../evil.patch\n#\n"
+        b"#0001-a.patch\n# 0002-b.patch -p1\n## sub/0003-c.patch  # breaks arm64\n"
+        b"0004-d.patch\n# a comment of several words\n#-p1\n# ../evil.patch\n#\n"
     )
     assert series.names == ["0004-d.patch"]
     assert [(e.name, e.line) for e in series.disabled] == [
