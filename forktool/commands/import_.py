@@ -22,8 +22,10 @@ def command(app: App, branch: str, force: bool, fmt: str) -> int:
     included); the committer is the author, so importing the same series twice
     gives the same commit ids. Made in a temporary index with commit-tree and
     update-ref: the checkout, the index and the work tree are never touched.
-    Every patch must apply exactly on the pin. 'forktool export --from NAME'
-    gives back the same files.
+    Every patch must apply on the pin under the fork's rule: exactly, or under
+    apply_rule: dpkg at an offset (committed where it lands, and listed).
+    'forktool export --from NAME' gives back the same files (an offset patch
+    regenerated at its new lines).
 
     \b
     Examples:

@@ -137,6 +137,12 @@ def render_import(out: Output, result: ImportResult) -> None:
     out.print(f"branch {result.branch}: {result.base} ({result.base_commit[:10]}) +")
     for patch, commit in result.commits:
         out.print(f"  {commit[:10]} {patch}", markup=False)
+    if result.offset:
+        out.print(
+            f"applied at an offset (the dpkg rule): {', '.join(result.offset)}; "
+            "'forktool export --from' gives them back at their new lines",
+            markup=False,
+        )
     replaced = f" (was {result.replaced[:10]})" if result.replaced else ""
     out.result(
         styled(f"OK: {result.branch} is at {result.tip[:10]}{replaced}", style="green"),

@@ -5,6 +5,8 @@ A branch of one commit per patch on the pin, made in a temporary index with
 the patch's own author, date and message plus its series and map lines (see
 :mod:`forktool.model.carrier`), so ``export`` (:mod:`forktool.engine.patches.export`) gives
 the same files back: import then export is byte-identical for a canonical series.
+Under the dpkg rule a patch that applies only at an offset is committed where it lands
+(export then gives it back regenerated at its new lines).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from forktool.engine.apply.verdict import allows_offset
 from forktool.engine.patches.canonical import CommitMeta, build_chain, commit_meta
 from forktool.errors import FatalError
 from forktool.faults import faultpoint
@@ -31,6 +34,7 @@ class ImportResult:
     tip: str
     replaced: str | None  # the branch's earlier tip under --force
     commits: tuple[tuple[str, str], ...]  # (patch, commit)
+    offset: tuple[str, ...] = ()  # patches applied where they landed (the dpkg rule)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -40,6 +44,7 @@ class ImportResult:
             "tip": self.tip,
             "replaced": self.replaced,
             "commits": [{"patch": p, "commit": c} for p, c in self.commits],
+            "offset": list(self.offset),
         }
 
 
@@ -73,7 +78,9 @@ def import_meta(fork: Fork, patch: Patch, pin_date: str) -> CommitMeta | str:
 def import_series(
     fork: Fork, git: Git, branch: str, *, base_commit: str, force: bool = False
 ) -> ImportResult:
-    """A branch ``branch``: the pin plus one commit per patch, in series order."""
+    """A branch ``branch``: the pin plus one commit per patch, in series order, each
+    applied under the fork's rule (exactly; under dpkg-source's, a patch that lands at an
+    offset is committed where it lands, and named in ``offset``)."""
     if not fork.patches:
         raise FatalError(
             f"{fork.config.series} lists no patches: there is nothing to import",
@@ -94,6 +101,7 @@ def import_series(
             "check out another branch first, or import under another name",
         )
     tag = fork.config.pin_tag
+    rule = fork.config.apply_rule
     pin_date = git.commit_date_raw(base_commit)
     with git.temp_index(keep_objects=True) as index:
         chain = build_chain(
@@ -101,17 +109,19 @@ def import_series(
             base_commit,
             fork.patches,
             base_name=tag,
-            allow_offset=False,
+            allow_offset=allows_offset(rule),
             meta_for=lambda patch: import_meta(fork, patch, pin_date),
+            rule=rule,
         )
         failed = chain.failed
         if failed is not None:
             raise FatalError(
                 f"{failed.patch.rel}: {failed.verdict.message}",
-                "import needs every patch to apply exactly on the pin: run 'forktool verify' "
-                "and 'forktool fmt'",
+                f"import needs every patch to apply on the pin under the fork's rule ({rule}), "
+                "with an author and a date: run 'forktool verify' and 'forktool fmt'",
             )
         faultpoint("import.update_ref")
         git.create_ref(ref, chain.tip, existing or ZERO, reason="forktool import")
     commits = tuple((link.patch.name, link.commit or "") for link in chain.links)
-    return ImportResult(branch, tag, base_commit, chain.tip, existing, commits)
+    offset = tuple(link.patch.name for link in chain.links if link.verdict.status == "offset")
+    return ImportResult(branch, tag, base_commit, chain.tip, existing, commits, offset)

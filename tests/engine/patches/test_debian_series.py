@@ -522,3 +522,32 @@ def test_an_empty_patch_before_an_offset_keeps_every_verdict_in_place(
     assert found[SERIES[5]][0] == "offset" and "edited by hand" in found[SERIES[5]][1]
     absorbed = package.cli("absorbed", "--tag", "v1", "--format", "json")
     assert absorbed.code == 0, absorbed.err
+
+
+def test_import_follows_the_forks_rule(package: DebianPackage, tmp_path: Path) -> None:
+    """Under the dpkg rule a patch that lands at an offset is committed where it lands:
+    the branch holds the tree dpkg-source's patch -F 0 makes; under the exact rule the
+    same series is refused, naming the rule."""
+    package.adopt()
+    kept = [name for name in SERIES if name != SERIES[2]]  # no author to commit it as
+    package.keep_only(*kept)
+    result = package.cli("import", "--branch", "pq", "--format", "json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert data["offset"] == [SERIES[0], SERIES[5]]
+    assert [c["patch"] for c in data["commits"]] == kept
+    tree = tmp_path / "tree"
+    for name in ("src/util.c", "src/main.c", "README"):
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_bytes(package.repo.git.run(["show", f"v1:{name}"], purpose="x").stdout)
+    for name in kept:
+        assert run_gnu_patch(["-p1", "--fuzz=0", "-N", "-t"], tree, package.quilt / name)[0] == 0
+    for name in ("src/util.c", "src/main.c", "README"):
+        shown = package.repo.git.run(["show", f"pq:{name}"], purpose="the imported branch")
+        assert shown.stdout == (tree / name).read_bytes(), name
+    text = package.cli("import", "--branch", "pq", "--force")
+    assert f"applied at an offset (the dpkg rule): {SERIES[0]}, {SERIES[5]}" in text.out
+    package.configure("apply_rule: dpkg\n", "apply_rule: exact\n")
+    refused = package.cli("import", "--branch", "pq2")
+    assert refused.code == 2
+    assert "under the fork's rule (exact)" in refused.err
