@@ -54,26 +54,24 @@ def patchset_hash(patches: Sequence[Patch]) -> str:
     return "sha256:" + digest.hexdigest()
 
 
-def series_number(fork: Fork, patch: Patch) -> str:
-    """The patch's 4-digit series number prefix, or its 1-based position when it has none."""
-    match = _SERIES_NUMBER.match(Path(patch.name).name)
-    if match:
-        return match.group(1)
-    return f"{fork.patches.index(patch) + 1:04d}"
+def series_numbers(fork: Fork) -> dict[str, str]:
+    """Each patch's number in its minus arm's tag: its 4-digit prefix when every patch
+    of the series has one of its own (a format-patch series: a number stays put as the
+    patches before it retire); else its 1-based position, for every patch (a series
+    named otherwise, as most distributions' are, or with a prefix twice)."""
+    names = [patch.name for patch in fork.patches]
+    prefixes = [_SERIES_NUMBER.match(Path(name).name) for name in names]
+    numbers = [match.group(1) for match in prefixes if match is not None]
+    if len(numbers) == len(names) and len(set(numbers)) == len(numbers):
+        return dict(zip(names, numbers, strict=True))
+    return {name: f"{position:04d}" for position, name in enumerate(names, start=1)}
 
 
 def all_arms(fork: Fork) -> list[Arm]:
+    numbers = series_numbers(fork)
     arms = [Arm(FULL, None, "")]
-    seen: dict[str, str] = {}
     for patch in fork.patches:
-        number = series_number(fork, patch)
-        if number in seen:
-            raise FatalError(
-                f"'{patch.name}' and '{seen[number]}' share the series number {number}",
-                "minus arms are tagged -minus-NNNN: give each patch its own number prefix",
-            )
-        seen[number] = patch.name
-        arms.append(Arm(MINUS + patch.name, patch.name, f"-minus-{number}"))
+        arms.append(Arm(MINUS + patch.name, patch.name, f"-minus-{numbers[patch.name]}"))
     arms.append(Arm(PATCHLESS, None, "-patchless"))
     return arms
 

@@ -563,6 +563,28 @@ def test_arms_lists_full_one_minus_per_patch_and_patchless(example_fork: RepoBui
     assert include[5]["args"] == ["--patchless"]  # type: ignore[index]
 
 
+def test_arms_of_a_series_not_all_numbered_are_tagged_by_position(
+    example_fork: RepoBuilder,
+) -> None:
+    # A distribution's series names its patches freely (Debian's nginx: the third has
+    # no number, a later one is 0003-...): by position every arm's tag is its own.
+    root = example_fork.path
+    renamed = {P3: "fix-crash.patch", P4: "0003-late.patch"}
+    for old, new in renamed.items():
+        (root / "patches" / old).rename(root / "patches" / new)
+        for name in ("series", "upstream.map"):
+            (root / name).write_text((root / name).read_text().replace(old, new))
+    result = run_cli("-C", root, "arms", "--format", "json")
+    assert result.code == 0, result.err
+    include = result.json()["include"]
+    assert [(a["patch"], a["tag_suffix"]) for a in include[1:-1]] == [  # type: ignore[index]
+        (P1, "-minus-0001"),
+        (P2, "-minus-0002"),
+        ("fix-crash.patch", "-minus-0003"),
+        ("0003-late.patch", "-minus-0004"),
+    ]
+
+
 def write_waivers(fork: RepoBuilder, text: str) -> None:
     (fork.path / "arm-waivers").write_text(text)
     config = fork.path / "forktool.yaml"
