@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -10,6 +11,16 @@ from forktool.git.runner import Runner
 
 # Every blob of a tree with its size (``git ls-tree -l``): see :func:`blob_sizes`.
 LS_TREE_SIZES = ("ls-tree", "-r", "-l", "-z", "--full-tree")
+
+
+def user_config_files() -> list[Path]:
+    """The user's own git config files, the one git reads last (and so wins) first."""
+    home = os.environ.get("HOME")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or (f"{home}/.config" if home else None)
+    return [
+        *([Path(home) / ".gitconfig"] if home else []),
+        *([Path(xdg) / "git" / "config"] if xdg else []),
+    ]
 
 
 def blob_sizes(out: str) -> dict[str, int]:
@@ -168,6 +179,20 @@ class Objects(Runner):
         """A value from the repository's own config (global and system config are off)."""
         res = self.run(["config", "--local", "--get", key], purpose=f"read {key}", check=False)
         return (res.out.strip() or None) if res.ok else None
+
+    def user_config(self, key: str) -> str | None:
+        """A value from the user's own git config files (``~/.gitconfig``, then
+        ``$XDG_CONFIG_HOME/git/config``, the first that has it, as git ranks them), each
+        read as a file for ``key`` alone: nothing else in them (aliases, hooks, filters)
+        reaches a git call of forktool's, whose global config stays off."""
+        for path in user_config_files():
+            if not path.is_file():
+                continue
+            args = ["config", "--file", str(path), "--includes", "--get", key]
+            res = self.run(args, purpose=f"read {key} from {path}", check=False)
+            if res.ok and res.out.strip():
+                return res.out.strip()
+        return None
 
     def common_dir(self) -> Path:
         """The repository's shared git directory (the same from every worktree)."""

@@ -68,20 +68,22 @@ class CommitIdentity:
 
 
 def commit_identity(git: Git, env: Mapping[str, str]) -> CommitIdentity:
-    """Author and committer for the sync's commits: env first, then the repo's user.*."""
-    name = (
-        env.get("GIT_AUTHOR_NAME") or env.get("GIT_COMMITTER_NAME") or git.local_config("user.name")
-    )
+    """Author and committer for the sync's commits, as git would take them: the
+    environment first, then the repository's user.*, then the user's own git config."""
+
+    def configured(key: str) -> str | None:
+        return git.local_config(key) or git.user_config(key)
+
+    name = env.get("GIT_AUTHOR_NAME") or env.get("GIT_COMMITTER_NAME") or configured("user.name")
     email = (
-        env.get("GIT_AUTHOR_EMAIL")
-        or env.get("GIT_COMMITTER_EMAIL")
-        or git.local_config("user.email")
+        env.get("GIT_AUTHOR_EMAIL") or env.get("GIT_COMMITTER_EMAIL") or configured("user.email")
     )
     if not name or not email:
         raise FatalError(
             "sync commits on a new branch and needs an identity",
-            "set user.name and user.email in this repository (git config user.name ...), "
-            "or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL",
+            "set user.name and user.email in this repository (git config user.name ...) or "
+            "in your own git config (git config --global ...), or GIT_AUTHOR_NAME and "
+            "GIT_AUTHOR_EMAIL",
         )
     return CommitIdentity(
         name, email, env.get("GIT_AUTHOR_DATE") or None, env.get("GIT_COMMITTER_DATE") or None

@@ -140,18 +140,48 @@ def test_dry_run_writes_nothing(sync_fork: RepoBuilder) -> None:
     assert snapshot_tree(sync_fork.path) == before
 
 
+def without_identity(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """No identity in the environment, and a home without git config of its own."""
+    for key in IDENTITY:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+
+
 def test_sync_refuses_an_unknown_tag_and_a_missing_identity(
-    sync_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+    sync_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     unknown = run_cli("-C", sync_fork.path, "sync", "v9", "--no-fetch")
     assert unknown.code == 2
     assert unknown.error_lines[0] == "error: unknown tag 'v9'"
-    for key in IDENTITY:
-        monkeypatch.delenv(key)
+    without_identity(monkeypatch, tmp_path)
     anonymous = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch")
     assert anonymous.code == 2
     assert anonymous.error_lines[0] == "error: sync commits on a new branch and needs an identity"
     assert sync_fork.git.branch_commit("forktool/sync-v2") is None
+
+
+def test_sync_takes_the_identity_from_the_users_own_git_config(
+    sync_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # As git does: the user's ~/.gitconfig (or the XDG one) when neither the environment
+    # nor the repository names anyone (only user.* is read from them).
+    _drop_conflicting_patch(sync_fork)
+    without_identity(monkeypatch, tmp_path)
+    xdg = tmp_path / "xdg"
+    (xdg / "git").mkdir(parents=True)
+    (xdg / "git" / "config").write_text("[user]\n\tname = Xdg Person\n\temail = xdg@example.org\n")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    (tmp_path / ".gitconfig").write_text("[user]\n\tname = Release Engineer\n")
+    code, data = _poll(sync_fork)
+    assert (code, data["blockers"]) == (3, [])
+    result = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch", "--format", "json")
+    assert result.code == 0, result.err
+    author = sync_fork.git.run(
+        ["log", "-1", "--format=%an <%ae>", "forktool/sync-v2"], purpose="the sync's author"
+    )
+    # ~/.gitconfig wins over the XDG file for the name, as in git; the email is the XDG one.
+    assert author.out.strip() == "Release Engineer <xdg@example.org>"
 
 
 def test_merge_takes_the_tag_for_upstream_files_and_reports_in_place_edits(
@@ -209,16 +239,16 @@ def test_poll_is_clean_when_sync_can_run(sync_fork: RepoBuilder) -> None:
 
 
 def test_poll_needs_hands_without_a_commit_identity(
-    sync_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+    sync_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     _drop_conflicting_patch(sync_fork)
-    for key in IDENTITY:
-        monkeypatch.delenv(key)
+    without_identity(monkeypatch, tmp_path)
     code, data = _poll(sync_fork)
     assert (code, data["verdict"]) == (4, "needs-hands")
     assert data["blockers"] == [
         "sync commits on a new branch and needs an identity: set user.name and user.email "
-        "in this repository (git config user.name ...), or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL"
+        "in this repository (git config user.name ...) or in your own git config "
+        "(git config --global ...), or GIT_AUTHOR_NAME and GIT_AUTHOR_EMAIL"
     ]
     text = run_cli("-C", sync_fork.path, "upstream", "poll", "--no-fetch")
     assert "sync cannot start: sync commits on a new branch and needs an identity" in text.out
