@@ -180,6 +180,11 @@ class Objects(Runner):
         res = self.run(["config", "--local", "--get", key], purpose=f"read {key}", check=False)
         return (res.out.strip() or None) if res.ok else None
 
+    def identity_config(self, key: str) -> str | None:
+        """``user.name`` or ``user.email`` as git finds it after the environment: the
+        repository's, else the user's own (:meth:`user_config`)."""
+        return self.local_config(key) or self.user_config(key)
+
     def user_config(self, key: str) -> str | None:
         """A value from the user's own git config files (``~/.gitconfig``, then
         ``$XDG_CONFIG_HOME/git/config``, the first that has it, as git ranks them), each

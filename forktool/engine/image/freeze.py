@@ -146,18 +146,20 @@ def freeze_release(
         raise FatalError(
             f"creating the tag {tag} needs a tagger identity",
             "set user.name and user.email in the fork's .git/config "
-            "(git config --local user.name ...), or GIT_COMMITTER_NAME/GIT_COMMITTER_EMAIL",
+            "(git config --local user.name ...) or in your own git config (git config "
+            "--global ...), or GIT_COMMITTER_NAME/GIT_COMMITTER_EMAIL",
         )
     git.create_annotated_tag(tag, revision, tag_message(tag, values), identity)
     return FreezeResult(tag, revision, values, True, True, {})
 
 
 def tagger_identity(git: Git, env: Mapping[str, str]) -> dict[str, str]:
-    """GIT_COMMITTER_* (or GIT_AUTHOR_*) from ``env``, else the repository's user.*."""
+    """GIT_COMMITTER_* (or GIT_AUTHOR_*) from ``env``, else user.* as git finds it (the
+    repository's, then the user's own)."""
     name = env.get("GIT_COMMITTER_NAME") or env.get("GIT_AUTHOR_NAME")
     email = env.get("GIT_COMMITTER_EMAIL") or env.get("GIT_AUTHOR_EMAIL")
-    name = name or git.local_config("user.name")
-    email = email or git.local_config("user.email")
+    name = name or git.identity_config("user.name")
+    email = email or git.identity_config("user.email")
     identity = {}
     if name and email:
         identity = {"GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email}

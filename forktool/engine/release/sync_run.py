@@ -70,13 +70,15 @@ class CommitIdentity:
 def commit_identity(git: Git, env: Mapping[str, str]) -> CommitIdentity:
     """Author and committer for the sync's commits, as git would take them: the
     environment first, then the repository's user.*, then the user's own git config."""
-
-    def configured(key: str) -> str | None:
-        return git.local_config(key) or git.user_config(key)
-
-    name = env.get("GIT_AUTHOR_NAME") or env.get("GIT_COMMITTER_NAME") or configured("user.name")
+    name = (
+        env.get("GIT_AUTHOR_NAME")
+        or env.get("GIT_COMMITTER_NAME")
+        or git.identity_config("user.name")
+    )
     email = (
-        env.get("GIT_AUTHOR_EMAIL") or env.get("GIT_COMMITTER_EMAIL") or configured("user.email")
+        env.get("GIT_AUTHOR_EMAIL")
+        or env.get("GIT_COMMITTER_EMAIL")
+        or git.identity_config("user.email")
     )
     if not name or not email:
         raise FatalError(

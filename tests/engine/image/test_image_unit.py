@@ -475,6 +475,8 @@ def test_freeze_without_a_tagger_identity_is_exit_2_with_a_hint(
         "GIT_AUTHOR_EMAIL",
     ):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(example_fork.path.parent))  # no git config of one's own
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     # setup_fork gives the demo fork an identity in its own config: take it away.
     for key in ("user.name", "user.email"):
         example_fork.git.run(["config", "--unset", key], purpose="unset")
