@@ -164,20 +164,29 @@ def retire_all_first(present: Sequence[tuple[Patch, str]], onto: str) -> str:
         return retire_first(patch, onto, how)
     pending = [p.name for p, _ in present if p.mapping is not None and p.mapping.pending]
     others = [p.name for p, _ in present if p.name not in pending]
-    by_hand = f"forktool retire PATCH --tag {onto} --force --reason '...'"
-    record = (
-        "record the commits that merged their PRs first (forktool upstream resolve --write), "
-        f"so ancestry retires them, or retire each by hand ({by_hand})"
-    )
-    retire = f"retire each first ({by_hand}) or drop it"
+    by_hand = f"forktool retire PATCH... --tag {onto} --force --reason '...'"
+
+    def record(count: int) -> str:
+        commits, its, them = (
+            ("commit", "its PR", "it") if count == 1 else ("commits", "their PRs", "them")
+        )
+        return (
+            f"record the {commits} that merged {its} first (forktool upstream resolve "
+            f"--write), so ancestry retires {them}, or retire {them} by hand ({by_hand})"
+        )
+
+    def retire(count: int) -> str:
+        them = "it" if count == 1 else "them"
+        return f"retire {them} first ({by_hand}) or drop {them}"
+
     head = f"{len(present)} patches are already on {onto}"
     if not others:
-        return f"{head}, all pending ({_names(pending)}): {record}"
+        return f"{head}, all pending ({_names(pending)}): {record(len(pending))}"
     if not pending:
-        return f"{head} ({_names(others)}): {retire}"
+        return f"{head} ({_names(others)}): {retire(len(others))}"
     return (
-        f"{head}: {len(pending)} pending ({_names(pending)}): {record}; "
-        f"{len(others)} more ({_names(others)}): {retire}"
+        f"{head}: {len(pending)} pending ({_names(pending)}): {record(len(pending))}; "
+        f"{len(others)} more ({_names(others)}): {retire(len(others))}"
     )
 
 

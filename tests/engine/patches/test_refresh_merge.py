@@ -223,11 +223,11 @@ def test_several_patches_already_there_are_told_in_one_sentence_per_kind(
     fork.write(patches, commits={names[0]: "none", names[1]: "pending", names[2]: "pending"})
     result = fork.cli("refresh", "--onto", "v2", "--format", "json")
     assert result.code == 1
-    by_hand = "forktool retire PATCH --tag v2 --force --reason '...'"
+    by_hand = "forktool retire PATCH... --tag v2 --force --reason '...'"
     assert result.json()["message"] == (
         f"3 patches are already on v2: 2 pending ({names[1]}, {names[2]}): record the commits "
         "that merged their PRs first (forktool upstream resolve --write), so ancestry retires "
-        f"them, or retire each by hand ({by_hand}); 1 more ({names[0]}): retire each first "
+        f"them, or retire them by hand ({by_hand}); 1 more ({names[0]}): retire it first "
         f"({by_hand}) or drop it; nothing was written"
     )
     fork.write(patches, commits=dict.fromkeys(names, "pending"))

@@ -413,8 +413,8 @@ def test_refresh_says_retire_it_first_and_opens_no_worktree(
     assert result.code == 1
     data = result.json()
     assert data["message"] == (  # 0001's fix is in v3 (absorbed): retire it first
-        "2 patches are already on v3 (0001-a.patch, 0002-b.patch): retire each first "
-        "(forktool retire PATCH --tag v3 --force --reason '...') or drop it; "
+        "2 patches are already on v3 (0001-a.patch, 0002-b.patch): retire them first "
+        "(forktool retire PATCH... --tag v3 --force --reason '...') or drop them; "
         "nothing was written"
     )
     assert data["in_progress"] is False
