@@ -219,29 +219,10 @@ def _cross_check(
 ) -> list[Finding]:
     findings: list[Finding] = []
     listed = set(series.names)
+    elsewhere = _other_series(config)
     for name in patch_files_on_disk(config.patches_dir):
-        if name in listed:
-            continue
-        if (off := series.disabled_entry(name)) is not None:
-            findings.append(
-                Finding(
-                    "info",
-                    f"{config.patches}/{name} is disabled (commented out in the series): "
-                    "it is neither applied nor checked",
-                    config.series,
-                    off.line,
-                )
-            )
-        else:
-            findings.append(
-                Finding(
-                    "error",
-                    f"{config.patches}/{name} is not listed in the series",
-                    f"{config.patches}/{name}",
-                    None,
-                    f"add it to {config.series}, or delete it if it was retired",
-                )
-            )
+        if name not in listed:
+            findings.append(_unlisted(config, series, name, elsewhere.get(name)))
     for entry in series.entries:
         if umap.get(entry.name) is None:
             findings.append(
@@ -269,6 +250,56 @@ def _cross_check(
     for patch in patches:
         findings += _trailer_vs_map(patch)
     return findings
+
+
+def _unlisted(
+    config: Config, series: Series, name: str, elsewhere: tuple[str, int] | None
+) -> Finding:
+    """What a patch file the series does not list is: disabled by a ``#name`` line,
+    listed by another series beside it (one per architecture or vendor, as glibc's
+    ``series.hurd-i386`` or dpkg-source's ``ubuntu.series``), or forgotten: an error,
+    or a warning in a quilt directory kept as its maintainers keep it (dpkg-source
+    applies only what the series lists, and its rules may apply a file by hand)."""
+    rel = f"{config.patches}/{name}"
+    if (off := series.disabled_entry(name)) is not None:
+        message = (
+            f"{rel} is disabled (commented out in the series): it is neither applied nor checked"
+        )
+        return Finding("info", message, config.series, off.line)
+    if elsewhere is not None:
+        other, line = elsewhere
+        message = (
+            f"{rel} is listed by {other}, another series, not by {config.series}: not applied here"
+        )
+        return Finding("info", message, other, line)
+    hint = f"add it to {config.series}, or delete it if it was retired"
+    if config.patch_form == "maintainers":
+        message = f"{rel} is not listed in the series: it is neither applied nor checked"
+        return Finding("warning", message, rel, None, hint)
+    return Finding("error", f"{rel} is not listed in the series", rel, None, hint)
+
+
+def _other_series(config: Config) -> dict[str, tuple[str, int]]:
+    """Each patch another series file beside the fork's lists (``series.*``,
+    ``*.series``): where it first does (the file, as the user sees it, and the line)."""
+    folder = config.series_path.parent
+    found: dict[str, tuple[str, int]] = {}
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.iterdir()):
+        name = path.name
+        if path == config.series_path or not (
+            name.startswith("series.") or name.endswith(".series")
+        ):
+            continue
+        shown = config.rel(path)
+        try:
+            data = read_input(path, shown, follow=False)
+        except UnreadableInput:
+            continue
+        for entry in parse_series(data, shown).entries:
+            found.setdefault(entry.name, (shown, entry.line))
+    return found
 
 
 def _trailer_vs_map(patch: Patch) -> list[Finding]:

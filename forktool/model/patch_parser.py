@@ -14,6 +14,7 @@ from forktool.model.patch_text import (
     bare,
     body_misfit,
     is_blank,
+    is_commit_header,
     is_preamble,
     is_signature,
     name_field,
@@ -172,24 +173,25 @@ class _Parser(HeaderReader):
     def gap_after(self, diff: FileDiff, reported: bool) -> list[str]:
         """Consume the lines between this file diff and the next one (or the end).
 
-        Blank lines may separate diffs; after the last one only blank lines and a
-        ``-- `` signature may follow. Anything else is text the apply tools would
-        silently skip, so it is reported.
-        """
+        Blank lines may separate diffs, and so may a commit's header and message (``git
+        log -p``); after the last diff, blank lines and a signature (``-- ``, or topgit's
+        ``---`` and ``tg:``). Anything else apply tools skip silently: it is reported."""
         start = self.cursor.pos
         end = self.next_diff(start)
         stop = len(self.lines) if end is None else end
         gap = list(self.lines[start:stop])
         self.cursor.pos = stop
         for offset, line in enumerate(gap):
-            if end is None and is_signature(line):
-                break
-            if not is_blank(line):
-                if not reported:  # the line that broke the diff was named already
-                    self.malformed(
-                        f"unexpected text after the last hunk of '{diff.path}'", start + offset + 1
-                    )
-                break
+            if is_blank(line):
+                continue
+            after = gap[offset + 1] if offset + 1 < len(gap) else None
+            ends = end is None and is_signature(line, after)
+            if not ends and not is_commit_header(line) and not reported:
+                # (a line that broke the diff was named already)
+                self.malformed(
+                    f"unexpected text after the last hunk of '{diff.path}'", start + offset + 1
+                )
+            break
         return gap
 
     def parse_file(self, gap: list[str]) -> tuple[FileDiff, bool]:
@@ -303,8 +305,7 @@ class _Parser(HeaderReader):
             self.report(builder, message, cursor.number - 1)
 
     def read_hunks(self, builder: _FileBuilder) -> None:
-        cursor = self.cursor
-        while not builder.reported and (cursor.peek() or "").startswith("@@"):
+        while not builder.reported and (self.cursor.peek() or "").startswith("@@"):
             hunk = self.read_hunk(builder, len(builder.hunks) + 1)
             if hunk is None:
                 return

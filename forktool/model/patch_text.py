@@ -47,8 +47,22 @@ def is_preamble(line: str) -> bool:
     return len(text) >= 3 and set(text) == {"="}
 
 
-def is_signature(line: str) -> bool:
-    return bare(line) in ("-- ", "--")
+def is_signature(line: str, after: str | None = None) -> bool:
+    """A mail signature's separator (``-- ``), or topgit's footer (``---`` followed by
+    its ``tg:`` line, ``after``)."""
+    text = bare(line)
+    return text in ("-- ", "--") or (
+        text == "---" and after is not None and bare(after).startswith("tg: ")
+    )
+
+
+# The header of a commit in ``git log -p`` (or ``git show``) output: a patch made of
+# several commits carries one between its file diffs, its message after it.
+_GIT_LOG_COMMIT = re.compile(r"commit [0-9a-f]{40}(?:[0-9a-f]{24})?(?: \(.*\))?")
+
+
+def is_commit_header(line: str) -> bool:
+    return _GIT_LOG_COMMIT.fullmatch(bare(line)) is not None
 
 
 def unquote(text: str) -> tuple[str, int] | None:

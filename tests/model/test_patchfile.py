@@ -526,6 +526,41 @@ def test_blank_lines_between_diffs_are_fine() -> None:
     assert format_patch(patch) == data
 
 
+def test_a_patch_of_several_commits_as_git_log_writes_it_is_fine() -> None:
+    # glibc's debian/patches/any/git-*.diff: `git log -p` output, each commit's header
+    # and message between the file diffs.
+    commit = (
+        b"commit ba70f6959876b6daba180afbe427710e4383e357\n"
+        b"Author: A U Thor <a@example.org>\nDate:   Fri Sep 30 19:36:41 2022 +0000\n\n"
+        b"    Fix iseqsig\n    \n    With GCC 13, types are distinct.\n\n"
+    )
+    data = simple_diff() + b"\n" + commit + simple_diff("a/y.py", "b/y.py")
+    patch = parse_patch(data)
+    assert patch.problems == ()
+    assert [d.path for d in patch.files] == ["x.py", "y.py"]
+    assert format_patch(patch) == data
+    # A header line alone is not enough: text before it is still reported.
+    stray = simple_diff() + b"stray\n" + commit + simple_diff("a/y.py", "b/y.py")
+    assert [p.message for p in parse_patch(stray).problems] == [
+        "unexpected text after the last hunk of 'x.py'"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("footer", "problems"),
+    [
+        (b"---\ntg: (9a079e2..) t/thread-cancel (depends on: baseline)\n", 0),
+        (b"---\nsome words\n", 1),
+        (b"---\n", 1),
+    ],
+)
+def test_topgits_footer_ends_a_patch_as_a_signature_does(footer: bytes, problems: int) -> None:
+    # glibc's hurd-i386/tg-*.diff end with topgit's footer; git and GNU patch skip it.
+    data = simple_diff() + footer
+    assert len(parse_patch(data).problems) == problems
+    assert format_patch(parse_patch(data)) == data
+
+
 def test_binary_patch_without_its_blank_terminator_is_truncated() -> None:
     data = b"diff --git a/b.bin b/b.bin\nGIT binary patch\nliteral 3\nKcmZQzWC8#H2LJ>B\n"
     patch = parse_patch(data)
