@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import shlex
 import signal
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -22,6 +22,16 @@ def command_line(*words: object) -> str:
     runs exactly this command, whatever a tag, branch, path or URL in it contains
     (``v1;touch x`` stays one argument). Every command line forktool shows is built here."""
     return " ".join(shlex.quote(str(word)) for word in words)
+
+
+SHOWN_NAMES = 5  # a message names this many things, then counts the rest
+
+
+def some_names(names: Sequence[str], shown: int = SHOWN_NAMES) -> str:
+    """``names`` for a message: the first ``shown``, then how many more (a release that
+    absorbs twenty patches makes a readable line, not twenty)."""
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 @dataclass(frozen=True)

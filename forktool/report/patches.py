@@ -9,6 +9,7 @@ from forktool.engine.patches.fmt import FmtResult
 from forktool.engine.patches.history_contract import HistoryResult
 from forktool.engine.patches.import_ import ImportResult
 from forktool.engine.patches.refresh_result import RefreshResult
+from forktool.errors import some_names
 from forktool.output import Output, styled
 from forktool.report.table import new_table
 
@@ -58,16 +59,31 @@ def render_fmt(out: Output, result: FmtResult) -> None:
     elif result.check and result.ok:
         out.result(styled(f"OK: {len(result.entries)} patch file(s) are canonical.", style="green"))
     elif result.check:
-        bad = ", ".join(e.patch for e in result.left)
-        out.result(
-            styled(f"FAILED: not canonical: {bad}; run 'forktool fmt'", style="red"), markup=False
-        )
+        out.result(styled(f"FAILED: {_not_canonical(result)}", style="red"), markup=False)
     elif result.dry_run:
-        left = ", ".join(e.patch for e in result.left) or "nothing"
+        left = some_names([e.patch for e in result.left]) or "nothing"
         out.result(styled(f"DRY RUN: would rewrite {left}; nothing was written."), markup=False)
     else:
         written = [e for e in result.entries if e.written]
         out.result(styled(f"OK: rewrote {len(written)} patch file(s).", style="green"))
+
+
+def _not_canonical(result: FmtResult) -> str:
+    """What ``fmt --check`` left: files to rewrite, patches that cannot be regenerated,
+    and those not tried after them, each named (the first few) or counted."""
+
+    def having(*statuses: str) -> list[str]:
+        return [e.patch for e in result.left if e.status in statuses]
+
+    told = []
+    if rewrite := having("rewrite", "cosmetic"):
+        told.append(f"not canonical: {some_names(rewrite)}")
+    if broken := having("error"):
+        told.append(f"cannot be regenerated: {some_names(broken)}")
+    if untried := having("pending"):
+        told.append(f"{len(untried)} not tried (an earlier patch does not apply)")
+    step = "run 'forktool fmt'" if not broken else "run 'forktool verify' for why"
+    return "; ".join([*told, step])
 
 
 def render_history(out: Output, result: HistoryResult) -> None:

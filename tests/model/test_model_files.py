@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from forktool.errors import some_names
 from forktool.model.ledger import LedgerEntry, format_ledger, glob_to_regex, parse_ledger
 from forktool.model.series import format_series, parse_series
 from forktool.model.upstream_map import MapEntry, format_map, parse_map
@@ -213,3 +214,9 @@ def test_ledger_round_trip(rows: list[tuple[str, str, str, str]]) -> None:
     parsed = parse_ledger(format_ledger(entries))
     assert parsed.findings == ()
     assert list(parsed.entries) == entries
+
+
+def test_a_message_names_five_things_then_counts_the_rest() -> None:
+    assert some_names(["a"]) == "a"
+    assert some_names([f"p{n}" for n in range(5)]) == "p0, p1, p2, p3, p4"
+    assert some_names([f"p{n}" for n in range(19)]) == "p0, p1, p2, p3, p4 and 14 more"

@@ -28,7 +28,7 @@ from pathlib import Path
 from forktool.config import Config, ImageSettings, load_config
 from forktool.docker_client import DockerEngine, pid_alive
 from forktool.engine.apply.arms import FULL, Arm, arm_patches, patchset_hash
-from forktool.errors import FatalError
+from forktool.errors import FatalError, some_names
 from forktool.fork import Fork, load_fork
 from forktool.git import Git
 
@@ -195,11 +195,8 @@ def require_committed(git: Git, config: Config) -> None:
     exclude = [_from_top(config.file(settings.records), top)] if settings else []
     changed = git.uncommitted(sorted(set(specs)), exclude)
     if changed:
-        shown = ", ".join(changed[:5]) + (
-            f" and {len(changed) - 5} more" if len(changed) > 5 else ""
-        )
         raise FatalError(
-            f"uncommitted changes to the fork's files: {shown}",
+            f"uncommitted changes to the fork's files: {some_names(changed)}",
             "commit or stash them: the gate judges committed configuration only",
         )
 

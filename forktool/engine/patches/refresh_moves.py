@@ -17,7 +17,7 @@ from forktool.engine.patches.canonical import (
     meta_for_form,
 )
 from forktool.engine.patches.merge_patch import PreImages, merge_onto, prove, review_notes
-from forktool.errors import command_line
+from forktool.errors import command_line, some_names
 from forktool.fork import Fork, Patch
 from forktool.git import TempIndex
 
@@ -152,9 +152,6 @@ def retire_first(patch: Patch, onto: str, how: str = "it reverse-applies exactly
     return f"{name} is already on {onto} ({how}): retire it first ({force}) or drop it"
 
 
-SHOWN_NAMES = 5  # a message names this many patches, then counts the rest
-
-
 def retire_all_first(present: Sequence[tuple[Patch, str]], onto: str) -> str:
     """:func:`retire_first` for the patches ``onto`` already has (each with how that was
     seen): one patch as it says, several in one sentence per kind (pending, the rest),
@@ -181,15 +178,10 @@ def retire_all_first(present: Sequence[tuple[Patch, str]], onto: str) -> str:
 
     head = f"{len(present)} patches are already on {onto}"
     if not others:
-        return f"{head}, all pending ({_names(pending)}): {record(len(pending))}"
+        return f"{head}, all pending ({some_names(pending)}): {record(len(pending))}"
     if not pending:
-        return f"{head} ({_names(others)}): {retire(len(others))}"
+        return f"{head} ({some_names(others)}): {retire(len(others))}"
     return (
-        f"{head}: {len(pending)} pending ({_names(pending)}): {record(len(pending))}; "
-        f"{len(others)} more ({_names(others)}): {retire(len(others))}"
+        f"{head}: {len(pending)} pending ({some_names(pending)}): {record(len(pending))}; "
+        f"{len(others)} more ({some_names(others)}): {retire(len(others))}"
     )
-
-
-def _names(names: Sequence[str]) -> str:
-    more = len(names) - SHOWN_NAMES
-    return ", ".join(names[:SHOWN_NAMES]) + (f" and {more} more" if more > 0 else "")

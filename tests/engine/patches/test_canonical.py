@@ -210,6 +210,28 @@ def test_fmt_writes_nothing_when_a_patch_does_not_apply(builder: RepoBuilder) ->
     assert fork_files(fork.root) == before
 
 
+def test_fmt_check_names_what_cannot_be_regenerated_and_counts_what_was_not_tried(
+    builder: RepoBuilder,
+) -> None:
+    # Debian's glibc: its first patch cannot be regenerated, and 108 follow it; the
+    # verdict line names the one and counts the rest, never "not canonical: <109 names>".
+    fork = mini_fork(builder, {"a.py": lines("a"), "b.py": lines("b"), "c.py": lines("c")})
+    bad = make_patch(builder, "v1", {"a.py": lines("a").replace("a3\n", "A3\n")}, "a: three")
+    later = {
+        f"000{n}-{x}.patch": make_patch(
+            builder, "v1", {f"{x}.py": lines(x).replace(f"{x}3\n", "X\n")}, f"{x}: three"
+        )
+        for n, x in ((2, "b"), (3, "c"))
+    }
+    fork.write({"0001-a.patch": bad.replace(b" a4", b" aX"), **later})
+    result = fork.cli("fmt", "--check")
+    assert result.code == 1
+    assert result.out.splitlines()[-1] == (
+        "FAILED: cannot be regenerated: 0001-a.patch; 2 not tried (an earlier patch does not "
+        "apply); run 'forktool verify' for why"
+    )
+
+
 @settings(
     max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

@@ -15,7 +15,6 @@ import pytest
 from testing.helpers import MiniFork, make_patch, mini_fork, run_cli, snapshot_tree
 
 from forktool.builder import RepoBuilder
-from forktool.engine.patches import refresh_moves
 from forktool.model.record import empty_section
 
 IDENTITY = {"GIT_AUTHOR_NAME": "Sync Bot", "GIT_AUTHOR_EMAIL": "sync@fork.example"}
@@ -205,11 +204,10 @@ def test_a_change_upstream_made_whole_under_moved_context_is_already_there(
 
 
 def test_several_patches_already_there_are_told_in_one_sentence_per_kind(
-    builder: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+    builder: RepoBuilder,
 ) -> None:
     """A release that absorbed many patches (a distribution's backports) gets one line
     per kind of patch, naming the first few, not one sentence per patch."""
-    monkeypatch.setattr(refresh_moves, "SHOWN_NAMES", 2)
     names = [f"000{n}-{x}.patch" for n, x in enumerate("abc", start=1)]
     files = {f"{x}.py": lines(x) for x in "abc"}
     fork = mini_fork(builder, files)
@@ -233,7 +231,7 @@ def test_several_patches_already_there_are_told_in_one_sentence_per_kind(
     fork.write(patches, commits=dict.fromkeys(names, "pending"))
     message = fork.cli("refresh", "--onto", "v2", "--format", "json").json()["message"]
     assert str(message).startswith(
-        f"3 patches are already on v2, all pending ({names[0]}, {names[1]} and 1 more): "
+        f"3 patches are already on v2, all pending ({', '.join(names)}): "
     )
 
 
