@@ -236,8 +236,9 @@ def _cross_check(
                     "--write' fills what the patch headers say",
                 )
             )
-    for map_entry in umap.entries:  # a disabled patch may keep its line, for when it is back
-        if map_entry.patch not in listed and series.disabled_entry(map_entry.patch) is None:
+    for map_entry in umap.entries:  # a disabled patch, or another series', may have a line
+        known = series.disabled_entry(map_entry.patch) is not None or map_entry.patch in elsewhere
+        if map_entry.patch not in listed and not known:
             findings.append(
                 Finding(
                     "error",

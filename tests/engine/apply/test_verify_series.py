@@ -271,3 +271,38 @@ def test_a_commented_out_patch_is_disabled_not_forgotten(fork: MiniFork) -> None
         ("error", "patches/0002-edit.patch is not listed in the series"),
         ("error", "maps '0002-edit.patch', which the series does not list"),
     ]
+
+
+def test_a_patch_another_series_lists_is_not_applied_here(fork: MiniFork) -> None:
+    # glibc keeps series.hurd-i386 beside its series (dpkg-source: ubuntu.series): a
+    # patch only such a file lists is that series', not a forgotten one of this fork.
+    patches = chain(fork, EDITS[:2])
+    fork.write(patches, series="0001-edit.patch\n")
+    (fork.root / "series.hurd-i386").write_text("# hurd only\n0002-edit.patch\n")
+    loaded = load(fork)
+    notice = [f for f in loaded.findings if f.severity == "info"]
+    assert [(f.path, f.line) for f in notice] == [("series.hurd-i386", 2)]
+    assert [f for f in loaded.findings if f.severity == "error"] == []  # its map line may stay
+    assert "listed by series.hurd-i386, another series, not by series" in notice[0].message
+    assert statuses(verify(fork)) == ["exact"]
+
+
+def test_an_unlisted_patch_in_a_maintainers_quilt_directory_is_a_warning(fork: MiniFork) -> None:
+    # dpkg-source applies only what the series lists (apache2's rules apply
+    # suexec-custom.patch by hand; python3.11 keeps old ones): a warning, as lintian's
+    # patch-file-present-but-not-mentioned-in-series; forktool's own form keeps an error.
+    patches = chain(fork, EDITS[:2])
+    fork.write(patches, series="0001-edit.patch\n", extra_config="patch_form: maintainers\n")
+    found = [
+        (f.severity, f.message) for f in load(fork).findings if f.path == "patches/0002-edit.patch"
+    ]
+    assert found == [
+        (
+            "warning",
+            "patches/0002-edit.patch is not listed in the series: it is neither applied nor checked",
+        )
+    ]
+    assert statuses(verify(fork)) == ["exact"]
+    fork.write(patches, series="0001-edit.patch\n")
+    errors = [f.message for f in load(fork).findings if f.severity == "error"]
+    assert "patches/0002-edit.patch is not listed in the series" in errors
