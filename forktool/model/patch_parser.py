@@ -14,12 +14,12 @@ from forktool.model.patch_text import (
     bare,
     body_misfit,
     is_blank,
-    is_commit_header,
     is_preamble,
     is_signature,
     name_field,
     split_git_names,
     split_lines,
+    starts_next_part,
     unquote,
 )
 from forktool.model.patchfile import (
@@ -173,9 +173,9 @@ class _Parser(HeaderReader):
     def gap_after(self, diff: FileDiff, reported: bool) -> list[str]:
         """Consume the lines between this file diff and the next one (or the end).
 
-        Blank lines may separate diffs, and so may a commit's header and message (``git
-        log -p``); after the last diff, blank lines and a signature (``-- ``, or topgit's
-        ``---`` and ``tg:``). Anything else apply tools skip silently: it is reported."""
+        Blank lines may separate diffs, and so may a patch's own structure (a commit or
+        submodule header, the next mail: :func:`starts_next_part`); after the last diff, a
+        signature (``-- ``, or topgit's ``---`` and ``tg:``). Other text is reported."""
         start = self.cursor.pos
         end = self.next_diff(start)
         stop = len(self.lines) if end is None else end
@@ -186,7 +186,7 @@ class _Parser(HeaderReader):
                 continue
             after = gap[offset + 1] if offset + 1 < len(gap) else None
             ends = end is None and is_signature(line, after)
-            if not ends and not is_commit_header(line) and not reported:
+            if not ends and not starts_next_part(gap, offset) and not reported:
                 # (a line that broke the diff was named already)
                 self.malformed(
                     f"unexpected text after the last hunk of '{diff.path}'", start + offset + 1

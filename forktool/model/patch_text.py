@@ -56,13 +56,24 @@ def is_signature(line: str, after: str | None = None) -> bool:
     )
 
 
-# The header of a commit in ``git log -p`` (or ``git show``) output: a patch made of
-# several commits carries one between its file diffs, its message after it.
-_GIT_LOG_COMMIT = re.compile(r"commit [0-9a-f]{40}(?:[0-9a-f]{24})?(?: \(.*\))?")
+# What may sit between two file diffs besides blank lines: a commit's header (its message
+# follows; ``git log -p``), a submodule's header (``git diff --submodule=diff``), or the
+# end of one mail and the next one's header (``format-patch --stdout`` of several
+# commits: a "-- " signature, then "From <sha> Mon Sep 17 00:00:00 2001").
+_BETWEEN_DIFFS = re.compile(
+    r"commit [0-9a-f]{40}(?:[0-9a-f]{24})?(?: \(.*\))?"
+    r"|Submodule \S.* [0-9a-f]{7,64}\.\.\.?[0-9a-f]{7,64}.*:"
+)
+_NEXT_MAIL = re.compile(r"From [0-9a-f]{40}(?:[0-9a-f]{24})? Mon Sep 17 00:00:00 2001")
 
 
-def is_commit_header(line: str) -> bool:
-    return _GIT_LOG_COMMIT.fullmatch(bare(line)) is not None
+def starts_next_part(gap: Sequence[str], at: int) -> bool:
+    """Whether the lines between two file diffs, from ``gap[at]`` (their first that is
+    not blank) on, are a patch's own structure (see above), not stray text."""
+    text = bare(gap[at])
+    if _BETWEEN_DIFFS.fullmatch(text):
+        return True
+    return text in ("-- ", "--") and any(_NEXT_MAIL.fullmatch(bare(line)) for line in gap[at:])
 
 
 def unquote(text: str) -> tuple[str, int] | None:

@@ -546,6 +546,24 @@ def test_a_patch_of_several_commits_as_git_log_writes_it_is_fine() -> None:
     ]
 
 
+def test_several_mails_and_a_submodules_diff_are_a_patchs_own_structure() -> None:
+    # qemu's spelling.diff is format-patch --stdout of several commits; its v7.2.13.diff
+    # is git diff --submodule=diff, a submodule's header before the files inside it.
+    next_mail = (
+        b"-- \n2.30.2\n\n\nFrom 4ed607f64d4a684c9ab6b25dcc9e72fd69cc51c2 Mon Sep 17 00:00:00 2001\n"
+        b"From: A U Thor <a@example.org>\nSubject: [PATCH] more\n\n---\n y.py | 2 +-\n\n"
+    )
+    submodule = b"Submodule tests/lcitool/libvirt-ci e3eb28cf2e..319a534c22:\n"
+    for between in (next_mail, submodule):
+        data = simple_diff() + between + simple_diff("a/y.py", "b/y.py")
+        patch = parse_patch(data)
+        assert patch.problems == (), between
+        assert format_patch(patch) == data
+    # A signature with no mail after it, between two diffs, is still stray text.
+    alone = simple_diff() + b"-- \n2.30.2\n\n" + simple_diff("a/y.py", "b/y.py")
+    assert len(parse_patch(alone).problems) == 1
+
+
 @pytest.mark.parametrize(
     ("footer", "problems"),
     [
