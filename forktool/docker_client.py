@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from forktool.errors import FatalError
+from forktool.fsutil import pid_alive
 from forktool.model.text import whole_number
 from forktool.registry import Manifest, RegistryClient
 
@@ -354,16 +355,6 @@ class SdkEngine:
                 "check the engine (docker info); containers forktool started are removed "
                 "by its next run",
             ) from exc
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _timed_out(exc: BaseException) -> bool:

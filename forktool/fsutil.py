@@ -327,7 +327,7 @@ def recover_interrupted(lock_dir: Path, root: Path) -> list[str]:
             for place, skip_git in places
             if place.is_dir()
             for path in _walk_marked(place, skip_git=skip_git)
-            if (pid := _marked_pid(path)) is not None and pid != os.getpid() and not _pid_alive(pid)
+            if (pid := _marked_pid(path)) is not None and pid != os.getpid() and not pid_alive(pid)
         }
         | {p for p in lock_dir.glob(f"{JOURNAL_NAME}{TMP_MARK}-*")}
     )
@@ -352,7 +352,9 @@ def _shown(path: Path, root: Path, lock_dir: Path) -> str:
 # -- the lock -------------------------------------------------------------------------
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (another user's counts as running): the one
+    check behind every "left by a run that is gone" (locks, scratch, containers)."""
     try:
         os.kill(pid, 0)
     except OSError as exc:

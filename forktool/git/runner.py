@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.errors import FatalError, GitError, git_said
+from forktool.fsutil import pid_alive
 
 # Every setting that could change a result, pinned in one place and passed as
 # ``git -c`` to every git process: neither the user's environment nor the
@@ -273,21 +274,11 @@ def _sweep_scratch(root: Path, kind: str) -> None:
         return
     for name in names:
         found = _SCRATCH_PID.search(name[len(kind) :])
-        if found is None or (pid := int(found.group(1))) == os.getpid() or _alive(pid):
+        if found is None or (pid := int(found.group(1))) == os.getpid() or pid_alive(pid):
             continue
         path = root / name
         if path.is_dir() and not path.is_symlink() and path.stat().st_uid == os.getuid():
             shutil.rmtree(path, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's process: alive as far as we can tell
-    return True
 
 
 def run(

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.config import Config, ImageSettings, load_config
-from forktool.docker_client import DockerEngine, pid_alive
+from forktool.docker_client import DockerEngine
 from forktool.engine.apply.arms import FULL, Arm, arm_patches, patchset_hash
 from forktool.errors import FatalError, some_names
 from forktool.fork import Fork, load_fork
+from forktool.fsutil import pid_alive
 from forktool.git import Git
 
 LABEL = "org.forktool."
