@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import NewType, TypeGuard
+from typing import TYPE_CHECKING, NewType, TypeGuard
 
-from packaging.version import Version
+if TYPE_CHECKING:  # a value's type only: the version reader is imported where it reads
+    from packaging.version import Version
 
 CommitId = NewType("CommitId", str)
 """A full commit id: 40 lower-case hex digits, as git prints it."""

@@ -21,8 +21,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from packaging.version import InvalidVersion, Version
+if TYPE_CHECKING:
+    from packaging.version import Version
+
+# packaging is imported where a version is read (5 ms): the configuration names a
+# version scheme, and verify reads it before git starts without reading a version.
 
 SEPARATORS = (".", "_", "-")
 PRE_MARKERS = ("alpha", "beta", "pre", "rc", "a", "b", "c")
@@ -50,6 +55,8 @@ class TagVersion:
 
     def version(self) -> Version:
         """This version for ordering (``packaging.version``)."""
+        from packaging.version import Version
+
         text = ".".join(str(int(n)) for n in self.release)
         if self.letters:
             text += f".{letters_rank(self.letters)}"
@@ -94,6 +101,8 @@ class VersionScheme:
         if parts is not None:
             return parts.version()
         if self.separator == "." and tag.startswith(self.prefix):
+            from packaging.version import InvalidVersion, Version
+
             try:
                 return Version(tag[len(self.prefix) :])
             except InvalidVersion:

@@ -3,6 +3,7 @@ cannot show a patch name, never end in a traceback. The real CLI runs in a subpr
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -60,3 +61,38 @@ def test_an_error_naming_an_unencodable_patch_is_escaped(fork_root: Path) -> Non
 def test_ctrl_c_while_the_cli_loads_exits_130_quietly(fork_root: Path) -> None:
     result = forktool(fork_root, "status", FORKTOOL_FAULT="cli.import:1:INT")
     assert (result.returncode, result.stdout, result.stderr) == (130, b"", b"")
+
+
+# The CLI leaves without the interpreter's teardown (forktool.cli.leave): the exit
+# code, the whole output and the exit functions must survive that.
+
+
+@pytest.mark.parametrize(("argv", "code"), [(("verify",), 0), (("verify", "--base", "nope"), 2)])
+def test_the_exit_code_and_output_survive_the_quick_exit(
+    fork_root: Path, argv: tuple[str, ...], code: int
+) -> None:
+    result = forktool(fork_root, *argv, "--format", "json")
+    assert result.returncode == code, result.stderr.decode(errors="replace")
+    assert b"Traceback" not in result.stderr
+    if code == 0:
+        assert json.loads(result.stdout)["ok"] is True
+    else:
+        assert result.stderr.startswith(b"error: ")
+
+
+def test_exit_functions_run_before_the_quick_exit(tmp_path: Path) -> None:
+    script = tmp_path / "leave.py"
+    mark = tmp_path / "ran"
+    script.write_text(
+        "import atexit, sys\n"
+        "from forktool.cli import leave\n"
+        f"atexit.register(lambda: open({str(mark)!r}, 'w').write('yes'))\n"
+        "sys.stdout.write('x' * 200000)\n"
+        "leave(3)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, timeout=60, check=False
+    )
+    assert result.returncode == 3
+    assert result.stdout == b"x" * 200000  # buffered output, more than a pipe holds, is flushed
+    assert mark.read_text() == "yes"

@@ -455,3 +455,42 @@ def test_side_by_side_only_with_a_second_core_free(
 def test_jobs_must_be_at_least_one(failing_second: MiniFork) -> None:
     result = failing_second.cli("verify", "--jobs", "0")
     assert result.code == 2
+
+
+def test_side_by_side_cli_imports_no_logging_or_version_reader(builder: RepoBuilder) -> None:
+    """What verify imports is start-up paid on every CI run: the bins' threads are
+    plain threads (``concurrent.futures`` would import ``logging``) and the version
+    reader (``packaging``) is not needed to verify. The run must really go side by
+    side, so that path's imports are the ones checked."""
+    import subprocess
+    import sys
+
+    fork = mini_fork(builder, FILES)
+    texts = dict(FILES)
+    steps: list[dict[str, str | None]] = []
+    for n in range(12):
+        name = f"pkg/m{n % 6}.py"
+        texts[name] = edit_line(texts[name], f"m{n % 6} {n + 2}", f"m{n % 6} {n + 2} changed")
+        steps.append({name: texts[name]})
+    fork.write(chain_of(fork, steps))
+    code = (
+        "import sys\n"
+        "from forktool.engine.apply import bins, early\n"
+        "early.PARALLEL_MIN_PATCHES = 1\n"
+        "bins.PARALLEL_MIN_SHARE = 0.0\n"
+        "went = []\n"
+        "call = bins.BinRun.__call__\n"
+        "bins.BinRun.__call__ = lambda self: went.append(1) or call(self)\n"
+        "from forktool.cli import run\n"
+        f"code = run(['-C', {str(fork.root)!r}, 'verify', '--jobs', '2', '--format', 'json'])\n"
+        "sys.stdout.flush()\n"
+        "print(code, len(went), file=sys.stderr)\n"
+        "print('\\n'.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    first, *loaded = done.stderr.splitlines()
+    assert first == "0 2", done.stderr  # exit 0, two bins ran
+    assert json.loads(done.stdout)["ok"] is True
+    assert {"logging", "concurrent.futures", "packaging", "packaging.version"} & set(
+        loaded
+    ) == set()
