@@ -17,6 +17,8 @@ from forktool.model.patch_text import (
     is_preamble,
     is_signature,
     name_field,
+    names_disagree,
+    shown_name,
     split_git_names,
     split_lines,
     starts_next_part,
@@ -299,7 +301,7 @@ class _Parser(HeaderReader):
                 setattr(builder, attr, name)
                 self.check_path(builder, name, number)
             builder.header_lines.append(cursor.take())
-        builder.label = self.label(builder)
+        builder.label = shown_name((builder.plus, builder.minus), self.strip, builder.label)
         if (cursor.peek() or "")[:2] != "@@" and not builder.is_binary:
             message = f"'{builder.label}' has '---'/'+++' lines but no hunk"
             self.report(builder, message, cursor.number - 1)
@@ -435,6 +437,7 @@ class _Parser(HeaderReader):
         is_deleted = builder.is_deleted or paths.is_dev_null(raw_new)
         old_path = None if is_new else builder.rename_from or builder.copy_from
         new_path = None if is_deleted else builder.rename_to or builder.copy_to
+        moves = (builder.rename_from, builder.rename_to, builder.copy_from, builder.copy_to)
         if old_path is None and not is_new:
             old_path = paths.strip_components(raw_old, self.strip)
         if new_path is None and not is_deleted:
@@ -443,6 +446,9 @@ class _Parser(HeaderReader):
             self.report(builder, "cannot tell which file this diff changes", builder.line)
         elif old_path is None and new_path is None and not builder.unsafe_reasons:
             self.report(builder, "both sides of the diff are /dev/null", builder.line)
+        elif not (builder.reported or builder.unsafe_reasons or any(moves)):  # else said, or stated
+            if why := names_disagree(builder.git_names, builder.minus, builder.plus, self.strip):
+                self.report(builder, f"'{builder.label}': {why}", builder.line)
         old_mode = builder.old_mode or builder.index_mode
         new_mode = builder.new_mode or builder.index_mode
         return FileDiff(
@@ -462,12 +468,6 @@ class _Parser(HeaderReader):
             hunks=tuple(builder.hunks),
             header_lines=tuple(builder.header_lines),
         )
-
-    def label(self, builder: _FileBuilder) -> str:
-        for name in (builder.plus, builder.minus):
-            if name is not None and not paths.is_dev_null(name):
-                return paths.strip_components(name, self.strip) or name
-        return builder.label
 
     def unquote_name(self, text: str, number: int, *, field_name: bool = False) -> str | None:
         """A name from a header line, C-unquoted; ``field_name`` also drops a timestamp."""

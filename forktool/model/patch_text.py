@@ -149,6 +149,36 @@ def _with_second(first: str, second: str) -> tuple[str, str] | None:
     return first, unquoted[0]
 
 
+def shown_name(names: Sequence[str | None], strip: int, fallback: str) -> str:
+    """How a file diff is named in messages: its first name that is not ``/dev/null``."""
+    for name in names:
+        if name is not None and not paths.is_dev_null(name):
+            return paths.strip_components(name, strip) or name
+    return fallback
+
+
+def names_disagree(
+    git_names: tuple[str, str] | None, minus: str | None, plus: str | None, strip: int
+) -> str | None:
+    """Why a ``diff --git`` file diff with no rename or copy line means one thing to git
+    and another to GNU patch: its ``---`` or ``+++`` line names another file than its
+    ``diff --git`` line. git takes the ``---``/``+++`` names and reads a rename the
+    patch never states; GNU patch (so quilt and dpkg-source) patches whichever of the
+    names exists. None when the names agree (a ``/dev/null`` side aside)."""
+    if git_names is None:
+        return None
+    for side, mark, named in ((0, "---", minus), (1, "+++", plus)):
+        if named is None or paths.is_dev_null(named):
+            continue
+        if paths.strip_components(named, strip) != paths.strip_components(git_names[side], strip):
+            return (
+                f"its '{mark} {named}' line names another file than its 'diff --git' line "
+                f"({git_names[side]}) and no rename line says so: git reads a rename, GNU "
+                "patch patches whichever name exists; make the names agree"
+            )
+    return None
+
+
 def decode_rfc2047(value: str) -> str:
     """A header value with ``=?UTF-8?q?...?=`` words decoded (format-patch writes them)."""
     if "=?" not in value:

@@ -983,3 +983,50 @@ def test_each_line_kind_is_its_first_character_and_empty_lines_are_context(
     # An empty line, or a lone CR (an empty line of a CR LF file), is a context line.
     expected = "".join((" " if line in ("", "\r") else line[0]) for line in lines)
     assert patch_parser._Parser(lines, 1).kinds() == expected
+
+
+# A diff --git file diff whose ---/+++ line names another file, with no rename line
+# (found in Debian's grub2: 'diff --git a/util/mkimage.c b/util/mkimage.c' over
+# '--- a/util/mkimage'): git reads a rename, GNU patch patches whichever name exists.
+HAND_EDITED_NAME = (
+    b"diff --git a/util/mkimage.c b/util/mkimage.c\n"
+    b"index a26cf76..58c199f 100644\n"
+    b"--- a/util/mkimage\t2022-12-11 15:41:56.717934782 +0000\n"
+    b"+++ b/util/mkimage.c\t2022-12-11 15:43:05.318432532 +0000\n"
+    b"@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n"
+)
+
+
+def test_a_minus_name_the_diff_git_line_does_not_name_is_malformed() -> None:
+    patch = parse_patch(HAND_EDITED_NAME)
+    assert [(p.kind, p.line) for p in patch.problems] == [("malformed", 1)]
+    message = patch.problems[0].message
+    assert message.startswith("'util/mkimage.c': its '--- a/util/mkimage")
+    assert "(a/util/mkimage.c)" in message and "make the names agree" in message
+
+
+def test_a_plus_name_the_diff_git_line_does_not_name_is_malformed() -> None:
+    data = HAND_EDITED_NAME.replace(b"--- a/util/mkimage\t", b"--- a/util/mkimage.c\t")
+    data = data.replace(b"+++ b/util/mkimage.c", b"+++ b/util/other.c")
+    patch = parse_patch(data)
+    assert [p.kind for p in patch.problems] == ["malformed"]
+    assert "'+++ b/util/other.c' line" in patch.problems[0].message
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        HAND_EDITED_NAME.replace(b"--- a/util/mkimage\t", b"--- a/util/mkimage.c\t"),
+        # a rename states the move: its ---/+++ names are the two sides
+        b"diff --git a/old.c b/new.c\nsimilarity index 90%\nrename from old.c\n"
+        b"rename to new.c\n--- a/old.c\n+++ b/new.c\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n",
+        b"diff --git a/new.c b/new.c\nnew file mode 100644\n--- /dev/null\n+++ b/new.c\n"
+        b"@@ -0,0 +1 @@\n+x\n",
+        b"diff --git a/gone.c b/gone.c\ndeleted file mode 100644\n--- a/gone.c\n+++ /dev/null\n"
+        b"@@ -1 +0,0 @@\n-x\n",
+        # another prefix on each line (diff.mnemonicPrefix), the same file once stripped
+        b"diff --git i/x.c w/x.c\n--- i/x.c\n+++ w/x.c\n@@ -1,3 +1,3 @@\n a\n-b\n+c\n d\n",
+    ],
+)
+def test_names_that_agree_are_not_a_problem(data: bytes) -> None:
+    assert parse_patch(data).problems == ()

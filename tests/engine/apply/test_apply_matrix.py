@@ -342,6 +342,26 @@ def test_hunk_positions_contradicting_each_other_are_malformed(
     )
 
 
+def test_a_minus_line_naming_another_file_than_diff_git_is_malformed(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    """Debian's grub2 ships one: 'diff --git a/util/mkimage.c ...' over '--- a/util/mkimage'.
+    git reads a rename the patch never states, GNU patch patches whichever name exists:
+    the same bytes mean two things, so no engine applies it."""
+    good = patch_of(fork.repo, "v1", writes({APP: FIXED}))
+    fork.write({P: good.replace(b"--- a/src/app.py", b"--- a/src/app")})
+    runs = run_all(fork, tmp_path)
+    status, *_ = agree(runs)
+    assert status == "malformed"
+    assert (
+        runs["verify"]
+        .verdict(P)["message"]
+        .startswith(
+            "'src/app.py': its '--- a/src/app' line names another file than its 'diff --git' line"
+        )
+    )
+
+
 def test_no_newline_at_end_of_file_is_exact(builder: RepoBuilder, tmp_path: Path) -> None:
     fork = mini_fork(builder, {"tail.txt": "a\nb\nc"})
     patch = patch_of(builder, "v1", writes({"tail.txt": "a\nb\nC"}))
