@@ -18,10 +18,17 @@ APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "--allow-
 
 
 def git_apply_args(
-    files: Sequence[Path], *, reverse: bool = False, check: bool = False, context: int | None = None
+    files: Sequence[Path],
+    *,
+    reverse: bool = False,
+    check: bool = False,
+    context: int | None = None,
+    unanchored: bool = False,
 ) -> list[str]:
     """``git apply --cached -v -p1`` of ``files`` onto an index (``-R``, ``--check``,
-    ``-C<context>`` as asked): the one strict apply command line."""
+    ``-C<context>`` as asked; ``unanchored``: ``--unidiff-zero``, so no hunk is held to
+    the top or the end of its file, every context line still matching): the one
+    strict apply command line."""
     args = list(APPLY_CACHED_ARGS)
     if reverse:
         args.append("-R")
@@ -29,7 +36,35 @@ def git_apply_args(
         args.append("--check")
     if context is not None:
         args.append(f"-C{context}")
+    if unanchored:
+        args.append("--unidiff-zero")
     return [*args, *(str(f) for f in files)]
+
+
+@dataclass(frozen=True)
+class TreeChange:
+    """One path two trees differ in (``git diff-tree -r --raw``): its modes and blobs on
+    each side (``000000`` and the null id for a side without it)."""
+
+    path: str
+    old_mode: str
+    new_mode: str
+    old_blob: str
+    new_blob: str
+
+    @property
+    def same_content(self) -> bool:
+        """Only the mode differs."""
+        return self.old_blob == self.new_blob
+
+    def describe(self) -> str:
+        if set(self.new_mode) == {"0"}:
+            return f"{self.path} is missing"
+        if set(self.old_mode) == {"0"}:
+            return f"{self.path} is left behind"
+        if self.same_content:
+            return f"{self.path} comes back with mode {self.new_mode}, not {self.old_mode}"
+        return f"{self.path} comes back with other content"
 
 
 @dataclass(frozen=True)
@@ -63,6 +98,26 @@ class TempIndex:
 
     def write_tree(self) -> str:
         return self.run(["write-tree"], purpose="write the temporary index as a tree").out.strip()
+
+    def staged(self, path: str) -> bytes | None:
+        """The bytes this index holds for ``path``; None when it holds none."""
+        res = self.run(["cat-file", "blob", f":{path}"], purpose=f"read {path}", check=False)
+        return res.stdout if res.ok else None
+
+    def tree_changes(self, old: str, new: str) -> list[TreeChange]:
+        """Every path trees ``old`` and ``new`` differ in (either may live in this
+        index's own object directory), renames not looked for."""
+        out = self.run(
+            ["diff-tree", "-r", "-z", "--raw", "--no-renames", old, new],
+            purpose="compare the reverted tree with the base tree",
+        ).out
+        fields = out.split("\0")
+        changes = []
+        for meta, path in zip(fields[0::2], fields[1::2], strict=False):
+            parts = meta.lstrip(":").split(" ")
+            if len(parts) >= 4:
+                changes.append(TreeChange(path, parts[0], parts[1], parts[2], parts[3]))
+        return changes
 
     def tree_ids(self, commits: Sequence[str]) -> list[str]:
         """The tree each of ``commits`` records (commits this index's objects hold

@@ -10,13 +10,21 @@ from forktool.git.runner import GitResult, hardened_env, run, run_program
 
 
 def apply_in_directory(
-    directory: Path, patch: Path, *, reverse: bool, check_with_context: int | None, purpose: str
+    directory: Path,
+    patch: Path,
+    *,
+    reverse: bool,
+    check_with_context: int | None,
+    purpose: str,
+    unanchored: bool = False,
 ) -> GitResult:
     """``git apply -v -p1`` of ``patch`` in a plain ``directory`` (never a repository: no
     git directory is looked for above it); ``check_with_context`` only checks, with that
-    much context. Not checked: the caller reads git's output."""
+    much context; ``unanchored``: ``--unidiff-zero`` (no hunk held to the top or the end
+    of its file). Not checked: the caller reads git's output."""
     args = ["apply", "-v", "--whitespace=nowarn", "--allow-empty", "-p1"]
     args += ["-R"] if reverse else []
+    args += ["--unidiff-zero"] if unanchored else []
     if check_with_context is not None:
         args += [f"-C{check_with_context}", "--check"]
     return run(

@@ -59,7 +59,8 @@ def is_signature(line: str, after: str | None = None) -> bool:
 # What may sit between two file diffs besides blank lines: a commit's header (its message
 # follows; ``git log -p``), a submodule's header (``git diff --submodule=diff``), or the
 # end of one mail and the next one's header (``format-patch --stdout`` of several
-# commits: a "-- " signature, then "From <sha> Mon Sep 17 00:00:00 2001").
+# commits: a "-- " signature, then "From <sha> Mon Sep 17 00:00:00 2001"; with
+# ``--no-signature``, as Debian's dovecot ships its CVE series, the "From" line alone).
 _BETWEEN_DIFFS = re.compile(
     r"commit [0-9a-f]{40}(?:[0-9a-f]{24})?(?: \(.*\))?"
     r"|Submodule \S.* [0-9a-f]{7,64}\.\.\.?[0-9a-f]{7,64}.*:"
@@ -71,7 +72,7 @@ def starts_next_part(gap: Sequence[str], at: int) -> bool:
     """Whether the lines between two file diffs, from ``gap[at]`` (their first that is
     not blank) on, are a patch's own structure (see above), not stray text."""
     text = bare(gap[at])
-    if _BETWEEN_DIFFS.fullmatch(text):
+    if _BETWEEN_DIFFS.fullmatch(text) or _NEXT_MAIL.fullmatch(text):
         return True
     return text in ("-- ", "--") and any(_NEXT_MAIL.fullmatch(bare(line)) for line in gap[at:])
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from forktool.engine.apply.verdict import acceptable
 from forktool.git import short
 from forktool.output import Output, styled
 from forktool.report.table import new_table
@@ -64,10 +65,11 @@ def render_verify(out: Output, result: VerifyResult) -> None:
             )
         )
         return
-    if result.message:
-        out.result(styled(f"FAILED: {result.message}", style="red"))
-        return
-    bad = [v for v in result.patches if v.status not in ("exact", "not-tried")]
+    bad = [
+        v
+        for v in result.patches
+        if v.status != "not-tried" and not acceptable(v.status, result.allow_offset)
+    ]
     if bad and not out.quiet:  # the table above says why, once
         names = ", ".join(f"{v.patch}" + (f":{v.line}" if v.line else "") for v in bad)
         out.result(
@@ -86,7 +88,9 @@ def render_verify(out: Output, result: VerifyResult) -> None:
         out.result(
             styled(f"{untried} later patch(es) not tried: fix the first failure, then verify again")
         )
-    if not result.round_trip and not bad:
+    if result.message:  # the series as a whole: nothing to verify, or the round trip
+        out.result(styled(f"FAILED: {result.message}", style="red"), markup=False)
+    elif not result.round_trip and not bad:
         out.result(
             styled(
                 "FAILED: reverting the series did not restore the base tree exactly", style="red"

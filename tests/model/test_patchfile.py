@@ -554,7 +554,8 @@ def test_several_mails_and_a_submodules_diff_are_a_patchs_own_structure() -> Non
         b"From: A U Thor <a@example.org>\nSubject: [PATCH] more\n\n---\n y.py | 2 +-\n\n"
     )
     submodule = b"Submodule tests/lcitool/libvirt-ci e3eb28cf2e..319a534c22:\n"
-    for between in (next_mail, submodule):
+    unsigned = next_mail.removeprefix(b"-- \n2.30.2\n\n")  # Debian's dovecot: --no-signature
+    for between in (next_mail, submodule, unsigned):
         data = simple_diff() + between + simple_diff("a/y.py", "b/y.py")
         patch = parse_patch(data)
         assert patch.problems == (), between
@@ -562,6 +563,10 @@ def test_several_mails_and_a_submodules_diff_are_a_patchs_own_structure() -> Non
     # A signature with no mail after it, between two diffs, is still stray text.
     alone = simple_diff() + b"-- \n2.30.2\n\n" + simple_diff("a/y.py", "b/y.py")
     assert len(parse_patch(alone).problems) == 1
+    # A "From" line without format-patch's fixed date is a mail of any kind: stray text.
+    other = next_mail.replace(b"Mon Sep 17 00:00:00 2001", b"Tue Jan 30 22:42:50 2024")
+    stray = simple_diff() + other.removeprefix(b"-- \n2.30.2\n\n") + simple_diff("a/y.py", "b/y.py")
+    assert len(parse_patch(stray).problems) == 1
 
 
 @pytest.mark.parametrize(

@@ -116,7 +116,9 @@ def read_git_apply(
             attempt.fail("mode", path)
         elif match := _GIT_ERROR.match(line):
             errors.append(match.group(1))
-    attempt.placements = hunk_placements(parsed, offsets, reverse)
+    attempt.placements = hunk_placements(
+        parsed, _without_git_quirk(parsed, offsets, reverse), reverse
+    )
     if attempt.reason == "context" and attempt.failed_at is not None:
         attempt.failed_hunk = _hunk_at(parsed, attempt.failed_file, attempt.failed_at, reverse)
     if not ok and not attempt.reason:
@@ -126,6 +128,23 @@ def read_git_apply(
             errors[-1] if errors else "git apply failed",
         )
     return attempt
+
+
+def _without_git_quirk(
+    parsed: PatchFile, offsets: dict[tuple[str, int], tuple[int, int]], reverse: bool
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """git measures a hunk's offset from its ``+new`` start (its ``-old`` start going
+    back). A hunk with no context whose other side is empty (a ``diff -U0`` deletion)
+    has that start on the line before it, so git says "offset 1 line" where the lines
+    are exactly where the header says (GNU patch says nothing). Taken back here."""
+    fixed = dict(offsets)
+    for (path, number), (at, offset) in offsets.items():
+        hunk = hunk_by_number(diff_for(parsed, path), number)
+        if hunk is None or any(line[:1] not in ("+", "-", "\\") for line in hunk.lines):
+            continue
+        if (hunk.old_count if reverse else hunk.new_count) == 0 and offset:
+            fixed[(path, number)] = (at, offset - 1)
+    return fixed
 
 
 def _reject(

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from forktool.engine.apply.anchors import line_count
 from forktool.engine.apply.applier_output import (
     expected_line,
     mode_detail,
@@ -115,9 +116,18 @@ def settle_modes(directory: Path, patch: Patch, reverse: bool, before: dict[str,
 
 class Applier(Protocol):
     name: str
+    # Whether the applier holds hunks to the top or the end of a file as GNU patch
+    # does (forktool.engine.apply.anchors); git's own anchors differ.
+    gnu_anchors: bool
 
     def attempt(
-        self, directory: Path, patch: Patch, *, reverse: bool, fuzz: bool = False
+        self,
+        directory: Path,
+        patch: Patch,
+        *,
+        reverse: bool,
+        fuzz: bool = False,
+        unanchored: bool = False,
     ) -> Attempt: ...
 
 
@@ -125,9 +135,16 @@ class GitDirApplier:
     """``git apply`` outside any repository (the target is never a checkout)."""
 
     name = "git"
+    gnu_anchors = False
 
     def attempt(
-        self, directory: Path, patch: Patch, *, reverse: bool, fuzz: bool = False
+        self,
+        directory: Path,
+        patch: Patch,
+        *,
+        reverse: bool,
+        fuzz: bool = False,
+        unanchored: bool = False,
     ) -> Attempt:
         failed = mode_failure(directory, patch, reverse)
         if failed is not None:
@@ -138,6 +155,7 @@ class GitDirApplier:
             patch.path,
             reverse=reverse,
             check_with_context=1 if fuzz else None,
+            unanchored=unanchored,
             purpose=f"apply {patch.name}",
         )
         attempt = read_git_apply(patch.parsed, res.err, res.ok, reverse, modes=False)
@@ -150,6 +168,7 @@ class GnuPatchApplier:
     """GNU patch with the strict flags: no fuzz, no backups, no rejects, never auto-reverse."""
 
     name = "patch"
+    gnu_anchors = True
     STRICT = (
         "-p1",
         "--fuzz=0",
@@ -160,7 +179,13 @@ class GnuPatchApplier:
     )
 
     def attempt(
-        self, directory: Path, patch: Patch, *, reverse: bool, fuzz: bool = False
+        self,
+        directory: Path,
+        patch: Patch,
+        *,
+        reverse: bool,
+        fuzz: bool = False,
+        unanchored: bool = False,  # GNU patch's own anchors are the ones to keep
     ) -> Attempt:
         anchored = _anchor_failure(directory, patch, reverse) or mode_failure(
             directory, patch, reverse
@@ -180,10 +205,6 @@ class GnuPatchApplier:
         return attempt
 
 
-def _line_count(data: bytes) -> int:
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-
-
 def _anchor_failure(directory: Path, patch: Patch, reverse: bool) -> Attempt | None:
     """Git anchors a whole-file hunk (no context, from line 1) at both ends of the
     file; GNU patch would place it by content alone. Hold GNU patch to git's rule:
@@ -196,7 +217,7 @@ def _anchor_failure(directory: Path, patch: Patch, reverse: bool) -> Attempt | N
                 data = (directory / diff.path).read_bytes()
             except OSError:
                 continue  # a missing file: GNU patch reports it
-            if _line_count(data) != (hunk.new_count if reverse else hunk.old_count):
+            if line_count(data) != (hunk.new_count if reverse else hunk.old_count):
                 attempt = Attempt(ok=False, failed_hunk=number)
                 attempt.fail("context", diff.path, expected_line(hunk, reverse))
                 return attempt

@@ -12,6 +12,7 @@ a commit is verified in :mod:`forktool.engine.apply.verify`; onto a plain direct
 from __future__ import annotations
 
 from forktool.config import ApplyRule
+from forktool.engine.apply.anchors import gnu_anchors_hold, line_count
 from forktool.engine.apply.applier_output import diff_for, hunk_by_number, read_git_apply
 from forktool.engine.apply.precheck import exact_note, hand_edited
 from forktool.engine.apply.verdict import Attempt, PatchVerdict, allows_offset, applies_unfuzzed
@@ -27,16 +28,21 @@ def classify(
     reverse_ok: bool,
     base: str,
     rule: ApplyRule = "exact",
+    placed: Attempt | None = None,
 ) -> PatchVerdict:
     """The one place a tried patch gets its status.
 
     ``attempt`` is the strict try; when it failed, ``reverse_ok`` says whether the
-    patch reverse-applies exactly (then it is already applied: never "fuzz"), and
-    ``fuzzy`` is the try with reduced context, made only when it is not. Under
+    patch reverse-applies exactly (then it is already applied: never "fuzz"),
+    ``placed`` is the try without git's anchors when GNU patch would place every hunk
+    there (:func:`placed_without_anchors`: the patch moved whole, an offset), and
+    ``fuzzy`` the try with reduced context, made only when neither. Under
     dpkg-source's ``rule`` an offset is still reported as ``offset``, worded as accepted.
     """
     if applies_unfuzzed(attempt):
         return _applied(patch, attempt, base, rule)
+    if placed is not None and not reverse_ok and applies_unfuzzed(placed):
+        return _applied(patch, placed, base, rule)
     file, number = attempt.failed_file, attempt.failed_hunk
     line = _hunk_line(patch.parsed, file, number)
     where = f"{file}: hunk {number}" if number else file or "the patch"
@@ -109,12 +115,17 @@ def try_patch(
     reverse: bool = False,
     check: bool = False,
     context: int | None = None,
+    unanchored: bool = False,
 ) -> Attempt:
     """Push one patch through ``git apply --cached`` on ``index`` (which it changes on success
-    unless ``check``)."""
+    unless ``check``; ``unanchored``: without git's anchors, see
+    :mod:`forktool.engine.apply.anchors`)."""
     saved = index.path.read_bytes() if not check and index.path.exists() else None
+    args = git_apply_args(
+        [patch.path], reverse=reverse, check=check, context=context, unanchored=unanchored
+    )
     res = index.run(
-        git_apply_args([patch.path], reverse=reverse, check=check, context=context),
+        args,
         purpose=f"apply {patch.name}",
         check=False,
     )
@@ -122,3 +133,19 @@ def try_patch(
     if saved is not None and res.ok and not attempt.ok:
         index.path.write_bytes(saved)  # git applied it, but onto the wrong mode: undo
     return attempt
+
+
+def placed_without_anchors(index: TempIndex, patch: Patch) -> Attempt | None:
+    """``patch`` applied onto ``index`` without git's anchors, when it applies so with
+    every context line and GNU patch at fuzz 0 would place each hunk there
+    (:mod:`forktool.engine.apply.anchors`); None otherwise, and nothing applied."""
+    probe = try_patch(index, patch, check=True, unanchored=True)
+
+    def lines_of(path: str) -> int | None:
+        data = index.staged(path)
+        return None if data is None else line_count(data)
+
+    if not gnu_anchors_hold(patch.parsed, probe, lines_of):
+        return None
+    applied = try_patch(index, patch, unanchored=True)
+    return applied if applied.ok else None

@@ -32,12 +32,21 @@ def whole_file_hunk(diff: FileDiff, hunk: Hunk) -> bool:
     )
 
 
-def _unplaceable(diff: FileDiff) -> tuple[int, Hunk] | None:
-    """The first hunk with no context that could land anywhere (``diff -U0``)."""
+def removes_lines(hunk: Hunk) -> bool:
+    return any(line[:1] == "-" for line in hunk.lines)
+
+
+def _unplaceable(diff: FileDiff, rule: ApplyRule) -> tuple[int, Hunk] | None:
+    """The first hunk with no context that could land anywhere (``diff -U0``). Under
+    dpkg-source's ``rule`` a hunk that removes lines is placed by them, as GNU patch
+    places it (Debian's postgresql and samba ship such hunks): only one that removes
+    nothing has nothing to prove where it lands."""
     if diff.is_new or diff.is_deleted:
         return None
     for number, hunk in enumerate(diff.hunks, start=1):
-        if not _has_context(hunk) and not whole_file_hunk(diff, hunk):
+        if _has_context(hunk) or whole_file_hunk(diff, hunk):
+            continue
+        if not (allows_offset(rule) and removes_lines(hunk)):
             return number, hunk
     return None
 
@@ -151,7 +160,7 @@ def precheck(
                 patch.name, "malformed", message, file=diff.path, hunk=number, line=hunk.line
             )
     for diff in parsed.files:
-        if unplaceable := _unplaceable(diff):
+        if unplaceable := _unplaceable(diff, rule):
             number, hunk = unplaceable
             return PatchVerdict(
                 patch.name,

@@ -71,9 +71,16 @@ class SeriesRun:
     call once one is done, :meth:`wait` runs the rest. Use as a context manager: leaving
     early kills the call under way."""
 
-    def __init__(self, index: TempIndex, patches: Sequence[PatchFileArg], reverse: bool) -> None:
+    def __init__(
+        self,
+        index: TempIndex,
+        patches: Sequence[PatchFileArg],
+        reverse: bool,
+        unanchored: bool = False,
+    ) -> None:
         self.index = index
         self.reverse = reverse
+        self.unanchored = unanchored
         self.pending = _chunks(list(reversed(patches)) if reverse else patches)
         self.config = LONG_SERIES_CONFIG if len(self.pending) > 1 else ()
         self.errs: list[str] = []
@@ -85,7 +92,11 @@ class SeriesRun:
         self.running = None
         if self.ok and self.pending:
             chunk = self.pending.pop(0)
-            args = [*self.config, *git_apply_args([p.path for p in chunk], reverse=self.reverse)]
+            files = [p.path for p in chunk]
+            args = [
+                *self.config,
+                *git_apply_args(files, reverse=self.reverse, unanchored=self.unanchored),
+            ]
             self.running = self.index.start(args, purpose="apply the series")
 
     def _collect(self) -> None:
@@ -179,8 +190,9 @@ class RoundTrip:
 
 
 def apply_series(
-    index: TempIndex, patches: Sequence[PatchFileArg], reverse: bool
+    index: TempIndex, patches: Sequence[PatchFileArg], reverse: bool, unanchored: bool = False
 ) -> tuple[bool, str]:
-    """Apply ``patches`` on ``index`` (whether all applied, and git's output)."""
-    with SeriesRun(index, patches, reverse) as run:
+    """Apply ``patches`` on ``index`` (whether all applied, and git's output;
+    ``unanchored``: without git's anchors, see :mod:`forktool.engine.apply.anchors`)."""
+    with SeriesRun(index, patches, reverse, unanchored) as run:
         return run.wait()

@@ -13,6 +13,7 @@ from typing import Literal
 
 from forktool.config import ApplyRule
 from forktool.engine import Progress
+from forktool.engine.apply.anchors import gnu_anchors_hold, line_count
 from forktool.engine.apply.appliers import APPLIERS, Applier, touched
 from forktool.engine.apply.attempt import classify
 from forktool.engine.apply.precheck import precheck
@@ -65,12 +66,34 @@ class DirResult:
 
 
 def _trial(
-    applier: Applier, scratch: Path, patch: Patch, *, reverse: bool = False, fuzz: bool = False
+    applier: Applier,
+    scratch: Path,
+    patch: Patch,
+    *,
+    reverse: bool = False,
+    fuzz: bool = False,
+    unanchored: bool = False,
 ) -> Attempt:
     """Try one patch on a throwaway copy of its files: a failed GNU patch run can
     leave hunks half-applied, so nothing is ever tried on the scratch tree itself."""
     with scratch_copy(scratch, touched([patch])) as probe:
-        return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz)
+        return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz, unanchored=unanchored)
+
+
+def _placed(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt | None:
+    """The patch tried without git's anchors, when GNU patch's anchors allow where
+    every hunk went (forktool.engine.apply.anchors); None otherwise."""
+    if applier.gnu_anchors:
+        return None  # its strict try already placed the hunks as GNU patch does
+    probe = _trial(applier, scratch, patch, reverse=reverse, unanchored=True)
+
+    def lines_of(path: str) -> int | None:
+        try:
+            return line_count((scratch / path).read_bytes())
+        except OSError:
+            return None
+
+    return probe if gnu_anchors_hold(patch.parsed, probe, lines_of, reverse) else None
 
 
 def _judge(
@@ -86,14 +109,17 @@ def _judge(
     under dpkg-source's ``rule``, applies at an offset without fuzz)."""
     attempt = _trial(applier, scratch, patch, reverse=reverse)
     fuzzy: Attempt | None = None
+    placed: Attempt | None = None
     reverse_ok = False
     if not attempt.ok:
         reverse_ok = is_exact(_trial(applier, scratch, patch, reverse=not reverse))
         if not reverse_ok:
-            fuzzy = _trial(applier, scratch, patch, reverse=reverse, fuzz=True)
-    verdict = classify(patch, attempt, fuzzy, reverse_ok, base, rule)
+            placed = _placed(applier, scratch, patch, reverse)
+            if placed is None:
+                fuzzy = _trial(applier, scratch, patch, reverse=reverse, fuzz=True)
+    verdict = classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed)
     if acceptable(verdict.status, allows_offset(rule)):
-        applier.attempt(scratch, patch, reverse=reverse)
+        applier.attempt(scratch, patch, reverse=reverse, unanchored=placed is not None)
     return verdict
 
 

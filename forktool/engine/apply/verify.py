@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from forktool.config import ApplyRule
 from forktool.engine import Progress
 from forktool.engine.apply.applier_output import read_git_apply
-from forktool.engine.apply.attempt import classify, try_patch
+from forktool.engine.apply.attempt import classify, placed_without_anchors, try_patch
 from forktool.engine.apply.early import EarlyStart, default_jobs, side_by_side
 from forktool.engine.apply.series_run import RoundTrip, apply_series
 from forktool.engine.apply.side_by_side import verify_side_by_side
@@ -30,6 +30,9 @@ from forktool.engine.apply.survey import (
 from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
+
+# (verdicts, whether the round trip restored the base tree, why not)
+Answer = tuple[list[PatchVerdict], bool, str]
 
 
 @dataclass(frozen=True)
@@ -97,15 +100,19 @@ def verify_series(
         )
     workers = default_jobs() if jobs is None else max(1, jobs)
     if early is not None and early.serves([p.path for p in patches]):
-        verdicts, round_trip = _verify_on(early, patches, base, workers, rule, progress, keep_going)
-        return _result(base, base_commit, verdicts, round_trip, allow_offset, rule)
+        verdicts, round_trip, why = _verify_on(
+            early, patches, base, workers, rule, progress, keep_going
+        )
+        return _result(base, base_commit, verdicts, round_trip, allow_offset, rule, why)
     if early is not None:  # started on another series than the one loaded
         early.stop()
     base_tree = git.tree_id(base_commit)
     with git.temp_index(base_tree) as index:
         fresh = EarlyStart(index, base_tree, (), None)
-        verdicts, round_trip = _verify_on(fresh, patches, base, workers, rule, progress, keep_going)
-    return _result(base, base_commit, verdicts, round_trip, allow_offset, rule)
+        verdicts, round_trip, why = _verify_on(
+            fresh, patches, base, workers, rule, progress, keep_going
+        )
+    return _result(base, base_commit, verdicts, round_trip, allow_offset, rule, why)
 
 
 def _verify_on(
@@ -116,9 +123,9 @@ def _verify_on(
     rule: ApplyRule,
     progress: Progress | None,
     keep_going: bool,
-) -> tuple[list[PatchVerdict], bool]:
-    """(verdicts, round trip) of ``patches`` onto ``started.index`` (the base tree),
-    side by side or in one call; ``started`` may hold either already under way."""
+) -> Answer:
+    """(verdicts, round trip, why not) of ``patches`` onto ``started.index`` (the base
+    tree), side by side or in one call; ``started`` may hold either already under way."""
     index, base_tree = started.index, started.base_tree
     surveys: list[Survey] = []
     side = started.bins is not None or (
@@ -130,7 +137,7 @@ def _verify_on(
         )
         survey_rest(patches, surveys, rule, progress)
         if done is not None:
-            return done
+            return done[0], done[1], ""
         with RoundTrip(index, patches) as trip:
             return _series_verdicts(
                 index, base_tree, patches, surveys, trip, base, keep_going, rule
@@ -151,9 +158,12 @@ def _result(
     round_trip: bool,
     allow_offset: bool,
     rule: ApplyRule,
+    why: str = "",
 ) -> VerifyResult:
     ok = round_trip and all(acceptable(v.status, allow_offset) for v in verdicts)
-    return VerifyResult(base, base_commit, ok, round_trip, tuple(verdicts), allow_offset, rule=rule)
+    return VerifyResult(
+        base, base_commit, ok, round_trip, tuple(verdicts), allow_offset, why, rule=rule
+    )
 
 
 def _series_verdicts(
@@ -165,8 +175,8 @@ def _series_verdicts(
     base: str,
     keep_going: bool,
     rule: ApplyRule,
-) -> tuple[list[PatchVerdict], bool]:
-    """(verdicts, round trip) from the series' one call forward and its revert
+) -> Answer:
+    """(verdicts, round trip, why not) from the series' one call forward and its revert
     (``trip``, under way on ``index``): read from the forward call when it applied and
     no patch must be tried on its own, the round trip proven by the revert; otherwise
     found patch by patch up to the failure (no round trip)."""
@@ -184,12 +194,20 @@ def _series_verdicts(
 
         verdicts = _verdicts_applied(index, restore, patches, surveys, err, base, rule)
         if restored:  # the patches were applied again one by one: revert them now
-            return verdicts, _round_trip(index, patches, base_tree)
-        back, _ = trip.wait_back()
-        return verdicts, back and index.write_tree() == base_tree
+            back, _ = apply_series(index, patches, reverse=True)
+        else:
+            back, _ = trip.wait_back()
+        return _restored(index, patches, verdicts, base_tree, back, rule)
     trip.stop_back()
     index.read_tree(base_tree)
-    return _with_failures(index, patches, surveys, forward, early, base, keep_going, rule), False
+    verdicts = _with_failures(index, patches, surveys, forward, early, base, keep_going, rule)
+    if all(v.status in ("exact", "offset") and not v.without for v in verdicts):
+        # Every patch went on, one by one (a patch placed without git's anchors, say):
+        # the index holds them all, so the revert proves the round trip here too. The
+        # tree it must give back is compared whole, so no anchor is needed to trust it.
+        back, _ = apply_series(index, patches, reverse=True, unanchored=True)
+        return _restored(index, patches, verdicts, base_tree, back, rule)
+    return verdicts, False, ""
 
 
 def _verdicts_applied(
@@ -343,14 +361,95 @@ def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact
     the patch applied there when it applies."""
     attempt = try_patch(index, patch)
     fuzzy: Attempt | None = None
+    placed: Attempt | None = None
     reverse_ok = False
     if not attempt.ok:
         reverse_ok = is_exact(try_patch(index, patch, reverse=True, check=True))
         if not reverse_ok:
-            fuzzy = try_patch(index, patch, context=1, check=True)
-    return classify(patch, attempt, fuzzy, reverse_ok, base, rule)
+            placed = placed_without_anchors(index, patch)
+            if placed is None:
+                fuzzy = try_patch(index, patch, context=1, check=True)
+    return classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed)
 
 
-def _round_trip(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> bool:
-    ok, _ = apply_series(index, patches, reverse=True)
-    return ok and index.write_tree() == base_tree
+def _restored(
+    index: TempIndex,
+    patches: Sequence[Patch],
+    verdicts: list[PatchVerdict],
+    base_tree: str,
+    back: bool,
+    rule: ApplyRule,
+) -> Answer:
+    """The round trip's answer once the revert ran on ``index`` (``back``: git took every
+    patch back): whether it holds the base tree again, and why not.
+
+    A file a plain diff deletes comes back without its mode: the diff never carried it
+    (git's own diffs say ``deleted file mode 100755``), and quilt restores it from its
+    backup, not from the diff. Under dpkg-source's rule that alone is accepted, and the
+    deleting patch's message says so; under the exact rule it is why the round trip
+    failed."""
+    if not back:
+        return verdicts, False, "reverting the series failed: git apply -R cannot take it back"
+    tree = index.write_tree()
+    if tree != base_tree:
+        tree = _taken_back_in_order(index, patches, base_tree) or tree
+    if tree == base_tree:
+        return verdicts, True, ""
+    changes = index.tree_changes(base_tree, tree)
+    deleted = _modeless_deletions(patches)
+    lost = [c for c in changes if c.same_content and c.path in deleted]
+    if rule == "dpkg" and changes and len(lost) == len(changes):
+        noted: dict[str, list[str]] = {}
+        for change in lost:
+            noted.setdefault(deleted[change.path], []).append(change.path)
+        return [_mode_note(v, noted.get(v.patch)) for v in verdicts], True, ""
+    first = changes[0] if changes else None
+    if first is None:
+        return verdicts, False, "reverting the series did not restore the base tree exactly"
+    how = first.describe()
+    if first in lost:
+        how += f" ({deleted[first.path]} deletes it with a plain diff, which carries no mode)"
+    more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
+    return (
+        verdicts,
+        False,
+        f"reverting the series did not restore the base tree exactly: {how}{more}",
+    )
+
+
+def _taken_back_in_order(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> str | None:
+    """The tree the series gives back when each patch whose file diffs repeat a path is
+    reverted with those diffs in reverse order (:mod:`forktool.engine.apply.revert`),
+    the series applied again from the base tree first; None when no patch repeats a
+    path, or git refuses."""
+    from forktool.engine.apply.revert import repeats_a_path, to_take_back
+
+    if not any(repeats_a_path(patch.parsed) for patch in patches):
+        return None
+    index.read_tree(base_tree)
+    forward, _ = apply_series(index, patches, reverse=False, unanchored=True)
+    if not forward:
+        return None
+    given = to_take_back(patches, index.path.parent)
+    back, _ = apply_series(index, given, reverse=True, unanchored=True)
+    return index.write_tree() if back else None
+
+
+def _modeless_deletions(patches: Sequence[Patch]) -> dict[str, str]:
+    """Each path a patch deletes with a diff that carries no mode: the patch's name."""
+    return {
+        diff.old_path: patch.name
+        for patch in patches
+        for diff in patch.parsed.files
+        if diff.is_deleted and diff.old_mode is None and diff.old_path
+    }
+
+
+def _mode_note(verdict: PatchVerdict, paths: list[str] | None) -> PatchVerdict:
+    if not paths:
+        return verdict
+    note = (
+        f"its revert brings {', '.join(paths)} back without the mode it had (a plain diff "
+        "carries none; quilt restores it from its backup); accepted (dpkg rule)"
+    )
+    return replace(verdict, message=f"{verdict.message}; {note}" if verdict.message else note)

@@ -90,6 +90,84 @@ def test_line_shift_is_an_offset_with_the_line_it_needed(fork: MiniFork, tmp_pat
     )
 
 
+def from_the_top(fork: MiniFork) -> bytes:
+    """A fix to 'line 5' made on a neighbour without v1's first line: its one hunk
+    starts at line 1 with three context lines on each side (Debian's bluez ships one,
+    on a Makefile that later gained a licence line at the top)."""
+    base_text = BASE.split("\n", 1)[1]
+    base = neighbour(fork, {APP: base_text})
+    patch = patch_of(fork.repo, base, writes({APP: edit_line(base_text, "line 5", "line 5 x")}))
+    assert b"@@ -1,7 +1,7 @@" in patch
+    return patch
+
+
+@pytest.mark.parametrize(("rule", "code"), [("exact", 1), ("dpkg", 0)])
+def test_a_hunk_from_the_top_moved_down_is_an_offset_for_every_engine(
+    fork: MiniFork, tmp_path: Path, rule: str, code: int
+) -> None:
+    """git alone holds a hunk starting at line 1 to the top of the file; GNU patch looks
+    for one with as much context on each side, and finds it a line lower. Every engine
+    gives GNU patch's answer, an offset (never fuzz): refused under the exact rule,
+    accepted, applied there and reverted under dpkg-source's."""
+    fork.write({P: from_the_top(fork)}, extra_config=f"apply_rule: {rule}\n")
+    runs = run_all(fork, tmp_path)
+    status, file, hunk, _line, hunks = agree(runs)
+    assert (status, file, hunk) == ("offset", APP, 1)
+    assert [(h["line"], h["offset"]) for h in hunks] == [(2, 1)]  # type: ignore[index]
+    assert exit_codes(runs) == {code}
+    if rule == "dpkg":
+        assert runs["verify"].data["round_trip"] is True
+
+
+def test_the_series_goes_on_past_a_hunk_moved_from_the_top(fork: MiniFork) -> None:
+    """The series' one git call stops at the patch git holds to the top; verify then
+    goes on patch by patch, and still proves the round trip."""
+    later = patch_of(fork.repo, "v1", writes({APP: edit_line(BASE, "line 30", "line 30 x")}))
+    fork.write(
+        {P: from_the_top(fork), "0002-later.patch": later}, extra_config="apply_rule: dpkg\n"
+    )
+    result = fork.cli("verify", "--format", "json")
+    assert result.code == 0, result.out
+    data = result.json()
+    assert [p["status"] for p in data["patches"]] == ["offset", "exact"]
+    assert data["ok"] is True and data["round_trip"] is True
+
+
+def test_a_hunk_from_the_top_with_less_leading_context_stays_at_the_top(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    """A hunk changing line 1 (no leading context, three trailing) is held to the top by
+    GNU patch too: a line added above it is never taken for an offset."""
+    base_text = BASE.split("\n", 1)[1]
+    base = neighbour(fork, {APP: base_text})
+    fork.write(
+        {P: patch_of(fork.repo, base, writes({APP: edit_line(base_text, "line 2", "line 2 x")}))},
+        extra_config="apply_rule: dpkg\n",
+    )
+    result = fork.cli("verify", "--format", "json")
+    assert result.code == 1
+    assert result.json()["patches"][0]["status"] in ("fuzz", "fails")
+
+
+def test_a_hunk_ending_a_file_is_held_to_its_end_by_every_engine(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    """A hunk with no trailing context ends where its file ended: git and GNU patch both
+    hold it to the file's end. A line added after it is never taken for an offset, not
+    even by the try without git's anchors, where its lines are still in place."""
+    fork = mini_fork(builder, {APP: numbered(10)})
+    patch = patch_of(fork.repo, "v1", writes({APP: edit_line(numbered(10), "line 10", "ten")}))
+    assert b"@@ -7,4 +7,4 @@" in patch  # three lines before, none after: the file's end
+    builder.commit("upstream: longer\n", {APP: numbered(10) + "extra\n"})
+    builder.tag("v2")
+    fork.pin = "v2"
+    fork.write({P: patch}, extra_config="apply_rule: dpkg\n")
+    runs = run_all(fork, tmp_path)
+    assert exit_codes(runs) == {1}
+    for engine in ENGINES:
+        assert runs[engine].verdict(P)["status"] in ("fuzz", "fails"), engine
+
+
 def test_allow_offset_accepts_a_shifted_patch_in_verify(fork: MiniFork) -> None:
     fork.write({P: fix_against(fork, "new a\nnew b\n" + BASE)})
     result = fork.cli("verify", "--allow-offset", "--format", "json")
@@ -495,3 +573,79 @@ def test_one_file_modified_in_two_diffs_gives_one_tree_in_every_engine(
     assert exit_codes(runs) == {0}
     for engine in ("git", "patch"):
         assert (tmp_path / f"target-{engine}" / APP).read_text() == again
+
+
+def test_a_file_created_then_changed_in_one_patch_goes_back_whole(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    """Two commits in one patch, the first creating a file and the second changing it
+    (Debian's samba ships one): ``git apply -R`` of the whole patch leaves the created
+    file behind, so verify takes such a patch back one file diff at a time, the last
+    first, and the round trip holds."""
+    created = "new 1\nnew 2\nnew 3\nnew 4\n"
+    first = side_commit(fork.repo, "v1", writes({"src/new.py": created}))
+    second = side_commit(fork.repo, first, writes({"src/new.py": created.replace("new 3", "NEW")}))
+    one, two = export(fork.repo, first), export(fork.repo, second)
+    fork.write({P: one + two[two.index(b"diff --git ") :]})
+    result = fork.cli("verify", "--format", "json")
+    assert result.code == 0, result.out
+    data = result.json()
+    assert data["round_trip"] is True and data["patches"][0]["status"] == "exact"
+
+
+PLAIN_DELETE = b"""Description: drop the example script
+--- a/run.sh
++++ /dev/null
+@@ -1,3 +0,0 @@
+-#!/bin/sh
+-echo 1
+-echo 2
+"""
+
+
+@pytest.mark.parametrize(("rule", "code"), [("exact", 1), ("dpkg", 0)])
+def test_a_plain_diff_deleting_an_executable_cannot_give_its_mode_back(
+    builder: RepoBuilder, rule: str, code: int
+) -> None:
+    """A plain diff deleting a file carries no mode, so the revert brings the file back
+    as 100644 (Debian's dovecot deletes its decode2text.sh so). The round trip names
+    the path and why; under dpkg-source's rule (quilt restores the file from its
+    backup, not from the diff) that alone is accepted, and the patch's message says so."""
+    fork = mini_fork(builder, {APP: BASE})
+    builder.commit("upstream: a script\n", {"run.sh": "#!/bin/sh\necho 1\necho 2\n"})
+    os.chmod(fork.root / "run.sh", 0o755)
+    builder.commit("upstream: make it executable\n")
+    builder.tag("v2")
+    fork.pin = "v2"
+    fork.write({P: PLAIN_DELETE}, extra_config=f"apply_rule: {rule}\n")
+    result = fork.cli("verify", "--format", "json")
+    assert result.code == code, result.out
+    data = result.json()
+    assert data["patches"][0]["status"] == "exact"
+    if rule == "exact":
+        assert data["round_trip"] is False
+        assert data["message"] == (
+            "reverting the series did not restore the base tree exactly: run.sh comes back "
+            f"with mode 100644, not 100755 ({P} deletes it with a plain diff, which carries "
+            "no mode)"
+        )
+        text = fork.cli("verify")
+        assert "FAILED: reverting the series did not restore the base tree exactly: run.sh" in (
+            text.out
+        )
+    else:
+        assert data["round_trip"] is True and "message" not in data
+        assert "brings run.sh back without the mode it had" in data["patches"][0]["message"]
+
+
+def test_accepted_offsets_are_not_listed_as_failures(fork: MiniFork) -> None:
+    """Under dpkg-source's rule an offset is accepted: the summary of a failing series
+    names the patch that fails, not the ones accepted before it."""
+    broken = fix_against(fork, edit_line(BASE, "line 21", "line 21 elsewhere"))
+    fork.write(
+        {P: from_the_top(fork), "0002-broken.patch": broken}, extra_config="apply_rule: dpkg\n"
+    )
+    result = fork.cli("verify")
+    assert result.code == 1
+    summary = [line for line in result.out.splitlines() if line.startswith("FAILED")]
+    assert summary == ["FAILED: 1 patch(es) do not apply exactly: 0002-broken.patch:11"], summary

@@ -1,0 +1,55 @@
+"""Taking a patch back: its file diffs undone in reverse order.
+
+``git apply -R`` reverses each file diff of a patch but keeps their order, and chains
+the diffs of one path inside one patch. That is the same thing unless two of them
+touch one path: a patch of several commits that creates a file and then changes it
+(Debian's samba ships one) is taken back by deleting the file first, and git leaves
+the file behind without a word. Such a patch is taken back as its file diffs, each
+byte for byte in a file of its own, so git undoes them one after the other, the last
+first, as it undoes the patches of a series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from forktool.engine.apply.bins import diff_pieces
+from forktool.engine.apply.series_run import PatchFileArg
+from forktool.fork import Patch
+from forktool.model.patchfile import PatchFile
+
+
+def repeats_a_path(parsed: PatchFile) -> bool:
+    """Whether two file diffs of the patch touch one path."""
+    seen: set[str] = set()
+    for diff in parsed.files:
+        paths = {p for p in (diff.old_path, diff.new_path) if p}
+        if paths & seen:
+            return True
+        seen |= paths
+    return False
+
+
+@dataclass(frozen=True)
+class _Copy:
+    path: Path
+    size: int
+
+
+def to_take_back(patches: Sequence[Patch], folder: Path) -> list[PatchFileArg]:
+    """``patches`` in order as a series to take back (the caller reverses it): each
+    one whose file diffs repeat a path as those diffs, one file each in ``folder``,
+    the others as they are."""
+    given: list[PatchFileArg] = []
+    for number, patch in enumerate(patches):
+        if not repeats_a_path(patch.parsed):
+            given.append(patch)
+            continue
+        pieces = diff_pieces(patch.read(), [diff.line for diff in patch.parsed.files])
+        for piece_number, piece in enumerate(pieces):
+            path = folder / f"taken-back-{number}-{piece_number}.patch"
+            path.write_bytes(piece)
+            given.append(_Copy(path, len(piece)))
+    return given
