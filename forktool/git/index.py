@@ -190,10 +190,14 @@ class TempIndex:
         """Drop ``path`` from this index."""
         self.run(["update-index", "--force-remove", "--", path], purpose=f"drop {path}")
 
-    def apply_cached(self, paths: Sequence[str], *, purpose: str) -> GitResult:
+    def apply_cached(
+        self, paths: Sequence[str], *, purpose: str, unanchored: bool = False
+    ) -> GitResult:
         """``git apply --cached -v -p1`` of the patch files ``paths`` onto this index, in
-        order, all or nothing; the caller reads the result (it is not checked)."""
-        return self.run([*APPLY_CACHED_ARGS, *paths], purpose=purpose, check=False)
+        order, all or nothing (``unanchored``: ``--unidiff-zero``); the caller reads the
+        result (it is not checked)."""
+        extra = ["--unidiff-zero"] if unanchored else []
+        return self.run([*APPLY_CACHED_ARGS, *extra, *paths], purpose=purpose, check=False)
 
     def check_each(self, paths: Sequence[str], *, reverse: bool, purpose: str) -> GitResult:
         """``git apply --cached --check --reject -v`` of ``paths``: each file checked

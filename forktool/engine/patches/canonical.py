@@ -29,7 +29,7 @@ from email.utils import parseaddr
 from pathlib import Path
 
 from forktool.config import ApplyRule, PatchForm
-from forktool.engine.apply.attempt import classify, try_patch
+from forktool.engine.apply.attempt import classify, placed_without_anchors, try_patch
 from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.verdict import PatchVerdict, acceptable, allows_offset, is_exact
 from forktool.errors import FatalError
@@ -223,7 +223,10 @@ def apply_and_commit(
     attempt = try_patch(index, patch)
     if not attempt.ok:
         reverse_ok = is_exact(try_patch(index, patch, reverse=True, check=True))
-        return Link(patch, classify(patch, attempt, None, reverse_ok, base_name, rule), None)
+        placed = None if reverse_ok else placed_without_anchors(index, patch)
+        if placed is None:
+            return Link(patch, classify(patch, attempt, None, reverse_ok, base_name, rule), None)
+        attempt = placed  # where GNU patch places it, git's anchors aside: applied there
     verdict = classify(patch, attempt, None, False, base_name, rule)
     if verdict.status != "exact" and not allow_offset:
         return Link(patch, verdict, None)
@@ -356,7 +359,9 @@ def prove_replay(index: TempIndex, chain: Chain, generated: Sequence[bytes]) -> 
     commit message or in a kept header is applied as part of the patch) or less is
     refused, exit 2, naming the patch, before anything is written. One ``git apply``
     of the whole series when it holds (the usual case); patch by patch to name the
-    first that does not."""
+    first that does not. Without git's anchors (a kept patch may be one GNU patch
+    places where git alone would not, forktool.engine.apply.anchors): the trees are
+    compared whole, so no anchor is needed to trust the answer."""
     commits = [link.commit for link in chain.links if link.commit is not None]
     if not commits:
         return
@@ -369,12 +374,14 @@ def prove_replay(index: TempIndex, chain: Chain, generated: Sequence[bytes]) -> 
             file.write_bytes(data)
             paths.append(str(file))
         index.read_tree(f"{chain.base}^{{tree}}")
-        whole = index.apply_cached(paths, purpose="replay the patches about to be written")
+        whole = index.apply_cached(
+            paths, purpose="replay the patches about to be written", unanchored=True
+        )
         if whole.ok and index.write_tree() == wanted[-1]:
             return
         index.read_tree(f"{chain.base}^{{tree}}")
         for link, one, tree in zip(chain.links, paths, wanted, strict=False):
-            res = index.apply_cached([one], purpose=f"replay {link.patch.name}")
+            res = index.apply_cached([one], purpose=f"replay {link.patch.name}", unanchored=True)
             if not res.ok or index.write_tree() != tree:
                 raise FatalError(
                     f"{link.patch.name}: its canonical form, replayed, does not reproduce "

@@ -133,6 +133,19 @@ def test_the_series_goes_on_past_a_hunk_moved_from_the_top(fork: MiniFork) -> No
     assert data["ok"] is True and data["round_trip"] is True
 
 
+def test_fmt_keeps_a_hunk_moved_from_the_top_as_its_maintainers_wrote_it(
+    fork: MiniFork,
+) -> None:
+    """In the maintainers' form a patch the dpkg rule accepts is kept byte for byte: fmt
+    places it as verify does (GNU patch's anchors), and replays the kept bytes so."""
+    fork.write({P: from_the_top(fork)}, extra_config="patch_form: maintainers\napply_rule: dpkg\n")
+    before = (fork.root / "patches" / P).read_bytes()
+    result = fork.cli("fmt", "--check")
+    assert result.code == 0, result.out + result.err
+    assert fork.cli("fmt").code == 0
+    assert (fork.root / "patches" / P).read_bytes() == before
+
+
 def test_a_hunk_from_the_top_with_less_leading_context_stays_at_the_top(
     fork: MiniFork, tmp_path: Path
 ) -> None:
