@@ -11,14 +11,15 @@ from forktool.git.runner import GitResult, hardened_env, run, run_program
 
 def apply_in_directory(
     directory: Path,
-    patch: Path,
+    patch: Path | Sequence[Path],
     *,
     reverse: bool,
     check_with_context: int | None,
     purpose: str,
     unanchored: bool = False,
 ) -> GitResult:
-    """``git apply -v -p1`` of ``patch`` in a plain ``directory`` (never a repository: no
+    """``git apply -v -p1`` of ``patch`` (or of several patch files, in order) in a plain
+    ``directory`` (never a repository: no
     git directory is looked for above it); ``check_with_context`` only checks, with that
     much context; ``unanchored``: ``--unidiff-zero`` (no hunk held to the top or the end
     of its file). Not checked: the caller reads git's output."""
@@ -27,8 +28,9 @@ def apply_in_directory(
     args += ["--unidiff-zero"] if unanchored else []
     if check_with_context is not None:
         args += [f"-C{check_with_context}", "--check"]
+    files = [patch] if isinstance(patch, Path) else list(patch)
     return run(
-        [*args, str(patch)],
+        [*args, *(str(f) for f in files)],
         cwd=directory,
         purpose=purpose,
         env={

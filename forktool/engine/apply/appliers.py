@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Protocol
 
@@ -18,6 +19,7 @@ from forktool.engine.apply.applier_output import (
     read_gnu_patch,
 )
 from forktool.engine.apply.precheck import whole_file_hunk
+from forktool.engine.apply.revert import taken_back
 from forktool.engine.apply.verdict import Attempt
 from forktool.fork import Patch
 from forktool.git import apply_in_directory, run_gnu_patch
@@ -150,14 +152,15 @@ class GitDirApplier:
         if failed is not None:
             return failed
         before = _permissions(directory, patch)
-        res = apply_in_directory(
-            directory,
-            patch.path,
-            reverse=reverse,
-            check_with_context=1 if fuzz else None,
-            unanchored=unanchored,
-            purpose=f"apply {patch.name}",
-        )
+        with taken_back(patch, joined=False) if reverse else nullcontext([patch.path]) as files:
+            res = apply_in_directory(
+                directory,
+                files,
+                reverse=reverse,
+                check_with_context=1 if fuzz else None,
+                unanchored=unanchored,
+                purpose=f"apply {patch.name}",
+            )
         attempt = read_git_apply(patch.parsed, res.err, res.ok, reverse, modes=False)
         if attempt.ok and not fuzz:
             settle_modes(directory, patch, reverse, before)
@@ -198,7 +201,8 @@ class GnuPatchApplier:
         if fuzz:
             flags = [f for f in flags if not f.startswith("--fuzz")] + ["--fuzz=2", "--dry-run"]
         before = _permissions(directory, patch)
-        returncode, out = run_gnu_patch(flags, directory, patch.path)
+        with taken_back(patch, joined=True) if reverse else nullcontext([patch.path]) as files:
+            returncode, out = run_gnu_patch(flags, directory, files[0])
         attempt = read_gnu_patch(patch.parsed, out, returncode == 0, reverse)
         if attempt.ok and not fuzz:
             settle_modes(directory, patch, reverse, before)

@@ -11,7 +11,9 @@ first, as it undoes the patches of a series.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,3 +55,24 @@ def to_take_back(patches: Sequence[Patch], folder: Path) -> list[PatchFileArg]:
             path.write_bytes(piece)
             given.append(_Copy(path, len(piece)))
     return given
+
+
+@contextmanager
+def taken_back(patch: Patch, *, joined: bool) -> Iterator[list[Path]]:
+    """The files an applier is given to take ``patch`` back: the patch itself, or when its
+    file diffs repeat a path, those diffs in reverse order, one file each (git: one
+    patch per file, so nothing is chained) or ``joined`` in one (GNU patch undoes each
+    diff in turn), in a temporary directory removed on leaving."""
+    if not repeats_a_path(patch.parsed):
+        yield [patch.path]
+        return
+    pieces = diff_pieces(patch.read(), [diff.line for diff in patch.parsed.files])[::-1]
+    with tempfile.TemporaryDirectory(prefix="forktool-take-back-") as folder:
+        if joined:
+            pieces = [b"".join(pieces)]
+        paths = []
+        for number, piece in enumerate(pieces):
+            path = Path(folder) / f"{number:04d}.patch"
+            path.write_bytes(piece)
+            paths.append(path)
+        yield paths

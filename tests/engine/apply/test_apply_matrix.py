@@ -593,17 +593,18 @@ def test_a_file_created_then_changed_in_one_patch_goes_back_whole(
 ) -> None:
     """Two commits in one patch, the first creating a file and the second changing it
     (Debian's samba ships one): ``git apply -R`` of the whole patch leaves the created
-    file behind, so verify takes such a patch back one file diff at a time, the last
-    first, and the round trip holds."""
+    file behind, so such a patch is taken back one file diff at a time, the last first:
+    verify's round trip holds, and so does ``apply --verify`` of a directory target
+    with either engine."""
     created = "new 1\nnew 2\nnew 3\nnew 4\n"
     first = side_commit(fork.repo, "v1", writes({"src/new.py": created}))
     second = side_commit(fork.repo, first, writes({"src/new.py": created.replace("new 3", "NEW")}))
     one, two = export(fork.repo, first), export(fork.repo, second)
     fork.write({P: one + two[two.index(b"diff --git ") :]})
-    result = fork.cli("verify", "--format", "json")
-    assert result.code == 0, result.out
-    data = result.json()
-    assert data["round_trip"] is True and data["patches"][0]["status"] == "exact"
+    runs = run_all(fork, tmp_path)  # each directory target then passes apply --verify
+    assert [r.statuses for r in runs.values()] == [["exact"]] * 3
+    assert exit_codes(runs) == {0}
+    assert runs["verify"].data["round_trip"] is True
 
 
 PLAIN_DELETE = b"""Description: drop the example script
