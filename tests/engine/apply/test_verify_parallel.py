@@ -152,9 +152,8 @@ def test_a_bin_part_holds_its_file_diffs_byte_for_byte(
     assert bins.diff_pieces(data, starts) == _pieces_line_by_line(data, starts)
 
 
-def test_disjoint_series_goes_side_by_side_with_the_serial_verdicts(
-    builder: RepoBuilder, eager: list[bool]
-) -> None:
+def disjoint_fork(builder: RepoBuilder) -> MiniFork:
+    """A fork of 12 patches, two on each of six files: they split into disjoint bins."""
     fork = mini_fork(builder, FILES)
     texts = dict(FILES)
     steps: list[dict[str, str | None]] = []
@@ -163,6 +162,13 @@ def test_disjoint_series_goes_side_by_side_with_the_serial_verdicts(
         texts[name] = edit_line(texts[name], f"m{n % 6} {n + 2}", f"m{n % 6} {n + 2} changed")
         steps.append({name: texts[name]})
     fork.write(chain_of(fork, steps))
+    return fork
+
+
+def test_disjoint_series_goes_side_by_side_with_the_serial_verdicts(
+    builder: RepoBuilder, eager: list[bool]
+) -> None:
+    fork = disjoint_fork(builder)
     serial, side = run(fork, 1), run(fork, 2)
     assert eager == [True]
     assert side.ok and side.round_trip
@@ -465,14 +471,7 @@ def test_side_by_side_cli_imports_no_logging_or_version_reader(builder: RepoBuil
     import subprocess
     import sys
 
-    fork = mini_fork(builder, FILES)
-    texts = dict(FILES)
-    steps: list[dict[str, str | None]] = []
-    for n in range(12):
-        name = f"pkg/m{n % 6}.py"
-        texts[name] = edit_line(texts[name], f"m{n % 6} {n + 2}", f"m{n % 6} {n + 2} changed")
-        steps.append({name: texts[name]})
-    fork.write(chain_of(fork, steps))
+    fork = disjoint_fork(builder)
     code = (
         "import sys\n"
         "from forktool.engine.apply import bins, early\n"
