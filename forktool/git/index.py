@@ -104,6 +104,32 @@ class TempIndex:
         res = self.run(["cat-file", "blob", f":{path}"], purpose=f"read {path}", check=False)
         return res.stdout if res.ok else None
 
+    def line_counts(self, tree: str, paths: Sequence[str]) -> dict[str, int]:
+        """How many lines each of ``paths`` has in ``tree`` (a last line without its
+        newline counted; a path the tree lacks, or that is no file, left out). One
+        ``git cat-file --batch`` for all of them."""
+        wanted = [p for p in dict.fromkeys(paths) if "\n" not in p]  # one name a line
+        if not wanted:
+            return {}
+        res = self.run(
+            ["cat-file", "--batch"],
+            purpose="count the lines of files in the base tree",
+            input="".join(f"{tree}:{path}\n" for path in wanted).encode(),
+        )
+        data, at, counts = res.stdout, 0, {}
+        for path in wanted:
+            end = data.index(b"\n", at)
+            head = data[at:end].split()
+            at = end + 1
+            if len(head) != 3 or not head[2].isdigit():
+                continue  # "<name> missing" (or ambiguous): nothing follows
+            size = int(head[2])
+            blob = data[at : at + size]
+            at += size + 1
+            if head[1] == b"blob":
+                counts[path] = blob.count(b"\n") + (1 if blob and not blob.endswith(b"\n") else 0)
+        return counts
+
     def tree_changes(self, old: str, new: str) -> list[TreeChange]:
         """Every path trees ``old`` and ``new`` differ in (either may live in this
         index's own object directory), renames not looked for."""

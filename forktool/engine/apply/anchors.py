@@ -18,11 +18,12 @@ git holds it to the file's end, GNU patch looks for them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from forktool.engine.apply.applier_output import diff_for, hunk_by_number
 from forktool.engine.apply.precheck import removes_lines, whole_file_hunk
-from forktool.engine.apply.verdict import Attempt, applies_unfuzzed
+from forktool.engine.apply.verdict import Attempt, HunkPlacement, PatchVerdict, applies_unfuzzed
+from forktool.fork import Patch
 from forktool.model.patchfile import Hunk, PatchFile
 
 
@@ -73,3 +74,92 @@ def gnu_anchors_hold(
 def line_count(data: bytes) -> int:
     """Lines in a file's bytes, a last line without its newline included."""
     return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+
+
+# A hunk GNU patch holds to its file's end, less trailing context than leading (git
+# holds only a hunk with none): its file diff's number in the patch, its own number,
+# the path its lines are counted in (the old side), its old start and old count.
+EndHunk = tuple[int, int, str, int, int]
+# Each file diff's effect on line counts: old path, new path (None for /dev/null),
+# and the lines it adds less the lines it removes.
+LineChange = tuple[str | None, str | None, int]
+
+
+def end_hunks(parsed: PatchFile) -> tuple[EndHunk, ...]:
+    """The hunks of ``parsed`` GNU patch holds to the end of their file, but git does not."""
+    found = []
+    for position, diff in enumerate(parsed.files):
+        if diff.is_new or diff.is_deleted or diff.old_path is None:
+            continue
+        for number, hunk in enumerate(diff.hunks, start=1):
+            leading, trailing = context_sides(hunk)
+            if 0 < trailing < leading:
+                found.append((position, number, diff.old_path, hunk.old_start, hunk.old_count))
+    return tuple(found)
+
+
+def line_changes(parsed: PatchFile) -> tuple[LineChange, ...]:
+    return tuple(
+        (diff.old_path, diff.new_path, sum(h.new_count - h.old_count for h in diff.hunks))
+        for diff in parsed.files
+    )
+
+
+def first_past_the_end(
+    series: Sequence[tuple[tuple[EndHunk, ...], tuple[LineChange, ...], Sequence[HunkPlacement]]],
+    base_lines: Callable[[list[str]], dict[str, int]],
+) -> tuple[int, str, int, int] | None:
+    """The first hunk of an applied series that GNU patch would refuse for ending short
+    of its file's end: (patch position, path, hunk number, the file's lines) or None.
+
+    ``series``: each patch's :func:`end_hunks`, :func:`line_changes` and placements
+    (in order, each applied on the ones before). A file's lines before a patch are its
+    lines in the base tree (``base_lines``, asked once) plus what earlier patches added
+    and removed; a file a rename or a creation brings in is followed from there. A
+    file whose count cannot be told is not held to its end."""
+    wanted = sorted({hunk[2] for ends, _, _ in series for hunk in ends})
+    if not wanted:
+        return None
+    counts: dict[str, int | None] = dict(base_lines(wanted))
+    for position, (ends, changes, placements) in enumerate(series):
+        moved = {(p.file, p.hunk): p.offset for p in placements}
+        # Two diffs of one path in one patch: whose placement is whose cannot be told
+        # (git numbers the hunks of each diff from 1), so such a patch is not held.
+        named = [new or old for old, new, _ in changes]
+        told = len(named) == len(set(named))
+        for diff_number, (old, new, delta) in enumerate(changes):
+            for at, number, path, start, size in ends if told else ():
+                total = counts.get(path)
+                offset = moved.get((new or old or path, number), 0)
+                if at == diff_number and total is not None and start + offset + size - 1 != total:
+                    return position, path, number, total
+            _follow(counts, old, new, delta)
+    return None
+
+
+def _follow(counts: dict[str, int | None], old: str | None, new: str | None, delta: int) -> None:
+    """``counts`` after a file diff from ``old`` to ``new`` that adds ``delta`` lines: a
+    created file has its own lines, a renamed one takes its count along, a deleted one
+    goes, one whose count was not known stays unknown."""
+    before = counts.pop(old, None) if old is not None and old != new else counts.get(old or "")
+    if new is not None:
+        counts[new] = None if before is None and old is not None else (before or 0) + delta
+
+
+def refused_at_the_end(patch: Patch, path: str, number: int, total: int) -> PatchVerdict:
+    """The verdict of a patch whose hunk ``number`` of ``path`` GNU patch holds to the
+    file's end (``total`` lines) and git applied short of it: fuzz, as GNU patch calls
+    it (it applies there once the end is let go, with fuzz)."""
+    hunk = hunk_by_number(diff_for(patch.parsed, path), number)
+    return PatchVerdict(
+        patch.name,
+        "fuzz",
+        f"{path}: hunk {number} applies only with reduced context (fuzz): it has less "
+        "context after its change than before (its diff ended with the file), so GNU "
+        f"patch -F0, as dpkg-source runs it, holds it to the file's end, line {total}, "
+        "and refuses it where it is; rebase the patch by hand",
+        (),
+        path,
+        number,
+        hunk.line if hunk else None,
+    )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from forktool.config import ApplyRule
 from forktool.engine import Progress
+from forktool.engine.apply.anchors import EndHunk, LineChange, end_hunks, line_changes
 from forktool.engine.apply.applier_output import hunk_placements
 from forktool.engine.apply.precheck import exact_note, precheck
 from forktool.engine.apply.verdict import HunkPlacement, PatchVerdict
@@ -30,6 +31,10 @@ class Survey:
     files: int
     diffs: tuple[tuple[int, tuple[str, ...]], ...] = ()  # each file diff: first line, paths
     note: str = ""  # what an exact verdict says (an empty patch, hand-edited hunk headers)
+    # Under dpkg-source's rule only: the hunks GNU patch holds to their file's end, and
+    # each file diff's change in lines (forktool.engine.apply.anchors).
+    ends: tuple[EndHunk, ...] = ()
+    changes: tuple[LineChange, ...] = ()
 
 
 def survey_of(patch: Patch, rule: ApplyRule) -> Survey:
@@ -40,7 +45,11 @@ def survey_of(patch: Patch, rule: ApplyRule) -> Survey:
         (diff.line, tuple(p for p in (diff.old_path, diff.new_path) if p is not None))
         for diff in parsed.files
     )
-    return Survey(early, placements, len(parsed.files), diffs, exact_note(parsed, rule))
+    note = exact_note(parsed, rule)
+    if rule != "dpkg":
+        return Survey(early, placements, len(parsed.files), diffs, note)
+    ends, changes = end_hunks(parsed), line_changes(parsed)
+    return Survey(early, placements, len(parsed.files), diffs, note, ends, changes)
 
 
 def survey_rest(

@@ -13,7 +13,14 @@ from typing import Literal
 
 from forktool.config import ApplyRule
 from forktool.engine import Progress
-from forktool.engine.apply.anchors import gnu_anchors_hold, line_count
+from forktool.engine.apply.anchors import (
+    end_hunks,
+    first_past_the_end,
+    gnu_anchors_hold,
+    line_changes,
+    line_count,
+    refused_at_the_end,
+)
 from forktool.engine.apply.appliers import APPLIERS, Applier, touched
 from forktool.engine.apply.attempt import classify
 from forktool.engine.apply.precheck import precheck
@@ -80,6 +87,24 @@ def _trial(
         return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz, unanchored=unanchored)
 
 
+def _short_of_its_end(scratch: Path, patch: Patch, attempt: Attempt) -> PatchVerdict | None:
+    """The refusal of a patch git applied with a hunk short of its file's end, where
+    GNU patch (dpkg-source) holds it (forktool.engine.apply.anchors); None when none."""
+
+    def base_lines(paths: list[str]) -> dict[str, int]:
+        counts = {}
+        for path in paths:
+            try:
+                counts[path] = line_count((scratch / path).read_bytes())
+            except OSError:
+                continue
+        return counts
+
+    series = [(end_hunks(patch.parsed), line_changes(patch.parsed), attempt.placements)]
+    found = first_past_the_end(series, base_lines)
+    return None if found is None else refused_at_the_end(patch, *found[1:])
+
+
 def _placed(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt | None:
     """The patch tried without git's anchors, when GNU patch's anchors allow where
     every hunk went (forktool.engine.apply.anchors); None otherwise."""
@@ -108,6 +133,9 @@ def _judge(
     """Classify one patch on the scratch tree, and apply it there when it is exact (or,
     under dpkg-source's ``rule``, applies at an offset without fuzz)."""
     attempt = _trial(applier, scratch, patch, reverse=reverse)
+    if attempt.ok and rule == "dpkg" and not reverse and not applier.gnu_anchors:
+        if short := _short_of_its_end(scratch, patch, attempt):
+            return short
     fuzzy: Attempt | None = None
     placed: Attempt | None = None
     reverse_ok = False

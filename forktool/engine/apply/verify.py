@@ -14,9 +14,11 @@ from dataclasses import dataclass, replace
 
 from forktool.config import ApplyRule
 from forktool.engine import Progress
+from forktool.engine.apply.anchors import first_past_the_end, refused_at_the_end
 from forktool.engine.apply.applier_output import read_git_apply
 from forktool.engine.apply.attempt import classify, placed_without_anchors, try_patch
 from forktool.engine.apply.early import EarlyStart, default_jobs, side_by_side
+from forktool.engine.apply.restored import Answer, round_trip_answer
 from forktool.engine.apply.series_run import RoundTrip, apply_series
 from forktool.engine.apply.side_by_side import verify_side_by_side
 from forktool.engine.apply.survey import (
@@ -30,9 +32,6 @@ from forktool.engine.apply.survey import (
 from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
-
-# (verdicts, whether the round trip restored the base tree, why not)
-Answer = tuple[list[PatchVerdict], bool, str]
 
 
 @dataclass(frozen=True)
@@ -125,9 +124,27 @@ def _verify_on(
     keep_going: bool,
 ) -> Answer:
     """(verdicts, round trip, why not) of ``patches`` onto ``started.index`` (the base
-    tree), side by side or in one call; ``started`` may hold either already under way."""
-    index, base_tree = started.index, started.base_tree
+    tree), side by side or in one call; ``started`` may hold either already under way.
+    Under dpkg-source's rule a hunk git applied short of the file's end GNU patch holds
+    it to is refused there (:func:`_ends_held`)."""
     surveys: list[Survey] = []
+    answer = _answer_on(started, patches, surveys, base, workers, rule, progress, keep_going)
+    if rule != "dpkg":
+        return answer
+    return _ends_held(started.index, started.base_tree, patches, surveys, answer)
+
+
+def _answer_on(
+    started: EarlyStart,
+    patches: Sequence[Patch],
+    surveys: list[Survey],
+    base: str,
+    workers: int,
+    rule: ApplyRule,
+    progress: Progress | None,
+    keep_going: bool,
+) -> Answer:
+    index, base_tree = started.index, started.base_tree
     side = started.bins is not None or (
         started.forward is None and side_by_side(workers, len(patches))
     )
@@ -149,6 +166,38 @@ def _verify_on(
             if progress:
                 progress(1)
         return _series_verdicts(index, base_tree, patches, surveys, trip, base, keep_going, rule)
+
+
+def _ends_held(
+    index: TempIndex,
+    base_tree: str,
+    patches: Sequence[Patch],
+    surveys: Sequence[Survey],
+    answer: Answer,
+) -> Answer:
+    """``answer`` with GNU patch's end anchors held: a hunk with less context after its
+    change than before ended with its file when the patch was made, and GNU patch at
+    fuzz 0 (so dpkg-source) applies it only at the file's end, where git applies it
+    wherever its lines are (forktool.engine.apply.anchors). The first applied hunk that
+    does not end its file refuses its patch (fuzz, as GNU patch calls it); the patches
+    after it are not tried."""
+    verdicts, _, why = answer
+    applied = []
+    for verdict, survey in zip(verdicts, surveys, strict=False):
+        if verdict.status not in ("exact", "offset") or verdict.without:
+            break
+        applied.append((survey.ends, survey.changes, verdict.hunks))
+    found = first_past_the_end(applied, lambda paths: index.line_counts(base_tree, paths))
+    if found is None:
+        return answer
+    position, path, number, total = found
+    patch = patches[position]
+    failed = refused_at_the_end(patch, path, number, total)
+    later = [
+        PatchVerdict(p.name, "not-tried", f"not tried: {patch.name} does not apply before it")
+        for p in patches[position + 1 :]
+    ]
+    return [*verdicts[:position], failed, *later], False, why
 
 
 def _result(
@@ -197,7 +246,7 @@ def _series_verdicts(
             back, _ = apply_series(index, patches, reverse=True)
         else:
             back, _ = trip.wait_back()
-        return _restored(index, patches, verdicts, base_tree, back, rule)
+        return round_trip_answer(index, patches, verdicts, base_tree, back, rule)
     trip.stop_back()
     index.read_tree(base_tree)
     verdicts = _with_failures(index, patches, surveys, forward, early, base, keep_going, rule)
@@ -206,7 +255,7 @@ def _series_verdicts(
         # the index holds them all, so the revert proves the round trip here too. The
         # tree it must give back is compared whole, so no anchor is needed to trust it.
         back, _ = apply_series(index, patches, reverse=True, unanchored=True)
-        return _restored(index, patches, verdicts, base_tree, back, rule)
+        return round_trip_answer(index, patches, verdicts, base_tree, back, rule)
     return verdicts, False, ""
 
 
@@ -370,86 +419,3 @@ def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact
             if placed is None:
                 fuzzy = try_patch(index, patch, context=1, check=True)
     return classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed)
-
-
-def _restored(
-    index: TempIndex,
-    patches: Sequence[Patch],
-    verdicts: list[PatchVerdict],
-    base_tree: str,
-    back: bool,
-    rule: ApplyRule,
-) -> Answer:
-    """The round trip's answer once the revert ran on ``index`` (``back``: git took every
-    patch back): whether it holds the base tree again, and why not.
-
-    A file a plain diff deletes comes back without its mode: the diff never carried it
-    (git's own diffs say ``deleted file mode 100755``), and quilt restores it from its
-    backup, not from the diff. Under dpkg-source's rule that alone is accepted, and the
-    deleting patch's message says so; under the exact rule it is why the round trip
-    failed."""
-    if not back:
-        return verdicts, False, "reverting the series failed: git apply -R cannot take it back"
-    tree = index.write_tree()
-    if tree != base_tree:
-        tree = _taken_back_in_order(index, patches, base_tree) or tree
-    if tree == base_tree:
-        return verdicts, True, ""
-    changes = index.tree_changes(base_tree, tree)
-    deleted = _modeless_deletions(patches)
-    lost = [c for c in changes if c.same_content and c.path in deleted]
-    if rule == "dpkg" and changes and len(lost) == len(changes):
-        noted: dict[str, list[str]] = {}
-        for change in lost:
-            noted.setdefault(deleted[change.path], []).append(change.path)
-        return [_mode_note(v, noted.get(v.patch)) for v in verdicts], True, ""
-    first = changes[0] if changes else None
-    if first is None:
-        return verdicts, False, "reverting the series did not restore the base tree exactly"
-    how = first.describe()
-    if first in lost:
-        how += f" ({deleted[first.path]} deletes it with a plain diff, which carries no mode)"
-    more = f" (and {len(changes) - 1} more)" if len(changes) > 1 else ""
-    return (
-        verdicts,
-        False,
-        f"reverting the series did not restore the base tree exactly: {how}{more}",
-    )
-
-
-def _taken_back_in_order(index: TempIndex, patches: Sequence[Patch], base_tree: str) -> str | None:
-    """The tree the series gives back when each patch whose file diffs repeat a path is
-    reverted with those diffs in reverse order (:mod:`forktool.engine.apply.revert`),
-    the series applied again from the base tree first; None when no patch repeats a
-    path, or git refuses."""
-    from forktool.engine.apply.revert import repeats_a_path, to_take_back
-
-    if not any(repeats_a_path(patch.parsed) for patch in patches):
-        return None
-    index.read_tree(base_tree)
-    forward, _ = apply_series(index, patches, reverse=False, unanchored=True)
-    if not forward:
-        return None
-    given = to_take_back(patches, index.path.parent)
-    back, _ = apply_series(index, given, reverse=True, unanchored=True)
-    return index.write_tree() if back else None
-
-
-def _modeless_deletions(patches: Sequence[Patch]) -> dict[str, str]:
-    """Each path a patch deletes with a diff that carries no mode: the patch's name."""
-    return {
-        diff.old_path: patch.name
-        for patch in patches
-        for diff in patch.parsed.files
-        if diff.is_deleted and diff.old_mode is None and diff.old_path
-    }
-
-
-def _mode_note(verdict: PatchVerdict, paths: list[str] | None) -> PatchVerdict:
-    if not paths:
-        return verdict
-    note = (
-        f"its revert brings {', '.join(paths)} back without the mode it had (a plain diff "
-        "carries none; quilt restores it from its backup); accepted (dpkg rule)"
-    )
-    return replace(verdict, message=f"{verdict.message}; {note}" if verdict.message else note)

@@ -181,6 +181,31 @@ def test_a_hunk_ending_a_file_is_held_to_its_end_by_every_engine(
         assert runs[engine].verdict(P)["status"] in ("fuzz", "fails"), engine
 
 
+def test_a_hunk_that_ended_its_file_is_refused_once_the_file_goes_on(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    """A hunk with three lines of context before its change and one after was made at
+    the file's end. Upstream then added lines after it: its lines are still where the
+    header says, and git would apply it there, but GNU patch -F0 holds it to the file's
+    end and refuses it, so dpkg-source fails. Under dpkg-source's rule every engine
+    refuses it, naming the hunk."""
+    fork = mini_fork(builder, {APP: numbered(10)})
+    patch = patch_of(fork.repo, "v1", writes({APP: edit_line(numbered(10), "line 9", "nine")}))
+    assert b"@@ -6,5 +6,5 @@" in patch  # three lines before, one after: the file's end
+    builder.commit("upstream: longer\n", {APP: numbered(15)})
+    builder.tag("v2")
+    fork.pin = "v2"
+    later = patch_of(fork.repo, "v2", writes({APP: edit_line(numbered(15), "line 2", "two")}))
+    fork.write({P: patch, "0002-later.patch": later}, extra_config="apply_rule: dpkg\n")
+    runs = run_all(fork, tmp_path)
+    status, file, hunk, _line, hunks = agree(runs)
+    assert (status, file, hunk, hunks) == ("fuzz", APP, 1, [])
+    assert exit_codes(runs) == {1}
+    verdicts = runs["verify"].patches
+    assert "holds it to the file's end, line 15" in str(verdicts[0]["message"])
+    assert verdicts[1]["status"] == "not-tried"
+
+
 def test_allow_offset_accepts_a_shifted_patch_in_verify(fork: MiniFork) -> None:
     fork.write({P: fix_against(fork, "new a\nnew b\n" + BASE)})
     result = fork.cli("verify", "--allow-offset", "--format", "json")
