@@ -99,9 +99,9 @@ def test_verify_under_the_dpkg_rule_answers_as_gnu_patch_does(
     """A one-line change made on one neighbour of a small file, verified on another
     (lines added at the top, the bottom or in between on either side): verify under
     dpkg-source's rule accepts it exactly when GNU patch -F0 --forward (as dpkg-source
-    runs it) does, with the same exact
-    or offset answer. Before GNU patch's anchors were followed, 13 of 150 such cases
-    differed (exact where GNU patch refuses, fuzz where it finds an offset)."""
+    runs it) does, with the same exact or offset answer. Before GNU patch's anchors
+    were followed, 13 of 150 such cases differed (exact where GNU patch refuses, fuzz
+    where it finds an offset)."""
     root = tmp_path_factory.mktemp("gnu")
     base = [f"line {n}" for n in range(1, size + 1)]
     target, theirs = _shifted(base, pinned, "pin "), _shifted(base, made_on, "made ")
