@@ -14,6 +14,11 @@ matching) and its placements stand when GNU patch's own anchors hold: the verdic
 then the one GNU patch gives, an offset, never fuzz. A hunk with no context at all
 that removes lines (accepted under dpkg-source's rule only) is placed by those lines:
 git holds it to the file's end, GNU patch looks for them.
+
+The other way round, git applies a hunk with less context after its change than before
+wherever its lines are, and GNU patch only at the file's end: under dpkg-source's rule
+each file's line count is followed along the series (:func:`first_past_the_end`), and
+such a hunk short of the end is refused as GNU patch refuses it.
 """
 
 from __future__ import annotations
