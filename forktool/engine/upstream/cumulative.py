@@ -1,20 +1,24 @@
 """How a series meets a target when applied as a refresh would: the patches in series
 order, cumulatively, in ONE ``git apply --cached`` call on a temporary index holding the
-target's tree. When that call fails, the longest prefix that applies is read from git's
+target's tree. When that call fails, the longest run that applies is read from git's
 output (or found by bisection); the first patch after it is the ``conflict`` and the
-rest are ``not-tried`` (with ``keep_going``: tried again without the conflicting ones).
+rest are ``not-tried`` (with ``keep_going``: tried again without the conflicting ones),
+unless git refused that patch only for its anchors and GNU patch places it at an
+offset (forktool.engine.apply.anchors): then it is applied there and the rest go on,
+in one call again, on top of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from forktool.config import ApplyRule
 from forktool.engine.apply.applier_output import read_git_apply
-from forktool.engine.apply.attempt import classify, try_patch
+from forktool.engine.apply.attempt import classify, placed_without_anchors, try_patch
 from forktool.engine.apply.precheck import precheck
+from forktool.engine.apply.verdict import PatchVerdict
 from forktool.engine.upstream.targets import Entry, Target
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
@@ -64,20 +68,20 @@ def _split_output(patches: Sequence[Patch], err: str) -> list[str] | None:
     return out
 
 
-def _states_of_prefix(
+def _states_of(
     index: TempIndex,
-    commit: str,
+    back: Callable[[], None],
     patches: Sequence[Patch],
     err: str,
     ref: str,
-    overlay: Sequence[Entry] = (),
     rule: ApplyRule = "exact",
 ) -> dict[str, Applied]:
-    """exact/offset for every patch of a prefix that applied, from its one call's output."""
+    """exact/offset for every patch of a run that applied on ``index`` (``back`` brings
+    it to where the run started), from its one call's output."""
     parts = _split_output(patches, err)
     states: dict[str, Applied] = {}
     if parts is None:  # cannot tell whose offset it is: replay one by one
-        _load(index, commit, overlay)
+        back()
         attempts = [try_patch(index, p) for p in patches]
     else:
         attempts = [
@@ -85,12 +89,14 @@ def _states_of_prefix(
             for p, part in zip(patches, parts, strict=True)
         ]
     for patch, attempt in zip(patches, attempts, strict=True):
-        verdict = classify(patch, attempt, None, False, ref, rule)
-        if verdict.status == "exact":
-            states[patch.name] = Applied("exact")
-        else:
-            states[patch.name] = Applied("offset", verdict.message)
+        states[patch.name] = _applied(classify(patch, attempt, None, False, ref, rule))
     return states
+
+
+def _applied(verdict: PatchVerdict) -> Applied:
+    if verdict.status == "exact":
+        return Applied("exact")
+    return Applied("offset", verdict.message)
 
 
 def _first_failure(patches: Sequence[Patch], err: str) -> int | None:
@@ -110,25 +116,35 @@ def _first_failure(patches: Sequence[Patch], err: str) -> int | None:
     return None
 
 
-def _longest_prefix(
-    index: TempIndex, commit: str, patches: Sequence[Patch], err: str, overlay: Sequence[Entry] = ()
+def _longest_run(
+    index: TempIndex, back: Callable[[], None], patches: Sequence[Patch], err: str
 ) -> tuple[int, str]:
-    """(length, its output) of the longest prefix of ``patches`` that applies, given the
-    whole series' failing output ``err``: read from the output and confirmed with one
-    call, or bisected when the output does not tell."""
+    """(length, its output) of the longest run from the start of ``patches`` that applies
+    on ``index`` as ``back`` brings it, given the whole run's failing output ``err``:
+    read from the output and confirmed with one call, or bisected when the output does
+    not tell. The index is left with that run applied."""
+
+    def run(count: int) -> tuple[bool, str]:
+        back()
+        if not count:
+            return True, ""
+        res = index.apply_cached([str(p.path) for p in patches[:count]], purpose="apply the series")
+        return res.ok, res.err
+
     guess = _first_failure(patches, err)
     if guess is not None:
-        ok, out = apply_prefix(index, commit, patches[:guess], overlay)
+        ok, out = run(guess)
         if ok:
             return guess, out
     good, good_err, bad = 0, "", guess if guess is not None else len(patches)
     while bad - good > 1:
         mid = (good + bad) // 2
-        ok, out = apply_prefix(index, commit, patches[:mid], overlay)
+        ok, out = run(mid)
         if ok:
             good, good_err = mid, out
         else:
             bad = mid
+    run(good)
     return good, good_err
 
 
@@ -142,41 +158,48 @@ def cumulative_apply(
 ) -> dict[str, Applied]:
     """How each of ``patches`` meets ``target`` applied in series order, as a refresh
     would: one call when the whole series applies; otherwise the culprit is read from
-    git's output and confirmed (a bisection of the prefix when it cannot be read).
+    git's output and confirmed (a bisection of the run when it cannot be read).
     ``rule``: the fork's apply rule (dpkg-source's accepts hand-edited hunk headers).
-    With ``keep_going``, the patches after a conflict are applied again in one call
-    on the tree without the conflicting ones, and so on after each conflict; their
-    states name the patches left out (``without``)."""
+    A patch git refuses only for its anchors, which GNU patch places at an offset, is
+    applied there and the series goes on (forktool.engine.apply.anchors), as verify
+    does. With ``keep_going``, the patches after a conflict are applied in one call on
+    the tree without the conflicting ones, and so on after each conflict; their states
+    name the patches left out (``without``)."""
     states: dict[str, Applied] = {}
-    kept: list[Patch] = []  # the patches applied so far: the tree the rest go on
     failed: list[str] = []
     rest = list(patches)
-    overlay = target.overlay
     with git.temp_index() as index:
+        _load(index, target.commit, target.overlay)
         while rest:
             stop = next(
                 (i for i, p in enumerate(rest) if precheck(p, "git", rule=rule) is not None), None
             )
             candidates = rest[:stop] if stop is not None else rest
-            ok, err = apply_prefix(index, target.commit, [*kept, *candidates], overlay)
-            if ok:
-                good, good_err = len(candidates), err
-            else:
-                good, good_err = _longest_prefix(
-                    index, target.commit, [*kept, *candidates], err, overlay
-                )
-                good = max(0, good - len(kept))
-            applied = [*kept, *candidates[:good]]
-            found = _states_of_prefix(
-                index, target.commit, applied, good_err, target.name, overlay, rule
-            )
+            back = index.snapshot()  # the tree the patches so far give
+            res = index.apply_cached([str(p.path) for p in candidates], purpose="apply the series")
+            good, good_err = len(candidates), res.err
+            if not res.ok:
+                good, good_err = _longest_run(index, back, candidates, res.err)
+            done = index.snapshot()
+            found = _states_of(index, back, candidates[:good], good_err, target.name, rule)
+            done()
             for patch in candidates[:good]:
                 states[patch.name] = _without(found[patch.name], failed)
-            kept = applied
             rest = rest[good:]
             if not rest:
                 break
-            message = _conflict_message(index, target, kept, rest[0], rule)
+            early = precheck(rest[0], "git", rule=rule)
+            placed = None if early is not None else placed_without_anchors(index, rest[0])
+            if placed is not None:
+                verdict = classify(rest[0], placed, None, False, target.name, rule)
+                states[rest[0].name] = _without(_applied(verdict), failed)
+                rest = rest[1:]
+                continue
+            message = (
+                early.message
+                if early is not None
+                else _conflict_message(index, target, rest[0], rule)
+            )
             states[rest[0].name] = _without(Applied("conflict", message), failed)
             if not keep_going:
                 for patch in rest[1:]:
@@ -193,12 +216,7 @@ def _without(state: Applied, failed: Sequence[str]) -> Applied:
     return replace(state, without=tuple(failed)) if failed else state
 
 
-def _conflict_message(
-    index: TempIndex, target: Target, before: Sequence[Patch], patch: Patch, rule: ApplyRule
-) -> str:
-    early = precheck(patch, "git", rule=rule)
-    if early is not None:
-        return early.message
-    apply_prefix(index, target.commit, before, target.overlay)
+def _conflict_message(index: TempIndex, target: Target, patch: Patch, rule: ApplyRule) -> str:
+    """What a patch that does not apply on ``index`` (the patches before it applied) says."""
     attempt = try_patch(index, patch, check=True)
     return classify(patch, attempt, None, False, target.name, rule).message

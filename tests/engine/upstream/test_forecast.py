@@ -456,3 +456,26 @@ def test_forecast_keep_going_applies_the_rest_without_the_conflict(forecast_fork
     assert {k: v for k, v in cells.items() if k[1] == "v1.0.1"} == {
         k: v for k, v in plain.items() if k[1] == "v1.0.1"
     }
+
+
+def test_forecast_reads_a_hunk_moved_from_the_top_as_verify_does(builder: RepoBuilder) -> None:
+    """A patch whose hunk starts at line 1, on a tag that added a line above it (Debian's
+    bluez): git alone holds such a hunk to the top, GNU patch finds it a line lower.
+    The forecast says offset, as verify does, and goes on with the series."""
+    repo = builder
+    repo.commit("import\n", FILES)
+    repo.tag("v1.0.0")
+    repo.commit("Add a licence line to b (#8)\n", {"b": "licence\n" + repo.read("b")})
+    repo.tag("v1.1.0")
+    top = make_patch(repo, "v1.0.0", {"b": edit(FILES["b"], "b4", "B4 tweaked")}, "Tweak b")
+    assert b"@@ -1,7 +1,7 @@" in top
+    fork = write_series(repo, repo.rev("v1.0.0"), repo.rev("v1.0.0"))
+    (repo.path / "patches" / "0002-tweak-b.patch").write_bytes(top)
+    cells = _cells(fork.cli("forecast", "--no-fetch", "--format", "json").json())
+    cell = cells[("0002-tweak-b.patch", "v1.1.0")]
+    assert cell["apply"] == "offset", cell
+    assert "applies only at offset +1" in str(cell["message"])
+    assert cells[("0003-pending-c.patch", "v1.1.0")]["apply"] == "exact"
+    verify = fork.cli("verify", "--base", "v1.1.0", "--allow-offset", "--format", "json").json()
+    statuses = {p["patch"]: p["status"] for p in verify["patches"]}
+    assert statuses["0002-tweak-b.patch"] == "offset" and verify["ok"] is True
