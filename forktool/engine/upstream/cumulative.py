@@ -188,19 +188,11 @@ def cumulative_apply(
             rest = rest[good:]
             if not rest:
                 break
-            early = precheck(rest[0], "git", rule=rule)
-            placed = None if early is not None else placed_without_anchors(index, rest[0])
-            if placed is not None:
-                verdict = classify(rest[0], placed, None, False, target.name, rule)
-                states[rest[0].name] = _without(_applied(verdict), failed)
+            state = _stopped_at(index, target, rest[0], rule)
+            states[rest[0].name] = _without(state, failed)
+            if state.state != "conflict":  # placed where GNU patch places it: go on
                 rest = rest[1:]
                 continue
-            message = (
-                early.message
-                if early is not None
-                else _conflict_message(index, target, rest[0], rule)
-            )
-            states[rest[0].name] = _without(Applied("conflict", message), failed)
             if not keep_going:
                 for patch in rest[1:]:
                     states[patch.name] = Applied(
@@ -216,7 +208,15 @@ def _without(state: Applied, failed: Sequence[str]) -> Applied:
     return replace(state, without=tuple(failed)) if failed else state
 
 
-def _conflict_message(index: TempIndex, target: Target, patch: Patch, rule: ApplyRule) -> str:
-    """What a patch that does not apply on ``index`` (the patches before it applied) says."""
+def _stopped_at(index: TempIndex, target: Target, patch: Patch, rule: ApplyRule) -> Applied:
+    """The state of the patch git stopped at, on ``index`` (the patches before it
+    applied): exact or offset when git refused it only for its anchors (then applied
+    there, forktool.engine.apply.anchors), else a conflict and what it says."""
+    early = precheck(patch, "git", rule=rule)
+    if early is not None:
+        return Applied("conflict", early.message)
+    placed = placed_without_anchors(index, patch)
+    if placed is not None:
+        return _applied(classify(patch, placed, None, False, target.name, rule))
     attempt = try_patch(index, patch, check=True)
-    return classify(patch, attempt, None, False, target.name, rule).message
+    return Applied("conflict", classify(patch, attempt, None, False, target.name, rule).message)
