@@ -12,6 +12,7 @@ from forktool.errors import GitError
 from forktool.git.changes import Changes
 from forktool.git.objects import Objects
 from forktool.git.runner import GitResult, Started, scratch_dir, start
+from forktool.model.text import line_count
 
 # but no diff is refused before anything runs: forktool.engine.apply.attempt.precheck).
 APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "--allow-empty", "-p1")
@@ -127,7 +128,7 @@ class TempIndex:
             blob = data[at : at + size]
             at += size + 1
             if head[1] == b"blob":
-                counts[path] = blob.count(b"\n") + (1 if blob and not blob.endswith(b"\n") else 0)
+                counts[path] = line_count(blob)
         return counts
 
     def tree_changes(self, old: str, new: str) -> list[TreeChange]:

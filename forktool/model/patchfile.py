@@ -73,6 +73,12 @@ class Hunk:
     lines: tuple[str, ...]  # body lines as decoded text without the newline
     header: str = ""  # the "@@" line as written, so formatting is exact
 
+    @property
+    def has_context(self) -> bool:
+        """Whether a line of the body is context (an empty line is one whose space was
+        lost, and a lone CR one of a CR LF file: the parser counts both so)."""
+        return any(line[:1] in (" ", "", "\r") for line in self.lines)
+
 
 @dataclass(frozen=True)
 class FileDiff:

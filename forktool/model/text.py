@@ -80,3 +80,8 @@ def whole_number(text: str, max_digits: int = 18) -> int | None:
     if not 0 < len(text) <= max_digits or not text.isascii() or not text.isdigit():
         return None
     return int(text)
+
+
+def line_count(data: bytes) -> int:
+    """Lines in a file's bytes, a last line without its newline included."""
+    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)

@@ -71,14 +71,16 @@ def gnu_anchors_hold(
         if leading < trailing and start <= 1 and placement.offset:
             return False
         if trailing < leading:
-            if start + placement.offset + count - 1 != lines_of(placement.file):
+            total = lines_of(placement.file)
+            if total is None or _short_of_its_end(start, placement.offset, count, total):
                 return False
     return True
 
 
-def line_count(data: bytes) -> int:
-    """Lines in a file's bytes, a last line without its newline included."""
-    return data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+def _short_of_its_end(start: int, offset: int, count: int, total: int) -> bool:
+    """Whether a hunk of ``count`` old lines from ``start``, moved by ``offset``, does not
+    end on the last of its file's ``total`` lines."""
+    return start + offset + count - 1 != total
 
 
 # A hunk GNU patch holds to its file's end, less trailing context than leading (git
@@ -136,7 +138,9 @@ def first_past_the_end(
             for at, number, path, start, size in ends if told else ():
                 total = counts.get(path)
                 offset = moved.get((new or old or path, number), 0)
-                if at == diff_number and total is not None and start + offset + size - 1 != total:
+                if at != diff_number or total is None:
+                    continue
+                if _short_of_its_end(start, offset, size, total):
                     return position, path, number, total
             _follow(counts, old, new, delta)
     return None

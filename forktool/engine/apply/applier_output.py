@@ -137,10 +137,12 @@ def _without_git_quirk(
     back). A hunk with no context whose other side is empty (a ``diff -U0`` deletion)
     has that start on the line before it, so git says "offset 1 line" where the lines
     are exactly where the header says (GNU patch says nothing). Taken back here."""
+    if not offsets:
+        return offsets
     fixed = dict(offsets)
     for (path, number), (at, offset) in offsets.items():
         hunk = hunk_by_number(diff_for(parsed, path), number)
-        if hunk is None or any(line[:1] not in ("+", "-", "\\") for line in hunk.lines):
+        if hunk is None or hunk.has_context:
             continue
         if (hunk.old_count if reverse else hunk.new_count) == 0 and offset:
             fixed[(path, number)] = (at, offset - 1)

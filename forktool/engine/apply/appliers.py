@@ -11,7 +11,6 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Protocol
 
-from forktool.engine.apply.anchors import line_count
 from forktool.engine.apply.applier_output import (
     expected_line,
     mode_detail,
@@ -24,6 +23,7 @@ from forktool.engine.apply.verdict import Attempt
 from forktool.fork import Patch
 from forktool.git import apply_in_directory, run_gnu_patch
 from forktool.model.patchfile import FileDiff
+from forktool.model.text import line_count
 
 
 def touched(patches: Sequence[Patch]) -> list[str]:

@@ -12,13 +12,14 @@ a commit is verified in :mod:`forktool.engine.apply.verify`; onto a plain direct
 from __future__ import annotations
 
 from forktool.config import ApplyRule
-from forktool.engine.apply.anchors import gnu_anchors_hold, line_count
+from forktool.engine.apply.anchors import gnu_anchors_hold
 from forktool.engine.apply.applier_output import diff_for, hunk_by_number, read_git_apply
 from forktool.engine.apply.precheck import exact_note, hand_edited
 from forktool.engine.apply.verdict import Attempt, PatchVerdict, allows_offset, applies_unfuzzed
 from forktool.fork import Patch
 from forktool.git import TempIndex, git_apply_args
 from forktool.model.patchfile import PatchFile
+from forktool.model.text import line_count
 
 
 def classify(

@@ -10,11 +10,6 @@ from forktool.fork import Patch
 from forktool.model.patchfile import FileDiff, Hunk, PatchFile
 
 
-def _has_context(hunk: Hunk) -> bool:
-    # An empty body line is a context line whose space was lost (the parser counts it so).
-    return any(line[:1] in (" ", "", "\r") for line in hunk.lines)
-
-
 def whole_file_hunk(diff: FileDiff, hunk: Hunk) -> bool:
     """A hunk with no context lines that starts at the top of an existing file.
 
@@ -28,7 +23,7 @@ def whole_file_hunk(diff: FileDiff, hunk: Hunk) -> bool:
         and len(diff.hunks) == 1
         and hunk.old_start <= 1
         and hunk.new_start <= 1
-        and not _has_context(hunk)
+        and not hunk.has_context
     )
 
 
@@ -44,7 +39,7 @@ def _unplaceable(diff: FileDiff, rule: ApplyRule) -> tuple[int, Hunk] | None:
     if diff.is_new or diff.is_deleted:
         return None
     for number, hunk in enumerate(diff.hunks, start=1):
-        if _has_context(hunk) or whole_file_hunk(diff, hunk):
+        if hunk.has_context or whole_file_hunk(diff, hunk):
             continue
         if not (allows_offset(rule) and removes_lines(hunk)):
             return number, hunk

@@ -34,6 +34,11 @@ def repeats_a_path(parsed: PatchFile) -> bool:
     return False
 
 
+def _diffs_of(patch: Patch) -> list[bytes]:
+    """Each file diff of ``patch``, byte for byte, in order."""
+    return diff_pieces(patch.read(), [diff.line for diff in patch.parsed.files])
+
+
 @dataclass(frozen=True)
 class _Copy:
     path: Path
@@ -49,8 +54,7 @@ def to_take_back(patches: Sequence[Patch], folder: Path) -> list[PatchFileArg]:
         if not repeats_a_path(patch.parsed):
             given.append(patch)
             continue
-        pieces = diff_pieces(patch.read(), [diff.line for diff in patch.parsed.files])
-        for piece_number, piece in enumerate(pieces):
+        for piece_number, piece in enumerate(_diffs_of(patch)):
             path = folder / f"taken-back-{number}-{piece_number}.patch"
             path.write_bytes(piece)
             given.append(_Copy(path, len(piece)))
@@ -66,7 +70,7 @@ def taken_back(patch: Patch, *, joined: bool) -> Iterator[list[Path]]:
     if not repeats_a_path(patch.parsed):
         yield [patch.path]
         return
-    pieces = diff_pieces(patch.read(), [diff.line for diff in patch.parsed.files])[::-1]
+    pieces = _diffs_of(patch)[::-1]
     with tempfile.TemporaryDirectory(prefix="forktool-take-back-") as folder:
         if joined:
             pieces = [b"".join(pieces)]

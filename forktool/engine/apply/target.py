@@ -18,7 +18,6 @@ from forktool.engine.apply.anchors import (
     first_past_the_end,
     gnu_anchors_hold,
     line_changes,
-    line_count,
     refused_at_the_end,
 )
 from forktool.engine.apply.appliers import APPLIERS, Applier, touched
@@ -29,6 +28,7 @@ from forktool.engine.apply.target_safety import stray_files, target_refusal
 from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
+from forktool.model.text import line_count
 
 # What ``apply --target`` does: apply the series; prove the directory carries it
 # (--verify); bring it to "every patch but P" (--except P); prove it is exactly that
