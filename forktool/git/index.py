@@ -109,27 +109,51 @@ class TempIndex:
         """How many lines each of ``paths`` has in ``tree`` (a last line without its
         newline counted; a path the tree lacks, or that is no file, left out). One
         ``git cat-file --batch`` for all of them."""
-        wanted = [p for p in dict.fromkeys(paths) if "\n" not in p]  # one name a line
+        names = {f"{tree}:{path}": path for path in paths}
+        blobs = self.blobs(list(names), purpose="count the lines of files in the base tree")
+        return {names[name]: line_count(data) for name, data in blobs.items()}
+
+    def blobs(self, names: Sequence[str], *, purpose: str) -> dict[str, bytes]:
+        """The bytes of each blob ``names`` name (``TREE:PATH``, ``:PATH`` for this
+        index, an id); a name that names nothing, or no blob, left out. One
+        ``git cat-file --batch`` for all of them."""
+        wanted = [n for n in dict.fromkeys(names) if "\n" not in n]  # one name a line
         if not wanted:
             return {}
         res = self.run(
             ["cat-file", "--batch"],
-            purpose="count the lines of files in the base tree",
-            input="".join(f"{tree}:{path}\n" for path in wanted).encode(),
+            purpose=purpose,
+            input="".join(f"{name}\n" for name in wanted).encode(),
         )
-        data, at, counts = res.stdout, 0, {}
-        for path in wanted:
+        data, at, found = res.stdout, 0, {}
+        for name in wanted:
             end = data.index(b"\n", at)
             head = data[at:end].split()
             at = end + 1
             if len(head) != 3 or not head[2].isdigit():
                 continue  # "<name> missing" (or ambiguous): nothing follows
             size = int(head[2])
-            blob = data[at : at + size]
-            at += size + 1
             if head[1] == b"blob":
-                counts[path] = line_count(blob)
-        return counts
+                found[name] = data[at : at + size]
+            at += size + 1
+        return found
+
+    def staged_entries(self, paths: Sequence[str]) -> dict[str, tuple[str, str]]:
+        """(mode, blob id) of each of ``paths`` this index holds at stage 0 (a path it
+        holds none for left out; each path taken literally, never as a pattern)."""
+        if not paths:
+            return {}
+        res = self.run(
+            ["ls-files", "--stage", "-z", "--", *(f":(literal){p}" for p in paths)],
+            purpose="list files in the temporary index",
+        )
+        entries = {}
+        for record in res.stdout.split(b"\0"):
+            meta, _, name = record.partition(b"\t")
+            parts = meta.decode().split(" ")
+            if name and len(parts) == 3 and parts[2] == "0":
+                entries[name.decode("utf-8", "surrogateescape")] = (parts[0], parts[1])
+        return entries
 
     def tree_changes(self, old: str, new: str) -> list[TreeChange]:
         """Every path trees ``old`` and ``new`` differ in (either may live in this

@@ -11,13 +11,22 @@ a commit is verified in :mod:`forktool.engine.apply.verify`; onto a plain direct
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 from forktool.config import ApplyRule
 from forktool.engine.apply.anchors import gnu_anchors_hold
-from forktool.engine.apply.applier_output import diff_for, hunk_by_number, read_git_apply
-from forktool.engine.apply.precheck import exact_note, hand_edited
+from forktool.engine.apply.applier_output import (
+    diff_for,
+    hunk_by_number,
+    read_git_apply,
+)
+from forktool.engine.apply.precheck import exact_note, hand_edited, whole_file_hunk
 from forktool.engine.apply.verdict import Attempt, PatchVerdict, allows_offset, applies_unfuzzed
+from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import TempIndex, git_apply_args
+from forktool.git.runner import scratch_dir
 from forktool.model.patchfile import PatchFile
 from forktool.model.text import line_count
 
@@ -56,7 +65,8 @@ def classify(
             "no longer matches; rebase the patch by hand"
         )
         return PatchVerdict(patch.name, "fuzz", message, (), file, number, line)
-    return PatchVerdict(patch.name, "fails", _failure(attempt, where, base), (), file, number, line)
+    message = _whole_file_failure(patch.parsed, attempt, base) or _failure(attempt, where, base)
+    return PatchVerdict(patch.name, "fails", message, (), file, number, line)
 
 
 def _applied(patch: Patch, attempt: Attempt, base: str, rule: ApplyRule) -> PatchVerdict:
@@ -101,6 +111,33 @@ def _failure(attempt: Attempt, where: str, base: str) -> str:
         return f"{where} does not apply{at} on {base}: its lines are not there"
     prefix = f"{file}: " if file and not attempt.detail.startswith(file) else ""
     return f"{prefix}{attempt.detail or 'does not apply'} on {base}"
+
+
+def _whole_file_failure(parsed: PatchFile, attempt: Attempt, base: str) -> str | None:
+    """What a failed hunk without context from the top of an existing file says: git
+    (and forktool, in every engine) holds it to the whole file, where GNU patch, so
+    quilt and dpkg-source, would apply it to the file's first lines and keep the rest
+    (Debian's zsh: a patch that created a file upstream now ships, applied on top of
+    it, leaves the file twice over). None for any other failure."""
+    file, number = attempt.failed_file, attempt.failed_hunk
+    diff = diff_for(parsed, file or "")
+    hunk = hunk_by_number(diff, number or 0)
+    if attempt.reason != "context" or diff is None or hunk is None:
+        return None
+    if not whole_file_hunk(diff, hunk):
+        return None
+    if hunk.old_count == 0:
+        return (
+            f"{file}: the patch writes the whole file ({hunk.new_count} lines, no context), "
+            f"but it already exists on {base}: drop the patch if the file now comes from "
+            "upstream, else refresh it (GNU patch, so quilt and dpkg-source, would put "
+            "the lines above the file's own)"
+        )
+    return (
+        f"{file}: hunk {number} has no context and starts at line 1, so it must match the "
+        f"whole file ({hunk.old_count} lines), which differs on {base} (GNU patch, so "
+        "quilt and dpkg-source, would change the file's first lines and keep the rest)"
+    )
 
 
 def _hunk_line(parsed: PatchFile, path: str | None, number: int | None) -> int | None:
@@ -150,3 +187,45 @@ def placed_without_anchors(index: TempIndex, patch: Patch) -> Attempt | None:
         return None
     applied = try_patch(index, patch, unanchored=True)
     return applied if applied.ok else None
+
+
+def fuzz_probe(index: TempIndex, patch: Patch) -> Attempt:
+    """``patch`` tried with fuzz on ``index``, nothing changed: by GNU patch itself at
+    its default fuzz 2 (what quilt push accepts) on the patch's files as the index holds
+    them, so ``fuzz`` means the same for every engine and every context width; by git
+    with one line of context (``-C1``) only when GNU patch is not installed. (``-C1``
+    equals fuzz 2 only for hunks with three lines of context: on a ``diff -U5`` hunk
+    it keeps one line where GNU patch keeps three.)"""
+    found = _gnu_fuzz(index, patch)
+    return found if found is not None else try_patch(index, patch, context=1, check=True)
+
+
+def _gnu_fuzz(index: TempIndex, patch: Patch) -> Attempt | None:
+    from forktool.engine.apply.appliers import GnuPatchApplier, touched  # the failure path only
+
+    root = scratch_dir("forktool-fuzz")
+    try:
+        _write_staged(index, touched([patch]), root)
+        return GnuPatchApplier().attempt(root, patch, reverse=False, fuzz=True)
+    except (OSError, FatalError):  # a path both a file and a folder; no GNU patch
+        return None
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _write_staged(index: TempIndex, paths: list[str], root: Path) -> None:
+    """Write the regular files among ``paths`` as ``index`` holds them under ``root``,
+    with their executable bits: the bytes git stores, no attribute or filter applied.
+    A link is left out (GNU patch then finds no file there, and the probe fails), so
+    nothing read here can point outside ``root``."""
+    entries = {
+        path: (mode, oid)
+        for path, (mode, oid) in index.staged_entries(paths).items()
+        if mode in ("100644", "100755")
+    }
+    data = index.blobs([oid for _mode, oid in entries.values()], purpose="read staged files")
+    for path, (mode, oid) in entries.items():
+        dest = root / path
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data.get(oid, b""))
+        dest.chmod(0o755 if mode == "100755" else 0o644)

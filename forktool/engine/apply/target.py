@@ -20,7 +20,7 @@ from forktool.engine.apply.anchors import (
     line_changes,
     refused_at_the_end,
 )
-from forktool.engine.apply.appliers import APPLIERS, Applier, touched
+from forktool.engine.apply.appliers import APPLIERS, Applier, GnuPatchApplier, touched
 from forktool.engine.apply.attempt import classify
 from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.scratch import scratch_copy, sync_back
@@ -87,6 +87,18 @@ def _trial(
         return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz, unanchored=unanchored)
 
 
+def _fuzz_trial(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt:
+    """The patch tried with fuzz: by GNU patch at its default fuzz whatever the engine
+    (as verify's :func:`~forktool.engine.apply.attempt.fuzz_probe`); by the git
+    applier's reduced context only when GNU patch is not installed."""
+    if applier.name == "git":
+        try:
+            return _trial(GnuPatchApplier(), scratch, patch, reverse=reverse, fuzz=True)
+        except FatalError:  # GNU patch is not installed
+            pass
+    return _trial(applier, scratch, patch, reverse=reverse, fuzz=True)
+
+
 def _short_of_its_end(scratch: Path, patch: Patch, attempt: Attempt) -> PatchVerdict | None:
     """The refusal of a patch git applied with a hunk short of its file's end, where
     GNU patch (dpkg-source) holds it (forktool.engine.apply.anchors); None when none."""
@@ -143,8 +155,8 @@ def _judge(
         reverse_ok = is_exact(_trial(applier, scratch, patch, reverse=not reverse))
         if not reverse_ok:
             placed = _placed(applier, scratch, patch, reverse)
-            if placed is None:
-                fuzzy = _trial(applier, scratch, patch, reverse=reverse, fuzz=True)
+            if placed is None and attempt.fuzz_may_place:
+                fuzzy = _fuzz_trial(applier, scratch, patch, reverse)
     verdict = classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed)
     if acceptable(verdict.status, allows_offset(rule)):
         applier.attempt(scratch, patch, reverse=reverse, unanchored=placed is not None)

@@ -113,6 +113,14 @@ class Attempt:
     # applier went on past a failure (``git apply --reject``).
     rejected: list[tuple[str, int]] = field(default_factory=list)
 
+    @property
+    def fuzz_may_place(self) -> bool:
+        """Whether less context could place what failed: only a hunk whose lines were
+        not found (never a file that already exists, is missing or has another mode,
+        nor a patch the applier could not read, such as a binary diff without full
+        blob ids, which GNU patch alone would "apply" as an empty file)."""
+        return self.reason == "context"
+
     def fail(self, reason: Reason, path: str, at: int | None = None) -> None:
         """Record the first failure only: later ones are consequences."""
         if self.failed_file is None:

@@ -16,7 +16,7 @@ from forktool.config import ApplyRule
 from forktool.engine import Progress
 from forktool.engine.apply.anchors import first_past_the_end, refused_at_the_end
 from forktool.engine.apply.applier_output import read_git_apply
-from forktool.engine.apply.attempt import classify, placed_without_anchors, try_patch
+from forktool.engine.apply.attempt import classify, fuzz_probe, placed_without_anchors, try_patch
 from forktool.engine.apply.early import EarlyStart, default_jobs, side_by_side
 from forktool.engine.apply.restored import Answer, round_trip_answer
 from forktool.engine.apply.series_run import RoundTrip, apply_series
@@ -416,6 +416,6 @@ def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact
         reverse_ok = is_exact(try_patch(index, patch, reverse=True, check=True))
         if not reverse_ok:
             placed = placed_without_anchors(index, patch)
-            if placed is None:
-                fuzzy = try_patch(index, patch, context=1, check=True)
+            if placed is None and attempt.fuzz_may_place:
+                fuzzy = fuzz_probe(index, patch)
     return classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed)

@@ -130,3 +130,60 @@ def test_verify_under_the_dpkg_rule_answers_as_gnu_patch_does(
     )
     gnu = ("offset" if "(offset" in out else "exact") if code == 0 else "refused"
     assert {"exact": "exact", "offset": "offset"}.get(status, "refused") == gnu, (status, out)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    size=st.integers(6, 20),
+    width=st.integers(3, 6),
+    at=st.integers(0, 99),
+    edited=st.sets(st.integers(-6, 6), max_size=4),
+    above=st.integers(0, 2),
+)
+def test_fuzz_or_fails_is_what_gnu_patch_at_its_default_fuzz_says(
+    tmp_path_factory: pytest.TempPathFactory,
+    size: int,
+    width: int,
+    at: int,
+    edited: set[int],
+    above: int,
+) -> None:
+    """One line changed with ``width`` lines of context (``diff -U3`` to ``-U6``),
+    verified on a pin where lines near it differ and ``above`` lines were added at
+    the top: verify under dpkg-source's rule says ``exact`` or ``offset`` exactly when
+    GNU patch -F0 places the patch, ``fuzz`` exactly when only its default fuzz 2
+    does (what quilt push accepts), and ``fails`` otherwise. git's -C1, which decided
+    ``fuzz`` before, keeps one context line where fuzz 2 keeps ``width`` - 2."""
+    root = tmp_path_factory.mktemp("fuzz")
+    base = [f"line {n}" for n in range(1, size + 1)]
+    at %= size
+    pinned = [
+        f"{line} (pinned)" if index - at in edited else line for index, line in enumerate(base)
+    ]
+    pinned = [f"top {n}" for n in range(above)] + pinned
+    repo = RepoBuilder.init(root / "repo")
+    fork = mini_fork(repo, {"f": "\n".join(pinned) + "\n"})
+    changed = list(base)
+    changed[at] += " changed"
+    side = side_commit(repo, "v1", writes({"f": "\n".join(base) + "\n"}))
+    patch = patch_of(repo, side, writes({"f": "\n".join(changed) + "\n"}), f"-U{width}")
+    fork.write({"0001-x.patch": patch}, extra_config="apply_rule: dpkg\n")
+    status = fork.cli("verify", "--format", "json").json()["patches"][0]["status"]
+    probe = root / "probe"
+    probe.mkdir()
+    (probe / "f").write_text("\n".join(pinned) + "\n")
+
+    def gnu(fuzz: int) -> tuple[int, str]:
+        flags = ["-p1", f"-F{fuzz}", "--dry-run", "--batch", "--forward"]
+        return run_gnu_patch(flags, probe, fork.root / "patches" / "0001-x.patch")
+
+    code, out = gnu(0)
+    if code == 0:
+        expected = "offset" if "(offset" in out else "exact"
+    else:
+        expected = "fuzz" if gnu(2)[0] == 0 else "fails"
+    assert status == expected, (status, out)

@@ -31,6 +31,7 @@ from testing.apply_support import (
 from testing.helpers import MiniFork, mini_fork
 
 from forktool.builder import RepoBuilder
+from forktool.git import apply_in_directory, run_gnu_patch
 
 APP = "src/app.py"
 BASE = numbered(40)
@@ -234,6 +235,45 @@ def test_edited_inner_context_line_fails(fork: MiniFork, tmp_path: Path) -> None
     )
 
 
+def _wide_fix_against(fork: MiniFork, edited: list[str]) -> bytes:
+    """The 'line 20' fix as a ``diff -U5`` hunk (lines 15-25), made on a neighbour
+    whose ``edited`` lines differ from the pin's."""
+    text = BASE
+    for line in edited:
+        text = edit_line(text, line, line + " (theirs)")
+    base = neighbour(fork, {APP: text})
+    return patch_of(
+        fork.repo, base, writes({APP: edit_line(text, "line 20", "line 20 fixed")}), "-U5"
+    )
+
+
+@pytest.mark.parametrize(
+    ("edited", "status"),
+    [(["line 15", "line 16"], "fuzz"), (["line 15", "line 16", "line 17"], "fails")],
+    ids=["two-outer-lines", "three-outer-lines"],
+)
+def test_a_wide_context_hunk_is_fuzz_as_gnu_patch_fuzz_places_it(
+    fork: MiniFork, tmp_path: Path, edited: list[str], status: str
+) -> None:
+    # GNU patch's default fuzz (2, what quilt push uses) ignores two context lines
+    # at each end of a hunk and keeps the rest; git's -C1 keeps one line whatever
+    # the hunk's width. On a -U5 hunk with three outer lines changed git -C1 still
+    # places it and GNU patch does not: every engine says what GNU patch says.
+    fork.write({P: _wide_fix_against(fork, edited)})
+    probe = tmp_path / "probe"
+    (probe / "src").mkdir(parents=True)
+    (probe / APP).write_text(BASE)
+    patch_file = fork.root / "patches" / P
+    gnu, _out = run_gnu_patch(["-p1", "--fuzz=2", "--dry-run", "--batch"], probe, patch_file)
+    git = apply_in_directory(
+        probe, patch_file, reverse=False, check_with_context=1, purpose="witness"
+    )
+    assert (gnu == 0, git.ok) == (status == "fuzz", True)  # the case is the one meant
+    runs = run_all(fork, tmp_path / "runs")
+    assert agree(runs)[:3] == (status, APP, 1)
+    assert exit_codes(runs) == {1}
+
+
 def test_trailing_whitespace_on_a_context_line_fails(fork: MiniFork, tmp_path: Path) -> None:
     # An editor that adds (or strips) trailing blanks makes the context differ:
     # neither engine is allowed to ignore whitespace.
@@ -429,6 +469,41 @@ def test_whole_file_hunk_without_context_is_anchored_at_both_ends(
     fork.write(fork.patches)
     runs = run_all(fork, tmp_path / "v2")
     assert agree(runs) == ("fails", "VERSION", 1, 11, [])
+    assert runs["verify"].verdict(P)["message"] == (
+        "VERSION: hunk 1 has no context and starts at line 1, so it must match the whole "
+        "file (1 lines), which differs on v2 (GNU patch, so quilt and dpkg-source, would "
+        "change the file's first lines and keep the rest)"
+    )
+
+
+def test_a_file_written_whole_onto_one_that_exists_fails_in_every_engine(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    # A patch that created a file, written without /dev/null (one hunk "-0,0"), on
+    # a release that now ships the file (Debian's zsh: completion-dscverify.diff
+    # after upstream took it). GNU patch puts the lines above the file's own, so the
+    # file ends up twice over; every engine refuses, and says why.
+    fork = mini_fork(builder, {"_comp": "#compdef x\nupstream\n"})
+    fork.write(
+        {
+            P: b"Subject: add a completion\n\n--- a/_comp\n+++ b/_comp\n"
+            b"@@ -0,0 +1,2 @@\n+#compdef x\n+ours\n"
+        }
+    )
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    (probe / "_comp").write_text("#compdef x\nupstream\n")
+    gnu, out = run_gnu_patch(
+        ["-p1", "-F0", "--batch", "--forward"], probe, fork.root / "patches" / P
+    )
+    assert (gnu, (probe / "_comp").read_text()) == (0, "#compdef x\nours\n#compdef x\nupstream\n")
+    runs = run_all(fork, tmp_path / "runs")
+    assert agree(runs)[:3] == ("fails", "_comp", 1)
+    assert runs["verify"].verdict(P)["message"] == (
+        "_comp: the patch writes the whole file (2 lines, no context), but it already "
+        "exists on v1: drop the patch if the file now comes from upstream, else refresh "
+        "it (GNU patch, so quilt and dpkg-source, would put the lines above the file's own)"
+    )
 
 
 def test_hunk_counts_contradicting_the_body_are_malformed(fork: MiniFork, tmp_path: Path) -> None:
