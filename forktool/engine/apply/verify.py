@@ -131,7 +131,7 @@ def _verify_on(
     answer = _answer_on(started, patches, surveys, base, workers, rule, progress, keep_going)
     if rule != "dpkg":
         return answer
-    return _ends_held(started.index, started.base_tree, patches, surveys, answer)
+    return _ends_held(started.index, started.base_tree, patches, surveys, answer, keep_going, base)
 
 
 def _answer_on(
@@ -174,30 +174,73 @@ def _ends_held(
     patches: Sequence[Patch],
     surveys: Sequence[Survey],
     answer: Answer,
+    keep_going: bool,
+    base: str,
 ) -> Answer:
     """``answer`` with GNU patch's end anchors held: a hunk with less context after its
     change than before ended with its file when the patch was made, and GNU patch at
     fuzz 0 (so dpkg-source) applies it only at the file's end, where git applies it
     wherever its lines are (forktool.engine.apply.anchors). The first applied hunk that
     does not end its file refuses its patch (fuzz, as GNU patch calls it); the patches
-    after it are not tried."""
-    verdicts, _, why = answer
-    applied = []
-    for verdict, survey in zip(verdicts, surveys, strict=False):
-        if verdict.status not in ("exact", "offset") or verdict.without:
-            break
-        applied.append((survey.ends, survey.changes, verdict.hunks))
-    found = first_past_the_end(applied, lambda paths: index.line_counts(base_tree, paths))
+    after it are not tried, or with ``keep_going`` are tried again without it (and the
+    ends checked again, until none is short of its file's end)."""
+    verdicts, round_trip, why = answer
+    while (found := _past_the_end(index, base_tree, patches, surveys, verdicts)) is not None:
+        position, refused = found
+        if not keep_going:
+            later = _not_tried(patches[position + 1 :], refused.patch)
+            return [*verdicts[:position], refused, *later], False, why
+        verdicts = _again_without(index, base_tree, patches, surveys, verdicts, found, base)
+        round_trip, why = False, ""
+    return verdicts, round_trip, why
+
+
+def _past_the_end(
+    index: TempIndex,
+    base_tree: str,
+    patches: Sequence[Patch],
+    surveys: Sequence[Survey],
+    verdicts: Sequence[PatchVerdict],
+) -> tuple[int, PatchVerdict] | None:
+    """(position, refusal) of the first applied patch with a hunk short of the end of
+    its file, the files' lengths followed through the patches that applied (those
+    that failed left out, as ``--keep-going`` leaves them out); None when none is."""
+    on = [i for i, v in enumerate(verdicts) if left_applied(v)]
+    found = first_past_the_end(
+        [(surveys[i].ends, surveys[i].changes, verdicts[i].hunks) for i in on],
+        lambda paths: index.line_counts(base_tree, paths),
+    )
     if found is None:
-        return answer
-    position, path, number, total = found
-    patch = patches[position]
-    failed = refused_at_the_end(patch, path, number, total)
-    later = [
-        PatchVerdict(p.name, "not-tried", f"not tried: {patch.name} does not apply before it")
-        for p in patches[position + 1 :]
+        return None
+    position = on[found[0]]
+    refused = refused_at_the_end(patches[position], *found[1:])
+    return position, replace(refused, without=verdicts[position].without)
+
+
+def _again_without(
+    index: TempIndex,
+    base_tree: str,
+    patches: Sequence[Patch],
+    surveys: Sequence[Survey],
+    verdicts: Sequence[PatchVerdict],
+    found: tuple[int, PatchVerdict],
+    base: str,
+) -> list[PatchVerdict]:
+    """The verdicts again from the patch ``found`` refuses on: the patches before it
+    that applied put back on the base tree, then the rest tried without it (and
+    without every patch that failed before it), as ``--keep-going`` tries them."""
+    position, refused = found
+    rule: ApplyRule = "dpkg"  # the end anchors are dpkg-source's rule alone
+    index.read_tree(base_tree)
+    kept = [
+        p for p, v in zip(patches[:position], verdicts[:position], strict=True) if left_applied(v)
     ]
-    return [*verdicts[:position], failed, *later], False, why
+    ok, _ = apply_series(index, kept, reverse=False, unanchored=True)
+    if not ok:  # what applied one way did not the other: stop here, as without keep-going
+        return [*verdicts[:position], refused, *_not_tried(patches[position + 1 :], refused.patch)]
+    failed = [*refused.without, refused.patch]
+    later = _going_on(index, patches, surveys, position + 1, failed, base, rule)
+    return [*verdicts[:position], refused, *later]
 
 
 def _result(
@@ -305,39 +348,57 @@ def _with_failures(
     ``forward`` is the whole series' one call, ``early`` the first patch to try on its
     own): the patches before the first failure, the failure (named as a
     patch-by-patch run names it), the rest not tried. With ``keep_going`` the rest go
-    on from the tree without the failed patch, again in one call, and so on after
-    each failure; every verdict after a failure names the patches left out."""
+    on from the tree without the failed patch (:func:`_going_on`)."""
+    found = _until_failure(index, index.snapshot(), patches, surveys, forward, early, base, rule)
+    if keep_going and len(found) < len(patches):
+        found += _going_on(index, patches, surveys, len(found), [found[-1].patch], base, rule)
+    first = found[-1].patch
+    for patch, survey in zip(patches[len(found) :], surveys[len(found) :], strict=True):
+        found.append(survey.early or _not_tried([patch], first)[0])
+    return found
+
+
+def _going_on(
+    index: TempIndex,
+    patches: Sequence[Patch],
+    surveys: Sequence[Survey],
+    start: int,
+    failed: Sequence[str],
+    base: str,
+    rule: ApplyRule,
+) -> list[PatchVerdict]:
+    """Verdicts of ``patches[start:]`` tried on ``index`` as it stands (what applied
+    before ``start``, the ``failed`` patches left out): in one call, and again after
+    each failure with that patch left out too. Every verdict names the patches left
+    out before it."""
     verdicts: list[PatchVerdict] = []
-    failed: list[str] = []
-    start = 0
-    restore = index.snapshot()
-    while True:
-        found = _until_failure(
-            index, restore, patches[start:], surveys[start:], forward, early, base, rule
-        )
-        verdicts += [replace(v, without=tuple(failed)) if failed else v for v in found]
-        start += len(found)
-        if start == len(patches) or not keep_going:
-            break
-        failed.append(found[-1].patch)
+    left_out = list(failed)
+    while start < len(patches):
         segment, rest = patches[start:], surveys[start:]
         restore = index.snapshot()
         forward = apply_series(index, segment, reverse=False)
         early = first_to_try(rest, forward[1])
         if forward[0] and early == len(segment):
             found = _verdicts_applied(index, restore, segment, rest, forward[1], base, rule)
-            verdicts += [replace(v, without=tuple(failed)) for v in found]
-            break
-    if len(verdicts) < len(patches):
-        first = verdicts[-1].patch
-        for patch, survey in zip(patches[len(verdicts) :], surveys[len(verdicts) :], strict=True):
-            verdicts.append(
-                survey.early
-                or PatchVerdict(
-                    patch.name, "not-tried", f"not tried: {first} does not apply before it"
-                )
-            )
+        else:
+            found = _until_failure(index, restore, segment, rest, forward, early, base, rule)
+        verdicts += [replace(v, without=tuple(left_out)) for v in found]
+        start += len(found)
+        if not left_applied(found[-1]):
+            left_out.append(found[-1].patch)
     return verdicts
+
+
+def _not_tried(patches: Sequence[Patch], first: str) -> list[PatchVerdict]:
+    return [
+        PatchVerdict(p.name, "not-tried", f"not tried: {first} does not apply before it")
+        for p in patches
+    ]
+
+
+def left_applied(verdict: PatchVerdict) -> bool:
+    """Whether a patch's verdict left it applied (exact, or at an offset)."""
+    return verdict.status in ("exact", "offset")
 
 
 def _until_failure(

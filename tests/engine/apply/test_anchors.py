@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from testing.apply_support import patch_of, side_commit, writes
+from testing.apply_support import edit_line, numbered, patch_of, side_commit, writes
 from testing.helpers import mini_fork
 
 from forktool.builder import RepoBuilder
@@ -187,3 +187,53 @@ def test_fuzz_or_fails_is_what_gnu_patch_at_its_default_fuzz_says(
     else:
         expected = "fuzz" if gnu(2)[0] == 0 else "fails"
     assert status == expected, (status, out)
+
+
+def test_keep_going_holds_the_end_anchors_after_a_failure_and_goes_on_without(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Under dpkg-source's rule with --keep-going, a patch after a failure whose hunk
+    ended its file (GNU patch -F0 holds it there) is refused although git places it,
+    and the patches after it are tried again without it: one that builds on its change
+    then fails, as GNU patch applied in turn (each failure left out) says."""
+    root = tmp_path_factory.mktemp("keep")
+    app, ten, fifteen = "app.txt", numbered(10), numbered(15)
+    repo = RepoBuilder.init(root / "repo")
+    fork = mini_fork(repo, {app: ten, "other.txt": "a\nb\nc\n"})
+    broken = patch_of(repo, "v1", writes({"other.txt": "A\nb\nc\n"}))
+    at_the_end = patch_of(repo, "v1", writes({app: edit_line(ten, "line 9", "nine")}))
+    assert b"@@ -6,5 +6,5 @@" in at_the_end  # three lines before its change, one after
+    repo.commit("upstream: longer\n", {app: fifteen, "other.txt": "x\ny\nz\n"})
+    repo.tag("v2")
+    nine = side_commit(repo, "v2", writes({app: edit_line(fifteen, "line 9", "nine")}))
+    builds_on = patch_of(repo, nine, writes({app: edit_line(fifteen, "line 9", "NINE")}))
+    apart = patch_of(repo, "v2", writes({app: edit_line(fifteen, "line 2", "two")}))
+    fork.pin = "v2"
+    names = ["0001-broken.patch", "0002-end.patch", "0003-builds-on.patch", "0004-apart.patch"]
+    fork.write(
+        dict(zip(names, [broken, at_the_end, builds_on, apart], strict=True)),
+        extra_config="apply_rule: dpkg\n",
+    )
+    result = fork.cli("verify", "--keep-going", "--format", "json")
+    assert result.code == 1
+    seen = [(p["status"], p.get("without", [])) for p in result.json()["patches"]]
+    assert seen == [
+        ("fails", []),
+        ("fuzz", names[:1]),
+        ("fails", names[:2]),
+        ("exact", names[:3]),
+    ]
+    # GNU patch -F0 in turn, each patch that fails left out, says the same
+    probe = root / "probe"
+    probe.mkdir()
+    (probe / app).write_text(fifteen)
+    (probe / "other.txt").write_text("x\ny\nz\n")
+    gnu = [
+        run_gnu_patch(
+            ["-p1", "-F0", "--batch", "--forward", "--reject-file=-", "--no-backup-if-mismatch"],
+            probe,
+            fork.root / "patches" / name,
+        )[0]
+        for name in names
+    ]
+    assert [code == 0 for code in gnu] == [False, False, False, True]
