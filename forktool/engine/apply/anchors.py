@@ -172,3 +172,14 @@ def refused_at_the_end(patch: Patch, path: str, number: int, total: int) -> Patc
         number,
         hunk.line if hunk else None,
     )
+
+
+def short_of_its_end(
+    patch: Patch, attempt: Attempt, base_lines: Callable[[list[str]], dict[str, int]]
+) -> PatchVerdict | None:
+    """The refusal of one patch git applied (``attempt``) with a hunk short of its file's
+    end, where GNU patch (dpkg-source) holds it; None when none is. ``base_lines``: the
+    line counts of the files before the patch."""
+    series = [(end_hunks(patch.parsed), line_changes(patch.parsed), attempt.placements)]
+    found = first_past_the_end(series, base_lines)
+    return None if found is None else refused_at_the_end(patch, *found[1:])

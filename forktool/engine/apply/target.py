@@ -14,11 +14,8 @@ from typing import Literal
 from forktool.config import ApplyRule
 from forktool.engine import Progress
 from forktool.engine.apply.anchors import (
-    end_hunks,
-    first_past_the_end,
     gnu_anchors_hold,
-    line_changes,
-    refused_at_the_end,
+    short_of_its_end,
 )
 from forktool.engine.apply.appliers import APPLIERS, Applier, GnuPatchApplier, touched
 from forktool.engine.apply.attempt import classify
@@ -112,9 +109,7 @@ def _short_of_its_end(scratch: Path, patch: Patch, attempt: Attempt) -> PatchVer
                 continue
         return counts
 
-    series = [(end_hunks(patch.parsed), line_changes(patch.parsed), attempt.placements)]
-    found = first_past_the_end(series, base_lines)
-    return None if found is None else refused_at_the_end(patch, *found[1:])
+    return short_of_its_end(patch, attempt, base_lines)
 
 
 def _placed(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt | None:

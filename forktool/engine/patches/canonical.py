@@ -26,9 +26,11 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from email.utils import parseaddr
+from functools import partial
 from pathlib import Path
 
 from forktool.config import ApplyRule, PatchForm
+from forktool.engine.apply.anchors import short_of_its_end
 from forktool.engine.apply.attempt import classify, placed_without_anchors, try_patch
 from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.verdict import PatchVerdict, acceptable, allows_offset, is_exact
@@ -221,6 +223,7 @@ def apply_and_commit(
     if early is not None:
         return Link(patch, early, None)
     attempt = try_patch(index, patch)
+    placed = None
     if not attempt.ok:
         reverse_ok = is_exact(try_patch(index, patch, reverse=True, check=True))
         placed = None if reverse_ok else placed_without_anchors(index, patch)
@@ -230,6 +233,12 @@ def apply_and_commit(
     verdict = classify(patch, attempt, None, False, base_name, rule)
     if verdict.status != "exact" and not allow_offset:
         return Link(patch, verdict, None)
+    if rule == "dpkg" and attempt is not placed:
+        # git placed it at its own lines, where GNU patch may hold a hunk to its file's
+        # end: then its change is committed as git made it, to be regenerated (refresh,
+        # fmt), and its verdict says dpkg-source refuses it (import refuses it too).
+        counts = partial(index.line_counts, parent)
+        verdict = short_of_its_end(patch, attempt, counts) or verdict
     commit = commit_tree(index.git, index.write_tree(), parent, meta, index.env)
     return Link(patch, verdict, commit)
 

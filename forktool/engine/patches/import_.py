@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from forktool.engine.apply.verdict import allows_offset
+from forktool.engine.apply.verdict import acceptable, allows_offset
 from forktool.engine.patches.canonical import CommitMeta, build_chain, commit_meta
 from forktool.errors import FatalError
 from forktool.faults import faultpoint
@@ -113,7 +113,10 @@ def import_series(
             meta_for=lambda patch: import_meta(fork, patch, pin_date),
             rule=rule,
         )
-        failed = chain.failed
+        accepted = allows_offset(rule)
+        failed = chain.failed or next(  # one GNU patch holds to a file's end is committed
+            (link for link in chain.links if not acceptable(link.verdict.status, accepted)), None
+        )
         if failed is not None:
             raise FatalError(
                 f"{failed.patch.rel}: {failed.verdict.message}",
