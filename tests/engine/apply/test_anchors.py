@@ -78,11 +78,16 @@ def _shifted(lines: list[str], edits: list[tuple[str, int, int]], mark: str) -> 
     return out
 
 
-@settings(
-    max_examples=30,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+def against_gnu_patch(examples: int) -> settings:
+    """Hypothesis settings for a test that builds a real fork and runs GNU patch."""
+    return settings(
+        max_examples=examples,
+        deadline=None,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+    )
+
+
+@against_gnu_patch(30)
 @given(
     size=st.integers(3, 14),
     made_on=st.lists(EDITS, max_size=2),
@@ -132,11 +137,7 @@ def test_verify_under_the_dpkg_rule_answers_as_gnu_patch_does(
     assert {"exact": "exact", "offset": "offset"}.get(status, "refused") == gnu, (status, out)
 
 
-@settings(
-    max_examples=25,
-    deadline=None,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@against_gnu_patch(25)
 @given(
     size=st.integers(6, 20),
     width=st.integers(3, 6),
