@@ -80,7 +80,7 @@ def refresh_onto(
     series = Series.of(fork, pin_commit)
     with git.temp_index() as index:
         chain = refresh_chain(index, onto_commit, fork.patches, series, base_name=onto)
-        entries = chain_entries(chain)
+        entries = chain_entries(chain, series.keeps_offsets)
         if chain.complete:
             generated = chain_bytes(index, chain, fork.config.patch_form, fork.config.apply_rule)
             review = review_range(index, fork, pin_commit, onto_commit, chain.tip)
@@ -176,7 +176,7 @@ def plan_refresh(
                 env={**index.env, **CARRIED_IDENTITY},
             )
         chain = refresh_chain(index, onto_commit, series.patches, series, base_name=onto)
-        return unwritten(chain_entries(chain))
+        return unwritten(chain_entries(chain, series.keeps_offsets))
 
 
 CARRIED_IDENTITY = {

@@ -5,10 +5,12 @@ change the base already has is told apart (it is retired, never resolved by hand
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from forktool.config import ApplyRule, PatchForm
+from forktool.engine.apply.attempt import try_patch
+from forktool.engine.apply.verdict import allows_offset, applies_unfuzzed
 from forktool.engine.patches.canonical import (
     Chain,
     Link,
@@ -33,6 +35,12 @@ class Series:
     allow_merged: bool = True
     rule: ApplyRule = "exact"  # the fork's apply rule (dpkg's accepts an offset)
     form: PatchForm = "canonical"  # how a chain's commits get their metadata
+
+    @property
+    def keeps_offsets(self) -> bool:
+        """Whether a patch that applies at an offset is written as it is: the
+        maintainers' form keeps every patch the fork's rule accepts byte for byte."""
+        return self.form == "maintainers" and allows_offset(self.rule)
 
     def pre_images(self) -> tuple[str, tuple[Patch, ...], str]:
         """The arguments of :class:`PreImages` after its index."""
@@ -67,6 +75,7 @@ def refresh_chain(
     links: list[Link] = []
     parent = base_commit
     for patch in patches:
+        before = index.snapshot()
         link = apply_and_commit(
             index,
             parent,
@@ -76,12 +85,35 @@ def refresh_chain(
             meta_for=meta_for_form(series.form),
             rule=series.rule,
         )
+        if link.verdict.status == "offset" and (there := _already_there(index, before, link)):
+            link = there
         if link.commit is None and _mergeable(link):
             link = _merged(index, parent, link, pre, series, base_name)
         links.append(link)
         if link.commit is not None:
             parent = link.commit
     return Chain(base_commit, tuple(links))
+
+
+def _already_there(index: TempIndex, before: Callable[[], None], link: Link) -> Link | None:
+    """The refusal of a patch that applied only at an offset (``link``, committed, on
+    ``index``) while it also reverse-applies on the tree before it (``before`` brings
+    that back): its change is there already (upstream took it; the lines found at the
+    offset only look like its own), and applied again it would be there twice, as GNU
+    patch and quilt would make it (Debian's haproxy: a function defined twice). The
+    index is left before the patch; None, and the index untouched, when it does not
+    reverse-apply."""
+    after = index.snapshot()
+    before()
+    if not applies_unfuzzed(try_patch(index, link.patch, reverse=True, check=True)):
+        after()
+        return None
+    verdict = link.verdict
+    message = (
+        f"already applied: the change is there (it reverse-applies); forward it applies "
+        f"only at an offset, which would make it twice: {verdict.message}"
+    )
+    return Link(link.patch, replace(verdict, status="fails", message=message, hunks=()), None)
 
 
 def _mergeable(link: Link) -> bool:
@@ -134,6 +166,8 @@ def presence(message: str) -> str:
     """How a refresh saw that a patch's change is already there, from its message."""
     if "3-way merge" in message:
         return "a 3-way merge of it changes nothing"
+    if "only at an offset" in message:
+        return "it reverse-applies, and forward only at an offset"
     return "it reverse-applies exactly"
 
 

@@ -65,7 +65,7 @@ def refresh_continue(
     base_name = f"{state.onto} + the resolution"
     with git.temp_index(keep_objects=True) as index:
         chain = refresh_chain(index, resolved, rest, series, base_name=base_name)
-    later = chain_entries(chain)
+    later = chain_entries(chain, series.keeps_offsets)
     _refuse_present(chain, state, command)
     if not chain.complete:
         first = first_conflict(later)

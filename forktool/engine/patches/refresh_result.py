@@ -74,12 +74,14 @@ class RefreshResult:
         return data
 
 
-def chain_entries(chain: Chain) -> list[RefreshEntry]:
-    """One entry per link of a refresh chain, in series order."""
-    return [_entry(link) for link in chain.links]
+def chain_entries(chain: Chain, keeps_offsets: bool = False) -> list[RefreshEntry]:
+    """One entry per link of a refresh chain, in series order (``keeps_offsets``: a
+    patch the fork's rule accepts at an offset is written as it is, in the maintainers'
+    form, not regenerated)."""
+    return [_entry(link, keeps_offsets) for link in chain.links]
 
 
-def _entry(link: Link) -> RefreshEntry:
+def _entry(link: Link, keeps_offsets: bool) -> RefreshEntry:
     verdict, patch = link.verdict, link.patch
     if already_on(link):
         message = f"{verdict.message}; retire it first, or drop it"
@@ -90,7 +92,10 @@ def _entry(link: Link) -> RefreshEntry:
         return RefreshEntry(patch.name, patch.rel, "merged", verdict.message, commit=link.commit)
     if verdict.status == "exact":
         return RefreshEntry(patch.name, patch.rel, "unchanged", "", commit=link.commit)
-    message = verdict.message.replace("; run 'forktool refresh'", "") + "; regenerated"
+    if keeps_offsets and verdict.status == "offset":
+        message = f"{verdict.message}; kept byte for byte"
+    else:
+        message = verdict.message.replace("; run 'forktool refresh'", "") + "; regenerated"
     return RefreshEntry(patch.name, patch.rel, "rebased", message, commit=link.commit)
 
 
@@ -98,7 +103,7 @@ def unwritten(entries: Sequence[RefreshEntry]) -> list[RefreshEntry]:
     """The entries of a refresh that wrote nothing: a rebased patch *would be* regenerated."""
     return [
         replace(e, message=e.message.removesuffix("; regenerated") + "; would be regenerated")
-        if e.status in ("rebased", "merged")
+        if e.status == "merged" or (e.status == "rebased" and e.message.endswith("; regenerated"))
         else e
         for e in entries
     ]

@@ -164,7 +164,7 @@ def _pending_result(
 ) -> RefreshResult:
     """The refresh stopped for a hand resolution of ``conflict``; ``later`` are the
     patches after it as they fared without it (each is tried again once it is resolved)."""
-    entries = list(kept)
+    entries = unwritten(kept)  # nothing is written before the last conflict is resolved
     entries.append(
         RefreshEntry(
             conflict.name,

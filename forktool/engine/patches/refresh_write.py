@@ -47,7 +47,7 @@ def write_refreshed(
         if changed:
             changes[patch.path] = data
         message = entry.message
-        if not changed and entry.status == "rebased":  # accepted as it is (the dpkg rule)
+        if not changed and message.endswith("; regenerated"):  # the bytes came out the same
             message = message.removesuffix("; regenerated") + "; kept byte for byte"
         final.append(
             RefreshEntry(entry.patch, entry.path, entry.status, message, changed, entry.commit)

@@ -493,7 +493,7 @@ def test_a_file_written_whole_onto_one_that_exists_fails_in_every_engine(
     probe = tmp_path / "probe"
     probe.mkdir()
     (probe / "_comp").write_text("#compdef x\nupstream\n")
-    gnu, out = run_gnu_patch(
+    gnu, _out = run_gnu_patch(
         ["-p1", "-F0", "--batch", "--forward"], probe, fork.root / "patches" / P
     )
     assert (gnu, (probe / "_comp").read_text()) == (0, "#compdef x\nours\n#compdef x\nupstream\n")

@@ -72,3 +72,31 @@ def test_fmt_on_such_a_pin_regenerates_it_and_import_refuses_it(longer: MiniFork
     assert longer.cli("fmt").code == 0
     assert status_on(longer, "v2") == "exact"
     assert longer.cli("import", "--branch", "p").code == 0
+
+
+def test_a_patch_the_rule_takes_at_an_offset_is_kept_and_said_so(builder: RepoBuilder) -> None:
+    """In the maintainers' form under dpkg-source's rule a patch that applies at an
+    offset is written as it is: refresh says so, and never "regenerated" (nor, when
+    another patch stops the refresh, "would be regenerated")."""
+    fork = mini_fork(builder, {APP: numbered(20)})
+    patch = patch_of(builder, "v1", writes({APP: edit_line(numbered(20), "line 9", "nine")}))
+    builder.commit("upstream: a header\n", {APP: "header\n" * 3 + numbered(20)})
+    builder.tag("v2")
+    fork.write({P: patch}, extra_config=DEBIAN)
+    result = fork.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 0, result.out
+    (entry,) = result.json()["patches"]  # type: ignore[misc]
+    assert entry["status"] == "rebased"
+    assert entry["message"].endswith("offsets reported); kept byte for byte")
+    assert "regenerated" not in entry["message"]
+    assert (fork.root / "patches" / P).read_bytes() == patch
+    conflict = patch_of(builder, "v1", writes({APP: edit_line(numbered(20), "line 15", "x")}))
+    builder.commit(
+        "upstream: line 15\n", {APP: "header\n" * 3 + numbered(20).replace("line 15", "y")}
+    )
+    builder.tag("v3")
+    fork.write({P: patch, "0002-x.patch": conflict}, extra_config=DEBIAN)
+    stopped = fork.cli("refresh", "--onto", "v3", "--format", "json")
+    assert stopped.code == 1
+    first = stopped.json()["patches"][0]  # type: ignore[index]
+    assert first["message"].endswith("offsets reported); kept byte for byte")

@@ -417,3 +417,32 @@ def test_a_forbidden_merge_is_left_merged_in_the_worktree_for_review(
     assert (wt / "a.py").read_text() == edit(V2["a.py"], ("a10\n", "fork10\n"))
     done = drift.cli("refresh", "--continue", "--format", "json")
     assert statuses(done.json()) == {"0001-a.patch": "resolved"}
+
+
+def test_a_change_there_already_is_never_made_twice_at_an_offset(builder: RepoBuilder) -> None:
+    """Upstream took the patch (and moved the file's lines); a second block has the
+    lines the patch found at first. Applied on v2 it lands there, at an offset (GNU
+    patch and quilt would make the change twice: Debian's haproxy, a function defined
+    twice). It reverse-applies on v2, so refresh says it is already there."""
+    block = ["pad 1", "pad 2", "{", "  a();", "  b();", "  c();", "}", "pad 3", "pad 4"]
+    v1 = "\n".join(["f:", *block, *(f"filler {n}" for n in range(20)), "g:", *block]) + "\n"
+    fixed = v1.replace("  b();\n", "  b();\n  x();\n", 1)
+    fork = mini_fork(builder, {"code.c": v1})
+    patch = make_patch(builder, "v1", {"code.c": fixed}, "call x")
+    builder.commit("upstream: takes it, and a header\n", {"code.c": "/* new */\n" * 5 + fixed})
+    builder.tag("v2")
+    fork.write({"0001-x.patch": patch})
+    verified = fork.cli("verify", "--base", "v2", "--format", "json").json()
+    assert verified["patches"][0]["status"] == "offset"  # type: ignore[index]  # the look-alike
+    result = fork.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 1
+    data = result.json()
+    assert statuses(data) == {"0001-x.patch": "conflict"}
+    assert messages(data)["0001-x.patch"].startswith(
+        "already applied: the change is there (it reverse-applies); forward it applies "
+        "only at an offset, which would make it twice: code.c: hunk 1 applies only at offset"
+    )
+    assert str(data["message"]).startswith(
+        "0001-x.patch is already on v2 (it reverse-applies, and forward only at an offset): "
+    )
+    assert (fork.root / "patches" / "0001-x.patch").read_bytes() == patch  # nothing written
