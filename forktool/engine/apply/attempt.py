@@ -173,6 +173,23 @@ def try_patch(
     return attempt
 
 
+def reverse_applies(index: TempIndex, patch: Patch) -> bool:
+    """Whether ``patch`` reverse-applies on ``index`` (exactly or at an offset; nothing
+    changed): with a forward apply only at an offset, its change is there already, and
+    the lines found at the offset only look like its own (:func:`made_twice`)."""
+    return applies_unfuzzed(try_patch(index, patch, reverse=True, check=True))
+
+
+def made_twice(offset_message: str) -> str:
+    """What a patch that applies only at an offset but also reverse-applies says: GNU
+    patch and quilt would apply it there and make the change twice (Debian's haproxy
+    onto a newer release: a function defined twice), so it is already applied."""
+    return (
+        "already applied: the change is there (it reverse-applies); forward it applies "
+        f"only at an offset, which would make it twice: {offset_message}"
+    )
+
+
 def placed_without_anchors(index: TempIndex, patch: Patch) -> Attempt | None:
     """``patch`` applied onto ``index`` without git's anchors, when it applies so with
     every context line and GNU patch at fuzz 0 would place each hunk there

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from forktool.config import ApplyRule, PatchForm
-from forktool.engine.apply.attempt import try_patch
-from forktool.engine.apply.verdict import allows_offset, applies_unfuzzed
+from forktool.engine.apply.attempt import made_twice, reverse_applies
+from forktool.engine.apply.verdict import allows_offset
 from forktool.engine.patches.canonical import (
     Chain,
     Link,
@@ -98,22 +98,15 @@ def refresh_chain(
 def _already_there(index: TempIndex, before: Callable[[], None], link: Link) -> Link | None:
     """The refusal of a patch that applied only at an offset (``link``, committed, on
     ``index``) while it also reverse-applies on the tree before it (``before`` brings
-    that back): its change is there already (upstream took it; the lines found at the
-    offset only look like its own), and applied again it would be there twice, as GNU
-    patch and quilt would make it (Debian's haproxy: a function defined twice). The
-    index is left before the patch; None, and the index untouched, when it does not
-    reverse-apply."""
+    that back): its change is there already (:func:`made_twice`). The index is left
+    before the patch; None, and the index untouched, when it does not reverse-apply."""
     after = index.snapshot()
     before()
-    if not applies_unfuzzed(try_patch(index, link.patch, reverse=True, check=True)):
+    if not reverse_applies(index, link.patch):
         after()
         return None
-    verdict = link.verdict
-    message = (
-        f"already applied: the change is there (it reverse-applies); forward it applies "
-        f"only at an offset, which would make it twice: {verdict.message}"
-    )
-    return Link(link.patch, replace(verdict, status="fails", message=message, hunks=()), None)
+    message = made_twice(link.verdict.message)
+    return Link(link.patch, replace(link.verdict, status="fails", message=message, hunks=()), None)
 
 
 def _mergeable(link: Link) -> bool:

@@ -16,7 +16,13 @@ from typing import Literal
 
 from forktool.config import ApplyRule
 from forktool.engine.apply.applier_output import read_git_apply
-from forktool.engine.apply.attempt import classify, placed_without_anchors, try_patch
+from forktool.engine.apply.attempt import (
+    classify,
+    made_twice,
+    placed_without_anchors,
+    reverse_applies,
+    try_patch,
+)
 from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.verdict import PatchVerdict
 from forktool.engine.upstream.targets import Entry, Target
@@ -183,12 +189,15 @@ def cumulative_apply(
             done = index.snapshot()
             found = _states_of(index, back, candidates[:good], good_err, target.name, rule)
             done()
+            twice = _made_twice(index, back, candidates[:good], found)
+            if twice is not None:  # the run stands up to it; it is a conflict, as in a refresh
+                good = twice[0]
             for patch in candidates[:good]:
                 states[patch.name] = _without(found[patch.name], failed)
             rest = rest[good:]
             if not rest:
                 break
-            state = _stopped_at(index, target, rest[0], rule)
+            state = twice[1] if twice is not None else _stopped_at(index, target, rest[0], rule)
             states[rest[0].name] = _without(state, failed)
             if state.state != "conflict":  # placed where GNU patch places it: go on
                 rest = rest[1:]
@@ -202,6 +211,26 @@ def cumulative_apply(
             failed.append(rest[0].name)
             rest = rest[1:]
     return states
+
+
+def _made_twice(
+    index: TempIndex, back: Callable[[], None], run: Sequence[Patch], found: dict[str, Applied]
+) -> tuple[int, Applied] | None:
+    """The first patch of ``run`` (applied on ``index``; ``back`` brings the tree before
+    it) that applied only at an offset but also reverse-applies on the tree before it:
+    already there, a conflict as a refresh says (forktool.engine.apply.attempt.made_twice),
+    with ``index`` left holding the run before it; None, the index untouched, if none."""
+    after = index.snapshot()
+    for position, patch in enumerate(run):
+        if found[patch.name].state != "offset":
+            continue
+        back()
+        if position:
+            index.apply_cached([str(p.path) for p in run[:position]], purpose="apply the series")
+        if reverse_applies(index, patch):
+            return position, Applied("conflict", made_twice(found[patch.name].message))
+    after()
+    return None
 
 
 def _without(state: Applied, failed: Sequence[str]) -> Applied:

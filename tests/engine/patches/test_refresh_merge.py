@@ -446,3 +446,7 @@ def test_a_change_there_already_is_never_made_twice_at_an_offset(builder: RepoBu
         "0001-x.patch is already on v2 (it reverse-applies, and forward only at an offset): "
     )
     assert (fork.root / "patches" / "0001-x.patch").read_bytes() == patch  # nothing written
+    forecast = fork.cli("forecast", "--tags", "v2", "--no-fetch", "--format", "json")
+    assert forecast.code == 0, forecast.err
+    (cell,) = forecast.json()["patches"][0]["cells"]  # type: ignore[index]
+    assert cell["apply"] == "conflict"  # what the refresh says, not the look-alike's offset
