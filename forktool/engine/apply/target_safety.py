@@ -80,14 +80,16 @@ def kind_problem(target: Path, rel: str) -> str | None:
     return f"{rel}: is {kind} where the patch expects a file; refusing to patch it"
 
 
-def stray_files(target: Path, series_paths: Sequence[str] = ()) -> list[str]:
-    """``.orig``/``.rej`` files under ``target`` that an applier would leave behind;
-    a path the series itself names (a patch may create ``setup.cfg.orig``) is not one."""
+def stray_files(target: Path, series_paths: Sequence[str]) -> list[str]:
+    """The ``.orig``/``.rej`` files under ``target`` an applier would leave beside a
+    file the series patches (``series_paths``), where a failed or fuzzy run leaves them;
+    one the series itself names (a patch may create ``setup.cfg.orig``) is not one.
+    Files of those names elsewhere are the target's own: an upstream tarball may ship
+    them (Debian's isc-dhcp has test samples named ``*.conf.orig``)."""
     own = set(series_paths)
     return sorted(
         rel
-        for p in target.rglob("*")
-        if p.name.endswith(STRAY_SUFFIXES)
-        and p.is_file()
-        and (rel := p.relative_to(target).as_posix()) not in own
+        for path in own
+        for suffix in STRAY_SUFFIXES
+        if (rel := path + suffix) not in own and (target / rel).is_file()
     )
