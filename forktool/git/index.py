@@ -11,7 +11,7 @@ from pathlib import Path
 from forktool.errors import GitError
 from forktool.git.changes import Changes
 from forktool.git.objects import Objects
-from forktool.git.runner import GitResult, Started, scratch_dir, start
+from forktool.git.runner import GitResult, Started, run, scratch_dir, start
 from forktool.model.text import line_count
 
 # but no diff is refused before anything runs: forktool.engine.apply.attempt.precheck).
@@ -88,11 +88,15 @@ class TempIndex:
     env: dict[str, str]
 
     def run(self, args: Sequence[str], *, purpose: str, **kw: object) -> GitResult:
-        return self.git.run(args, purpose=purpose, env=self.env, **kw)  # type: ignore[arg-type]
+        """``args`` on this index, run from the work tree's top level: every path in an
+        index is from there, and ``git apply`` skips every path outside the directory it
+        runs in (a fork whose forktool.yaml sits in a subdirectory would pass them all)."""
+        return run(args, cwd=self.git.toplevel(), purpose=purpose, env=self.env, **kw)  # type: ignore[arg-type]
 
     def start(self, args: Sequence[str], *, purpose: str) -> Started:
-        """Start ``args`` on this index in the background (see :class:`Started`)."""
-        return start(args, cwd=self.git.cwd, purpose=purpose, env=self.env)
+        """Start ``args`` on this index in the background (see :class:`Started`), from
+        the work tree's top level (:meth:`run`)."""
+        return start(args, cwd=self.git.toplevel(), purpose=purpose, env=self.env)
 
     def read_tree(self, treeish: str) -> None:
         self.run(["read-tree", treeish], purpose=f"load {treeish} into a temporary index")

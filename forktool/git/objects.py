@@ -37,6 +37,9 @@ def blob_sizes(out: str) -> dict[str, int]:
 
 class Objects(Runner):
     def toplevel(self) -> Path:
+        """The top level of the work tree ``cwd`` is in (asked of git once)."""
+        if self._top is not None:
+            return self._top
         # The object directory in the same call: every temporary index needs it.
         res = self.run(
             ["rev-parse", "--show-toplevel", "--git-path", "objects"],
@@ -50,7 +53,8 @@ class Objects(Runner):
             )
         top, _, objects = res.out.partition("\n")
         self._objects = (self.cwd / objects.strip()).resolve()
-        return Path(top.strip())
+        self._top = Path(top.strip())
+        return self._top
 
     def objects_dir(self) -> Path:
         """The repository's object directory (absolute), asked of git once."""

@@ -446,6 +446,7 @@ class Runner:
         self.cwd = Path(cwd)
         self._graph: bool | None = None
         self._objects: Path | None = None  # the object directory, once asked for
+        self._top: Path | None = None  # the work tree's top level, once asked for
         # (commit, reverse, paths) -> its diff as commit_patches reads it: each commit's
         # diff is read at most once per run, however many tags the run judges.
         self._diffs: dict[tuple[str, bool, tuple[str, ...] | None], bytes] = {}
