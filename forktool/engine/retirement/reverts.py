@@ -6,6 +6,8 @@ in bulk, the commits between the pin and the tag that revert a mapped commit:
 
 * **revert line**: git's ``This reverts commit <sha>.`` (full, or abbreviated to 7+
   hex digits) in the message;
+* **revert words**: other projects' ``Revert commit <sha> (...)`` (CMake), ``reverts
+  <sha>``, ``Reverted commit <sha>``: a revert verb, then the commit;
 * **title**: ``Revert "<original subject>"`` anywhere in the subject, so prefixes
   such as ``[BugFix] Revert "..."`` count, and a GitHub ``(#123)`` suffix on either
   title is ignored (a squash-merged revert carries the title and no sha);
@@ -34,11 +36,16 @@ from forktool.git import Git
 REVERT_GREP = "revert"
 MAX_PATHSPECS = 64
 _REVERT_LINE = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
+# Other projects' words for it: CMake's "Revert commit 872daff159 (subject, date)",
+# "reverts abc1234", "Reverted commit ...": a revert verb, then the commit (a sha that
+# names one commit the search knows, as for the line).
+_REVERT_WORDS = re.compile(r"\b[Rr]evert(?:s|ed|ing)?\s+(?:commit\s+)?([0-9a-f]{7,40})\b")
 _REVERT_TITLE = re.compile(r'Revert "(.*)"')
 _PR_SUFFIX = re.compile(r"\s*\(#[0-9]+\)\s*$")
 
 # Names of the witnesses, as they appear in the evidence's detail.
 BY_LINE = "'This reverts commit' line"
+BY_WORDS = "'Revert commit <sha>' words"
 BY_TITLE = "'Revert \"...\"' title"
 BY_CONTENT = "inverse patch-id"
 
@@ -177,10 +184,12 @@ def _message_claims(
     for commit, message in messages:
         by_title.setdefault(title_key(message.split("\n", 1)[0]), []).append(commit)
     for commit, message in messages:
-        for named in _REVERT_LINE.findall(message):
+        lines = _REVERT_LINE.findall(message)
+        words = [n for n in _REVERT_WORDS.findall(message) if n not in lines]
+        for named, witness in [*((n, BY_LINE) for n in lines), *((n, BY_WORDS) for n in words)]:
             targets = [k for k in known if k.startswith(named)]
             if len(named) == 40 or len(set(targets)) == 1:
-                edges.add(commit, named if len(named) == 40 else targets[0], BY_LINE)
+                edges.add(commit, named if len(named) == 40 else targets[0], witness)
         title = reverted_title(message.split("\n", 1)[0])
         for target in by_title.get(title, []) if title else []:
             edges.add(commit, target, BY_TITLE)

@@ -208,3 +208,25 @@ def test_poll_needs_hands_for_a_reverted_fix(builder: RepoBuilder) -> None:
     plan = data["plan"]
     assert (data["verdict"], data["newest"], plan["retired"]) == ("needs-hands", "v1.2.0", [])  # type: ignore[index]
     assert [p["verdict"] for p in plan["kept"]] == ["revisit"]  # type: ignore[index, union-attr]
+
+
+def test_a_revert_in_other_words_is_found(builder: RepoBuilder) -> None:
+    """CMake's reverts say "Revert commit <sha> (<subject>, <date>, <describe>)" in the
+    body under a subject of their own, and often change more (so the change is no
+    exact inverse): the words and the commit they name are a witness."""
+    fix = _upstream(builder)
+    revert = builder.commit(
+        "app: revert line seven for now\n\n"
+        f"Revert commit {fix[:10]} (fix line 7, 2023-09-21,\nv1.1.0~1) pending further "
+        "investigation.\n",
+        {"app.py": APP.replace("line 15\n", "line fifteen\n")},
+    )
+    builder.tag("v1.2.0")
+    fork = _fork(builder, fix)
+    entry = _entry(fork, "v1.2.0")
+    assert entry["verdict"] != "retire"
+    detail = (
+        f"{revert[:12]} 'app: revert line seven for now' in v1.2.0 reverts {fix[:12]} "
+        "(found by: 'Revert commit <sha>' words)"
+    )
+    assert {"kind": "revert", "commit": revert, "detail": detail} in entry["evidence"]  # type: ignore[operator]
