@@ -124,8 +124,9 @@ def already_carried(
     kept: Sequence[PatchAbsorption],
     present: Collection[str] = (),
 ) -> tuple[str, ...]:
-    """The kept patches whose change the tag already carries (they reverse-apply exactly
-    there, ancestry did not retire them), in series order: ``present`` (refresh found
+    """The kept patches whose change the tag already carries (they reverse-apply there,
+    or a 3-way merge of them changes nothing; ancestry did not retire them), in series
+    order: ``present`` (refresh found
     them) and every other the absorbed evidence shows, so one round decides them all."""
     return tuple(
         verdict.patch
@@ -142,8 +143,9 @@ def decision_command(names: tuple[str, ...], tag: str) -> str:
 
 def decision_note(names: tuple[str, ...], tag: str) -> str:
     return (
-        f"{len(names)} patch(es) already on {tag} (each reverse-applies exactly there, but no "
-        f"mapped commit proves it): {', '.join(names)}; record every decision at once, before "
+        f"{len(names)} patch(es) already on {tag} (each change is there: it reverse-applies, "
+        "or a 3-way merge of it changes nothing; but no mapped commit proves it): "
+        f"{', '.join(names)}; record every decision at once, before "
         f"the sync: {decision_command(names, tag)} (or map their upstream commits: forktool "
         "upstream resolve --write, forktool map suggest --write)"
     )

@@ -338,7 +338,9 @@ def test_a_patch_already_on_the_tag_is_flagged_before_the_refresh(
     data = plan.json()
     assert data["decisions"] == ["0002-b.patch"]
     assert data["decide"] == "forktool retire 0002-b.patch --tag v3 --force --reason '...'"
-    assert "1 patch(es) already on v3 (each reverse-applies exactly there" in str(data["notes"])
+    assert "1 patch(es) already on v3 (each change is there: it reverse-applies, " in str(
+        data["notes"]
+    )
     assert not any(str(c).startswith("0002-b.patch") for c in data["conflicts"])  # type: ignore[union-attr]
     poll = run_cli("-C", sync_fork.path, "upstream", "poll", "--no-fetch", "--format", "json")
     assert poll.code == 4
@@ -395,8 +397,9 @@ def test_a_pending_patch_already_on_the_tag_is_told_to_record_its_commit_not_for
         "-C", sync_fork.path, "sync", "v3", "--no-fetch", "--dry-run", "--format", "json"
     )
     assert plan.json()["notes"][-1] == (  # type: ignore[index]
-        "1 patch(es) already on v3 (each reverse-applies exactly there, but no mapped commit "
-        "proves it): 0002-b.patch; record every decision at once, before the sync: forktool "
+        "1 patch(es) already on v3 (each change is there: it reverse-applies, or a 3-way merge "
+        "of it changes nothing; but no mapped commit proves it): 0002-b.patch; record every "
+        "decision at once, before the sync: forktool "
         "retire 0002-b.patch --tag v3 --force --reason '...' (or map their upstream commits: "
         "forktool upstream resolve --write, forktool map suggest --write)"
     )

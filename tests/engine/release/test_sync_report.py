@@ -331,7 +331,7 @@ PLAN_V3 = {
         "0004-d.patch: d.py: hunk 1 does not apply at line 3 on v3: its lines are not there; a 3-way merge conflicts too (in d.py)"
     ],
     "notes": [
-        "1 patch(es) already on v3 (each reverse-applies exactly there, but no mapped commit proves it): 0002-b.patch; record every decision at once, before the sync: forktool retire 0002-b.patch --tag v3 --force --reason '...' (or map their upstream commits: forktool upstream resolve --write, forktool map suggest --write)"
+        "1 patch(es) already on v3 (each change is there: it reverse-applies, or a 3-way merge of it changes nothing; but no mapped commit proves it): 0002-b.patch; record every decision at once, before the sync: forktool retire 0002-b.patch --tag v3 --force --reason '...' (or map their upstream commits: forktool upstream resolve --write, forktool map suggest --write)"
     ],
     "check": None,
     "check_ok": None,
