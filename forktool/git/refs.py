@@ -117,6 +117,12 @@ class Refs(Objects):
         if target is not None:
             kind = self.object_types([target]).get(target) or "object"
             raise FatalError(f"tag '{tag}' names a {kind}, not a commit", NOT_A_TAG_HINT)
+        short = tag.removeprefix("refs/tags/")
+        if short != tag and self.find_tag_commit(short) is not None:
+            raise FatalError(
+                f"'{tag}' is a full ref name: give the tag's own name, '{short}'",
+                NOT_A_TAG_HINT,
+            )
         if self.find_commit(tag) is not None:
             raise FatalError(
                 f"'{tag}' names a commit but no tag: a tag (refs/tags/...) is needed",

@@ -84,6 +84,15 @@ def test_a_commit_id_or_branch_where_a_tag_is_needed_is_refused(builder: RepoBui
         )
 
 
+def test_a_full_tag_ref_is_refused_naming_the_tag(builder: RepoBuilder) -> None:
+    _, second = _history(builder)
+    builder.tag("v1.0.0", second)
+    assert _refusal(builder, "refs/tags/v1.0.0") == (
+        "'refs/tags/v1.0.0' is a full ref name: give the tag's own name, 'v1.0.0'",
+        NOT_A_TAG,
+    )
+
+
 def test_a_tag_of_a_tree_names_no_commit(builder: RepoBuilder) -> None:
     _history(builder)
     builder.git.run(["tag", "tree-tag", "HEAD^{tree}"], purpose="tag a tree")
