@@ -39,6 +39,16 @@ class Ancestry(Remotes):
         """``git merge-base --is-ancestor ancestor descendant`` (see :meth:`ancestors`)."""
         return bool(self.ancestors([ancestor], descendant))
 
+    def tags_containing(self, commit: str) -> set[str]:
+        """The names of the tags whose commit has ``commit`` as an ancestor, as
+        ``merge-base --is-ancestor`` answers for each: one ``for-each-ref --contains``,
+        a single walk for every tag (a question per tag costs a walk each)."""
+        out = self.out(
+            ["for-each-ref", f"--contains={commit}", "--format=%(refname:strip=2)", "refs/tags/"],
+            purpose=f"list the tags that contain {commit[:12]}",
+        )
+        return set(out.splitlines())
+
     def not_ancestors(self, commits: Iterable[str], tip: str) -> set[str]:
         """Those of ``commits`` that are NOT ancestors of ``tip``: the complement of
         :meth:`ancestors`, in the names the caller gave."""

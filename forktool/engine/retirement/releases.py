@@ -135,7 +135,7 @@ def first_releases(
     containing releases (:func:`containing_releases`). A commit outside that walk is in
     no release, or ``since`` already has it; the latter (rare: a patch mapped to a
     commit its own pin contains) is placed by exact ancestry (:meth:`Git.ancestors`),
-    one question per release for all such commits. Never one process per patch.
+    one ``for-each-ref --contains`` per such commit. Never one process per patch.
     """
     everything = {c for cs in wanted.values() for c in cs}
     sets = containing_releases(git, releases, everything, since) if releases else {}
@@ -159,11 +159,19 @@ def first_releases(
 
 
 def _by_release(git: Git, releases: Sequence[Release], commits: list[str]) -> dict[str, int]:
-    """Bitsets of containing releases, one bulk ancestry question per release."""
-    sets = dict.fromkeys(commits, 0)
+    """Bitsets of containing releases: the tags that contain each commit, one walk per
+    commit for every tag (a question per release took 30 s on redis's 200 releases for
+    one mapped commit its pin already has)."""
+    index_of: dict[str, list[int]] = {}
     for index, release in enumerate(releases):
-        for commit in git.ancestors(commits, release.commit):
-            sets[commit] |= 1 << index
+        index_of.setdefault(release.name, []).append(index)
+    sets = {}
+    for commit in commits:
+        bits = 0
+        for name in git.tags_containing(commit):
+            for index in index_of.get(name, ()):
+                bits |= 1 << index
+        sets[commit] = bits
     return sets
 
 
