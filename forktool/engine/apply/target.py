@@ -13,19 +13,20 @@ from typing import Literal
 
 from forktool.config import ApplyRule
 from forktool.engine import Progress
-from forktool.engine.apply.anchors import (
-    gnu_anchors_hold,
-    short_of_its_end,
-)
-from forktool.engine.apply.appliers import APPLIERS, Applier, GnuPatchApplier, touched
-from forktool.engine.apply.attempt import classify
+from forktool.engine.apply.appliers import APPLIERS, Applier, touched
 from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.scratch import scratch_copy, sync_back
 from forktool.engine.apply.target_safety import stray_files, target_refusal
-from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
+from forktool.engine.apply.trials import judge, trial
+from forktool.engine.apply.verdict import (
+    PatchVerdict,
+    acceptable,
+    allows_offset,
+    applies_unfuzzed,
+    is_exact,
+)
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
-from forktool.model.text import line_count
 
 # What ``apply --target`` does: apply the series; prove the directory carries it
 # (--verify); bring it to "every patch but P" (--except P); prove it is exactly that
@@ -67,95 +68,6 @@ class DirResult:
             "changed": list(self.changed),
             "patches": [p.to_json() for p in self.patches],
         }
-
-
-def _trial(
-    applier: Applier,
-    scratch: Path,
-    patch: Patch,
-    *,
-    reverse: bool = False,
-    fuzz: bool = False,
-    unanchored: bool = False,
-) -> Attempt:
-    """Try one patch on a throwaway copy of its files: a failed GNU patch run can
-    leave hunks half-applied, so nothing is ever tried on the scratch tree itself."""
-    with scratch_copy(scratch, touched([patch])) as probe:
-        return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz, unanchored=unanchored)
-
-
-def _fuzz_trial(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt:
-    """The patch tried with fuzz: by GNU patch at its default fuzz whatever the engine
-    (as verify's :func:`~forktool.engine.apply.attempt.fuzz_probe`); by the git
-    applier's reduced context only when GNU patch is not installed."""
-    if applier.name == "git":
-        try:
-            return _trial(GnuPatchApplier(), scratch, patch, reverse=reverse, fuzz=True)
-        except FatalError:  # GNU patch is not installed
-            pass
-    return _trial(applier, scratch, patch, reverse=reverse, fuzz=True)
-
-
-def _short_of_its_end(scratch: Path, patch: Patch, attempt: Attempt) -> PatchVerdict | None:
-    """The refusal of a patch git applied with a hunk short of its file's end, where
-    GNU patch (dpkg-source) holds it (forktool.engine.apply.anchors); None when none."""
-
-    def base_lines(paths: list[str]) -> dict[str, int]:
-        counts = {}
-        for path in paths:
-            try:
-                counts[path] = line_count((scratch / path).read_bytes())
-            except OSError:
-                continue
-        return counts
-
-    return short_of_its_end(patch, attempt, base_lines)
-
-
-def _placed(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt | None:
-    """The patch tried without git's anchors, when GNU patch's anchors allow where
-    every hunk went (forktool.engine.apply.anchors); None otherwise."""
-    if applier.gnu_anchors:
-        return None  # its strict try already placed the hunks as GNU patch does
-    probe = _trial(applier, scratch, patch, reverse=reverse, unanchored=True)
-
-    def lines_of(path: str) -> int | None:
-        try:
-            return line_count((scratch / path).read_bytes())
-        except OSError:
-            return None
-
-    return probe if gnu_anchors_hold(patch.parsed, probe, lines_of, reverse) else None
-
-
-def _judge(
-    applier: Applier,
-    scratch: Path,
-    patch: Patch,
-    base: str,
-    *,
-    reverse: bool = False,
-    rule: ApplyRule = "exact",
-) -> PatchVerdict:
-    """Classify one patch on the scratch tree, and apply it there when it is exact (or,
-    under dpkg-source's ``rule``, applies at an offset without fuzz)."""
-    attempt = _trial(applier, scratch, patch, reverse=reverse)
-    if attempt.ok and rule == "dpkg" and not reverse and not applier.gnu_anchors:
-        if short := _short_of_its_end(scratch, patch, attempt):
-            return short
-    fuzzy: Attempt | None = None
-    placed: Attempt | None = None
-    reverse_ok = False
-    if not attempt.ok:
-        reverse_ok = is_exact(_trial(applier, scratch, patch, reverse=not reverse))
-        if not reverse_ok:
-            placed = _placed(applier, scratch, patch, reverse)
-            if placed is None and attempt.fuzz_may_place:
-                fuzzy = _fuzz_trial(applier, scratch, patch, reverse)
-    verdict = classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed)
-    if acceptable(verdict.status, allows_offset(rule)):
-        applier.attempt(scratch, patch, reverse=reverse, unanchored=placed is not None)
-    return verdict
 
 
 def progress_steps(mode: ApplyMode, patches: int) -> int:
@@ -268,7 +180,7 @@ def _apply_each(
     that is not acceptable: the verdicts, and why it stopped (None: it did not)."""
     verdicts: list[PatchVerdict] = []
     for patch in patches:
-        verdict = _judge(applier, scratch, patch, base, rule=rule)
+        verdict = judge(applier, scratch, patch, base, rule=rule)
         verdicts.append(verdict)
         if progress:
             progress(1)
@@ -290,7 +202,7 @@ def _verify_directory(
     verdicts = []
     accepted = allows_offset(rule)
     for patch in reversed(patches):
-        verdict = _judge(applier, scratch, patch, base, reverse=True, rule=rule)
+        verdict = judge(applier, scratch, patch, base, reverse=True, rule=rule)
         if verdict.status == "fails":
             message = verdict.message.replace("does not apply", "does not reverse-apply")
             if message.startswith("already applied"):
@@ -342,7 +254,7 @@ def _verify_except(
         )
     forward: dict[str, PatchVerdict] = {}
     for patch in patches:
-        verdict = _judge(applier, scratch, patch, base)
+        verdict = judge(applier, scratch, patch, base)
         forward[patch.name] = verdict
         if verdict.status != "exact":
             break
@@ -386,33 +298,82 @@ def _declare(
     base: str,
     progress: Progress | None,
 ) -> tuple[dict[str, str], tuple[PatchVerdict, ...] | str]:
-    """Peel off whatever is applied (newest first), then apply all but ``exclude``."""
+    """Peel off every patch that reverse-applies exactly (newest first), then apply all
+    but ``exclude``, each exactly. A patch that does not reverse-apply is taken to be
+    absent: on a pristine tree a patch that builds on an earlier one applies only once
+    that one has (so nothing is asked of it before). A tree in no state of the series
+    fails the second step, and the target is not changed."""
     state: dict[str, str] = {}
     for patch in reversed(patches):
         if progress:
             progress(1)
-        if is_exact(_trial(applier, scratch, patch, reverse=True)):
+        back = trial(applier, scratch, patch, reverse=True)
+        if is_exact(back):
             applier.attempt(scratch, patch, reverse=True)
             state[patch.name] = "applied"
-        elif is_exact(_trial(applier, scratch, patch)):
+        elif applies_unfuzzed(back) and not is_exact(trial(applier, scratch, patch)):
+            # on at an offset, as the fork's rule allows (a reverse at an offset alone
+            # may be a look-alike: a patch that applies exactly is absent)
+            return state, _off_the_exact_rule(patch, "is on the target only at an offset")
+        else:
             state[patch.name] = "absent"
-        else:
-            return state, (
-                f"{patch.name}: the target is in an unknown state (the patch neither applies nor "
-                "reverse-applies exactly); restore the pristine files first"
-            )
-    verdicts = []
-    for patch in patches:
-        if patch.name in exclude:
-            verdicts.append(PatchVerdict(patch.name, "exact", "left out (--except)"))
-        else:
-            verdict = _judge(applier, scratch, patch, base)
-            verdicts.append(verdict)
-            if verdict.status != "exact":
-                return state, f"{patch.name}: {verdict.message}; the target was not changed"
-        if progress:
-            progress(1)
+    with scratch_copy(scratch, touched(patches)) as peeled:  # to tell why, on a failure
+        verdicts = []
+        for position, patch in enumerate(patches):
+            if patch.name in exclude:
+                verdicts.append(PatchVerdict(patch.name, "exact", "left out (--except)"))
+            else:
+                verdict = judge(applier, scratch, patch, base)
+                verdicts.append(verdict)
+                if verdict.status != "exact":
+                    needs = _needs_left_out(applier, peeled, patches[: position + 1], exclude)
+                    return state, _undeclared(patch, verdict, needs)
+            if progress:
+                progress(1)
     return dict(reversed(list(state.items()))), tuple(verdicts)
+
+
+def _needs_left_out(
+    applier: Applier, peeled: Path, patches: Sequence[Patch], exclude: set[str]
+) -> list[str]:
+    """The left-out patches among ``patches`` when the last of them applies exactly on
+    ``peeled`` (the target with every applied patch taken off) once they are applied
+    too: then it is the arm, not the target, that cannot be; [] when it does not."""
+    left_out = [p.name for p in patches if p.name in exclude]
+    if not left_out:
+        return []
+    for patch in patches:
+        if not is_exact(trial(applier, peeled, patch)):
+            return []
+        applier.attempt(peeled, patch, reverse=False)
+    return left_out
+
+
+def _off_the_exact_rule(patch: Patch, why: str) -> str:
+    return (
+        f"{patch.name}: {why}; --except keeps the exact rule (an arm is proven by exact "
+        "applies and reverses), whatever the fork's rule: refresh the patch; the target "
+        "was not changed"
+    )
+
+
+def _undeclared(patch: Patch, verdict: PatchVerdict, left_out: Sequence[str]) -> str:
+    """Why ``--except`` could not bring the target to its state at ``patch``: it needs
+    the ``left_out`` patches (it applies with them), or the target is in no state of
+    the series."""
+    if verdict.status == "offset":
+        return _off_the_exact_rule(patch, verdict.message.partition(";")[0])
+    if left_out:
+        return (
+            f"{patch.name}: {verdict.message}, with {', '.join(left_out)} left out: this arm "
+            "cannot be built (the patch needs what the left-out one changes); the target "
+            "was not changed"
+        )
+    return (
+        f"{patch.name}: the target is in an unknown state: with every patch that "
+        f"reverse-applies exactly taken off, {verdict.message}; restore the pristine files "
+        "first; the target was not changed"
+    )
 
 
 def _finish(

@@ -8,7 +8,15 @@ import os
 from pathlib import Path
 
 import pytest
-from testing.apply_support import edit_line, numbered, patch_of, pristine, stray_names, writes
+from testing.apply_support import (
+    edit_line,
+    numbered,
+    patch_of,
+    pristine,
+    side_commit,
+    stray_names,
+    writes,
+)
 from testing.helpers import MiniFork, mini_fork, snapshot_tree
 from testing.safety_fork import APP, BASE, ENGINES, A, B, C
 
@@ -338,3 +346,71 @@ def test_target_inside_a_git_checkout_is_still_a_plain_directory(
     assert (target / APP).read_text() == applied_text(A, B)
     assert snapshot_tree(fork.root / ".git") == git_dir_before
     assert os.listdir(target) == ["src"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_except_from_a_pristine_tree_applies_patches_that_build_on_each_other(
+    builder: RepoBuilder, tmp_path: Path, engine: str
+) -> None:
+    """The second patch changes what the first made: on a pristine tree it applies only
+    once the first has, so the peeling asks nothing of a patch that is not there
+    (Debian's bzip2, pcre3, readline: every arm failed as "an unknown state")."""
+    fork = mini_fork(builder, {"f.txt": numbered(12)})
+    first = edit_line(numbered(12), "line 6", "six")
+    one = patch_of(builder, "v1", writes({"f.txt": first}))
+    two_base = side_commit(builder, "v1", writes({"f.txt": first}))
+    two = patch_of(builder, two_base, writes({"f.txt": first.replace("six", "SIX")}))
+    fork.write({"0001-one.patch": one, "0002-two.patch": two})
+    for left_out, text in (("0002-two.patch", first), ("0001-one.patch", None)):
+        target = pristine(fork, tmp_path / left_out)
+        result = fork.cli(
+            "apply",
+            "--target",
+            target,
+            "--engine",
+            engine,
+            "--except",
+            left_out,
+            "--format",
+            "json",
+        )
+        if text is None:  # the second cannot go on without the first: refused, unchanged
+            assert result.code == 1
+            assert "with 0001-one.patch left out: this arm cannot be built" in str(
+                result.json()["message"]
+            )
+            assert (target / "f.txt").read_text() == numbered(12)
+        else:
+            assert result.code == 0, result.out
+            assert (target / "f.txt").read_text() == text
+            assert (
+                fork.cli(
+                    "apply",
+                    "--target",
+                    target,
+                    "--engine",
+                    engine,
+                    "--verify",
+                    "--except",
+                    left_out,
+                ).code
+                == 0
+            )
+
+
+def test_except_keeps_the_exact_rule_and_says_so(builder: RepoBuilder, tmp_path: Path) -> None:
+    fork = mini_fork(builder, {"f.txt": numbered(20)})
+    made_on = side_commit(builder, "v1", writes({"f.txt": "header\n" * 3 + numbered(20)}))
+    shifted = patch_of(
+        builder, made_on, writes({"f.txt": "header\n" * 3 + edit_line(numbered(20), "line 9", "x")})
+    )
+    other = patch_of(builder, "v1", writes({"f.txt": edit_line(numbered(20), "line 18", "y")}))
+    fork.write(
+        {"0001-shifted.patch": shifted, "0002-other.patch": other},
+        extra_config="apply_rule: dpkg\n",
+    )
+    target = pristine(fork, tmp_path / "t")
+    assert fork.cli("apply", "--target", target).code == 0  # the fork's rule takes the offset
+    result = fork.cli("apply", "--target", target, "--except", "0002-other.patch")
+    assert result.code == 1
+    assert "--except keeps the exact rule" in result.out

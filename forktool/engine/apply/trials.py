@@ -1,0 +1,107 @@
+"""One patch judged on a plain directory's scratch tree, by either engine: tried on a
+throwaway copy of its files (:func:`trial`), classified, and applied there when it is
+exact, or at an offset under dpkg-source's rule (:func:`judge`); the directory side of
+:mod:`forktool.engine.apply.target`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from forktool.config import ApplyRule
+from forktool.engine.apply.anchors import gnu_anchors_hold, short_of_its_end
+from forktool.engine.apply.appliers import Applier, GnuPatchApplier, touched
+from forktool.engine.apply.attempt import classify
+from forktool.engine.apply.scratch import scratch_copy
+from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
+from forktool.errors import FatalError
+from forktool.fork import Patch
+from forktool.model.text import line_count
+
+
+def trial(
+    applier: Applier,
+    scratch: Path,
+    patch: Patch,
+    *,
+    reverse: bool = False,
+    fuzz: bool = False,
+    unanchored: bool = False,
+) -> Attempt:
+    """Try one patch on a throwaway copy of its files: a failed GNU patch run can
+    leave hunks half-applied, so nothing is ever tried on the scratch tree itself."""
+    with scratch_copy(scratch, touched([patch])) as probe:
+        return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz, unanchored=unanchored)
+
+
+def _fuzztrial(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt:
+    """The patch tried with fuzz: by GNU patch at its default fuzz whatever the engine
+    (as verify's :func:`~forktool.engine.apply.attempt.fuzz_probe`); by the git
+    applier's reduced context only when GNU patch is not installed."""
+    if applier.name == "git":
+        try:
+            return trial(GnuPatchApplier(), scratch, patch, reverse=reverse, fuzz=True)
+        except FatalError:  # GNU patch is not installed
+            pass
+    return trial(applier, scratch, patch, reverse=reverse, fuzz=True)
+
+
+def _short_of_its_end(scratch: Path, patch: Patch, attempt: Attempt) -> PatchVerdict | None:
+    """The refusal of a patch git applied with a hunk short of its file's end, where
+    GNU patch (dpkg-source) holds it (forktool.engine.apply.anchors); None when none."""
+
+    def base_lines(paths: list[str]) -> dict[str, int]:
+        counts = {}
+        for path in paths:
+            try:
+                counts[path] = line_count((scratch / path).read_bytes())
+            except OSError:
+                continue
+        return counts
+
+    return short_of_its_end(patch, attempt, base_lines)
+
+
+def _placed(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt | None:
+    """The patch tried without git's anchors, when GNU patch's anchors allow where
+    every hunk went (forktool.engine.apply.anchors); None otherwise."""
+    if applier.gnu_anchors:
+        return None  # its strict try already placed the hunks as GNU patch does
+    probe = trial(applier, scratch, patch, reverse=reverse, unanchored=True)
+
+    def lines_of(path: str) -> int | None:
+        try:
+            return line_count((scratch / path).read_bytes())
+        except OSError:
+            return None
+
+    return probe if gnu_anchors_hold(patch.parsed, probe, lines_of, reverse) else None
+
+
+def judge(
+    applier: Applier,
+    scratch: Path,
+    patch: Patch,
+    base: str,
+    *,
+    reverse: bool = False,
+    rule: ApplyRule = "exact",
+) -> PatchVerdict:
+    """Classify one patch on the scratch tree, and apply it there when it is exact (or,
+    under dpkg-source's ``rule``, applies at an offset without fuzz)."""
+    attempt = trial(applier, scratch, patch, reverse=reverse)
+    if attempt.ok and rule == "dpkg" and not reverse and not applier.gnu_anchors:
+        if short := _short_of_its_end(scratch, patch, attempt):
+            return short
+    fuzzy: Attempt | None = None
+    placed: Attempt | None = None
+    reverse_ok = False
+    if not attempt.ok:
+        reverse_ok = is_exact(trial(applier, scratch, patch, reverse=not reverse))
+        if not reverse_ok:
+            placed = _placed(applier, scratch, patch, reverse)
+            if placed is None and attempt.fuzz_may_place:
+                fuzzy = _fuzztrial(applier, scratch, patch, reverse)
+    verdict = classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed)
+    if acceptable(verdict.status, allows_offset(rule)):
+        applier.attempt(scratch, patch, reverse=reverse, unanchored=placed is not None)
+    return verdict
