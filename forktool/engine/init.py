@@ -301,7 +301,21 @@ def scaffold(
         kept,
         quilt.rel if quilt else None,
         suggestions,
-        version_warnings(tag),
+        version_warnings(tag) + ignored_warnings(git, list(files)),
+    )
+
+
+def ignored_warnings(git: Git, written: list[str]) -> tuple[str, ...]:
+    """A warning for the files init wrote that git ignores (Debian's libpng has
+    ``*.map`` in its .gitignore): a commit would leave them out, and a clone of the
+    fork would have no such file."""
+    ignored = git.ignored(written)
+    if not ignored:
+        return ()
+    names = ", ".join(ignored)
+    return (
+        f"git ignores {names} (a .gitignore rule): a commit leaves it out and a clone has "
+        f"none; add it with: git add -f {' '.join(ignored)}",
     )
 
 

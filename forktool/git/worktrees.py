@@ -16,6 +16,21 @@ def _literal_pattern(path: str) -> str:
 
 
 class Worktrees(Indexes):
+    def ignored(self, paths: Sequence[str]) -> list[str]:
+        """Those of ``paths`` (from ``cwd``) that git ignores and does not track: a
+        commit leaves them out, so a fresh clone lacks them (``git check-ignore``)."""
+        if not paths:
+            return []
+        res = self.run(
+            ["check-ignore", "-z", "--stdin"],
+            purpose="look for ignored fork files",
+            input=b"".join(p.encode("utf-8", "surrogateescape") + b"\0" for p in paths),
+            check=False,
+        )
+        if res.returncode not in (0, 1):  # 1: none is ignored
+            return []
+        return [p.decode("utf-8", "surrogateescape") for p in res.stdout.split(b"\0") if p]
+
     def uncommitted(self, pathspecs: Sequence[str], exclude: Sequence[str] = ()) -> list[str]:
         """Paths under ``pathspecs`` (from the top) that differ from HEAD or are untracked."""
         specs = [f":(top,literal){p}" for p in pathspecs]

@@ -121,7 +121,32 @@ class GateResult:
 
 def check_files(ctx: CheckContext) -> list[Finding]:
     """Config and files: series, map, ledger, trailers, patch syntax and path safety."""
-    return ctx.fork.all_findings() + _mapped_non_commits(ctx) + _pending_notices(ctx.fork)
+    return (
+        ctx.fork.all_findings()
+        + _mapped_non_commits(ctx)
+        + _pending_notices(ctx.fork)
+        + _ignored_files(ctx)
+    )
+
+
+def _ignored_files(ctx: CheckContext) -> list[Finding]:
+    """A warning for each fork file git ignores and does not track: a commit leaves it
+    out, and CI's fresh clone has none (a file ``init`` wrote under a ``*.map`` rule)."""
+    config = ctx.config
+    files = [config.path, config.series_path, config.map_path, config.ledger_path]
+    files += [patch.path for patch in ctx.fork.patches]
+    shown = [config.rel(f) for f in files if f.is_file()]
+    return [
+        Finding(
+            "warning",
+            f"{name} is ignored by git (a .gitignore rule): a commit leaves it out, and a "
+            "fresh clone has none",
+            name,
+            None,
+            f"add it anyway: git add -f {name}",
+        )
+        for name in ctx.git.ignored(shown)
+    ]
 
 
 def _mapped_non_commits(ctx: CheckContext) -> list[Finding]:

@@ -551,3 +551,27 @@ def test_import_follows_the_forks_rule(package: DebianPackage, tmp_path: Path) -
     refused = package.cli("import", "--branch", "pq2")
     assert refused.code == 2
     assert "under the fork's rule (exact)" in refused.err
+
+
+def test_a_fork_file_git_ignores_is_said_by_init_and_check(package: DebianPackage) -> None:
+    """Debian's libpng has ``*.map`` in its .gitignore: the upstream.map init writes
+    would be left out of every commit, and CI's clone would have none."""
+    (package.root / ".gitignore").write_text("*.map\n")
+    adopted = package.cli(
+        "init", "--pin", "v1", "--from-quilt", "debian/patches", "--format", "json"
+    )
+    assert adopted.code == 0, adopted.err
+    assert "git ignores upstream.map (a .gitignore rule)" in adopted.err
+    assert adopted.json()["warnings"][-1].endswith("git add -f upstream.map")  # type: ignore[index]
+    checked = package.cli("check", "--only", "files", "--format", "json")
+    (files,) = checked.json()["checks"]  # type: ignore[misc]
+    found = [(f["severity"], f["path"], f["message"]) for f in files["findings"]]
+    assert (
+        "warning",
+        "upstream.map",
+        "upstream.map is ignored by git (a .gitignore rule): a commit leaves it out, and a fresh "
+        "clone has none",
+    ) in found
+    package.repo.git.run(["add", "-f", "upstream.map"], purpose="track it anyway")
+    again = package.cli("check", "--only", "files", "--format", "json").json()["checks"][0]  # type: ignore[index]
+    assert not [f for f in again["findings"] if "ignored by git" in f["message"]]
