@@ -301,7 +301,18 @@ def scaffold(
         kept,
         quilt.rel if quilt else None,
         suggestions,
-        version_warnings(tag) + ignored_warnings(git, list(files)),
+        version_warnings(tag) + ignored_warnings(git, list(files)) + _empty_warnings(quilt),
+    )
+
+
+def _empty_warnings(quilt: Quilt | None) -> tuple[str, ...]:
+    """A warning for an adopted series that lists no patch (Debian's mpfr4: a series of
+    one comment): verify, check, import and apply refuse a fork with nothing to apply."""
+    if quilt is None or quilt.patches:
+        return ()
+    return (
+        f"{quilt.series} lists no patch: verify, check, import and apply refuse "
+        "a fork with nothing to apply until it does",
     )
 
 

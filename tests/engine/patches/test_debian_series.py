@@ -575,3 +575,15 @@ def test_a_fork_file_git_ignores_is_said_by_init_and_check(package: DebianPackag
     package.repo.git.run(["add", "-f", "upstream.map"], purpose="track it anyway")
     again = package.cli("check", "--only", "files", "--format", "json").json()["checks"][0]  # type: ignore[index]
     assert not [f for f in again["findings"] if "ignored by git" in f["message"]]
+
+
+def test_adopting_a_series_that_lists_no_patch_warns(package: DebianPackage) -> None:
+    """Debian's mpfr4 keeps a series of one comment: init warns, as every command that
+    needs a patch refuses the fork."""
+    for path in package.quilt.iterdir():
+        if path.name != "series":
+            path.unlink()
+    (package.quilt / "series").write_text("# empty\n")
+    adopted = package.cli("init", "--pin", "v1", "--from-quilt", "debian/patches")
+    assert adopted.code == 0, adopted.err
+    assert "debian/patches/series lists no patch: verify, check, import and apply" in adopted.err
