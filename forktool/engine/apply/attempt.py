@@ -12,6 +12,7 @@ a commit is verified in :mod:`forktool.engine.apply.verify`; onto a plain direct
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 from forktool.config import ApplyRule
@@ -22,7 +23,13 @@ from forktool.engine.apply.applier_output import (
     read_git_apply,
 )
 from forktool.engine.apply.precheck import exact_note, hand_edited, whole_file_hunk
-from forktool.engine.apply.verdict import Attempt, PatchVerdict, allows_offset, applies_unfuzzed
+from forktool.engine.apply.verdict import (
+    Attempt,
+    HunkPlacement,
+    PatchVerdict,
+    allows_offset,
+    applies_unfuzzed,
+)
 from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import TempIndex, git_apply_args
@@ -173,11 +180,18 @@ def try_patch(
     return attempt
 
 
-def reverse_applies(index: TempIndex, patch: Patch) -> bool:
-    """Whether ``patch`` reverse-applies on ``index`` (exactly or at an offset; nothing
-    changed): with a forward apply only at an offset, its change is there already, and
-    the lines found at the offset only look like its own (:func:`made_twice`)."""
-    return applies_unfuzzed(try_patch(index, patch, reverse=True, check=True))
+def already_there(index: TempIndex, patch: Patch, forward: Sequence[HunkPlacement]) -> bool:
+    """Whether ``patch``, which applied on ``index`` only at an offset (``forward``, its
+    hunks' places), is there already: it also reverse-applies (nothing changed), and
+    nearer its own lines than where it applied forward, so the lines found forward only
+    look like its own (:func:`made_twice`). A reverse found farther off is the look-alike
+    (a deletion's context can recur), and the patch is not taken for applied."""
+    back = try_patch(index, patch, reverse=True, check=True)
+    return applies_unfuzzed(back) and _farthest(back.placements) < _farthest(forward)
+
+
+def _farthest(placements: Sequence[HunkPlacement]) -> int:
+    return max((abs(p.offset) for p in placements), default=0)
 
 
 def made_twice(offset_message: str) -> str:

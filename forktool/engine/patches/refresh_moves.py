@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from forktool.config import ApplyRule, PatchForm
-from forktool.engine.apply.attempt import made_twice, reverse_applies
+from forktool.engine.apply.attempt import already_there, made_twice
 from forktool.engine.apply.verdict import allows_offset
 from forktool.engine.patches.canonical import (
     Chain,
@@ -98,11 +98,12 @@ def refresh_chain(
 def _already_there(index: TempIndex, before: Callable[[], None], link: Link) -> Link | None:
     """The refusal of a patch that applied only at an offset (``link``, committed, on
     ``index``) while it also reverse-applies on the tree before it (``before`` brings
-    that back): its change is there already (:func:`made_twice`). The index is left
-    before the patch; None, and the index untouched, when it does not reverse-apply."""
+    that back), nearer its own lines: its change is there already
+    (:func:`~forktool.engine.apply.attempt.already_there`). The index is left before the
+    patch; None, and the index untouched, when it is not there."""
     after = index.snapshot()
     before()
-    if not reverse_applies(index, link.patch):
+    if not already_there(index, link.patch, link.verdict.hunks):
         after()
         return None
     message = made_twice(link.verdict.message)

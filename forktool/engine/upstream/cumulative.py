@@ -17,10 +17,10 @@ from typing import Literal
 from forktool.config import ApplyRule
 from forktool.engine.apply.applier_output import read_git_apply
 from forktool.engine.apply.attempt import (
+    already_there,
     classify,
     made_twice,
     placed_without_anchors,
-    reverse_applies,
     try_patch,
 )
 from forktool.engine.apply.precheck import precheck
@@ -227,7 +227,8 @@ def _made_twice(
         back()
         if position:
             index.apply_cached([str(p.path) for p in run[:position]], purpose="apply the series")
-        if reverse_applies(index, patch):
+        forward = try_patch(index, patch, check=True).placements
+        if already_there(index, patch, forward):
             return position, Applied("conflict", made_twice(found[patch.name].message))
     after()
     return None

@@ -450,3 +450,24 @@ def test_a_change_there_already_is_never_made_twice_at_an_offset(builder: RepoBu
     assert forecast.code == 0, forecast.err
     (cell,) = forecast.json()["patches"][0]["cells"]  # type: ignore[index]
     assert cell["apply"] == "conflict"  # what the refresh says, not the look-alike's offset
+
+
+def test_a_look_alike_farther_off_does_not_make_a_patch_applied(builder: RepoBuilder) -> None:
+    """The patch deletes a line from the first of two like blocks; upstream deleted it
+    from the second only (and moved the lines). The patch still applies, at an offset,
+    on its own block; its reverse finds the second block, farther off: a look-alike,
+    so the patch is rebased, not taken for applied."""
+    block = ["pad 1", "pad 2", "{", "  a();", "  b();", "  c();", "}", "pad 3", "pad 4"]
+    v1 = "\n".join(["f:", *block, *(f"filler {n}" for n in range(20)), "g:", *block]) + "\n"
+    fork = mini_fork(builder, {"code.c": v1})
+    patch = make_patch(builder, "v1", {"code.c": v1.replace("  b();\n", "", 1)}, "drop b")
+    second = v1.rfind("  b();\n")
+    upstream = v1[:second] + v1[second + len("  b();\n") :]
+    builder.commit(
+        "upstream: drops g's b, and a header\n", {"code.c": "/* new */\n" * 5 + upstream}
+    )
+    builder.tag("v2")
+    fork.write({"0001-drop.patch": patch})
+    result = fork.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 0, result.out
+    assert statuses(result.json()) == {"0001-drop.patch": "rebased"}
