@@ -15,6 +15,11 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from forktool.config import ApplyRule
+from forktool.engine.apply.anchors import (
+    end_hunks,
+    first_past_the_end,
+    line_changes,
+)
 from forktool.engine.apply.applier_output import read_git_apply
 from forktool.engine.apply.attempt import (
     already_there,
@@ -24,10 +29,11 @@ from forktool.engine.apply.attempt import (
     try_patch,
 )
 from forktool.engine.apply.precheck import precheck
-from forktool.engine.apply.verdict import PatchVerdict
+from forktool.engine.apply.verdict import Attempt, PatchVerdict
 from forktool.engine.upstream.targets import Entry, Target
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
+from forktool.model.text import line_count
 
 ApplyState = Literal["exact", "offset", "conflict", "absorbed", "not-tried"]
 
@@ -96,7 +102,42 @@ def _states_of(
         ]
     for patch, attempt in zip(patches, attempts, strict=True):
         states[patch.name] = _applied(classify(patch, attempt, None, False, ref, rule))
+    if rule == "dpkg":
+        states.update(_short_of_their_ends(index, back, patches, attempts))
     return states
+
+
+def _short_of_their_ends(
+    index: TempIndex, back: Callable[[], None], patches: Sequence[Patch], attempts: list[Attempt]
+) -> dict[str, Applied]:
+    """Under dpkg-source's rule: the patches of a run git placed at their own lines
+    with a hunk GNU patch -F0 holds to its file's end, short of it (verify calls them
+    ``fuzz``): dpkg-source refuses them as they are, and a refresh regenerates them
+    (``rebased``), so they are ``offset`` here, as a patch a refresh moves is. The
+    lengths are the run's start's (``back`` brings it back) followed along the run."""
+    series = [
+        (end_hunks(p.parsed), line_changes(p.parsed), a.placements)
+        for p, a in zip(patches, attempts, strict=True)
+    ]
+    if not any(ends for ends, _, _ in series):
+        return {}
+    back()
+
+    def lengths(paths: list[str]) -> dict[str, int]:
+        blobs = index.blobs([f":{p}" for p in paths], purpose="count the lines of files")
+        return {name[1:]: line_count(data) for name, data in blobs.items()}
+
+    found = {}
+    while (hit := first_past_the_end(series, lengths)) is not None:
+        position, path, number, total = hit
+        found[patches[position].name] = Applied(
+            "offset",
+            f"{path}: hunk {number} ended its file when the patch was made; GNU patch -F0, "
+            f"as dpkg-source runs it, holds it to the file's end, line {total}, and refuses "
+            "it where it is: a refresh regenerates it",
+        )
+        series[position] = ((), *series[position][1:])
+    return found
 
 
 def _applied(verdict: PatchVerdict) -> Applied:

@@ -62,6 +62,21 @@ def test_refresh_regenerates_it_and_keeps_its_header(longer: MiniFork, tmp_path:
     assert gnu_applies(longer, tmp_path / "after", numbered(15))
 
 
+def test_forecast_says_what_the_refresh_does(longer: MiniFork) -> None:
+    """forecast's apply column says what a refresh meets: the patch moves (offset), it
+    is neither exact as it is nor a conflict."""
+    result = longer.cli("forecast", "--tags", "v2", "--no-fetch", "--format", "json")
+    assert result.code == 0, result.err
+    (cell,) = result.json()["patches"][0]["cells"]  # type: ignore[index]
+    assert cell["apply"] == "offset"
+    assert (
+        longer.cli("refresh", "--onto", "v2", "--format", "json").json()["patches"][0][  # type: ignore[index]
+            "status"
+        ]
+        == "rebased"
+    )
+
+
 def test_fmt_on_such_a_pin_regenerates_it_and_import_refuses_it(longer: MiniFork) -> None:
     longer.pin = "v2"
     longer.write(longer.patches, extra_config=DEBIAN)
