@@ -17,11 +17,7 @@ from pathlib import Path
 
 from forktool.config import ApplyRule
 from forktool.engine.apply.anchors import gnu_anchors_hold
-from forktool.engine.apply.applier_output import (
-    diff_for,
-    hunk_by_number,
-    read_git_apply,
-)
+from forktool.engine.apply.applier_output import diff_for, hunk_by_number, read_git_apply
 from forktool.engine.apply.precheck import exact_note, hand_edited, whole_file_hunk
 from forktool.engine.apply.verdict import (
     Attempt,
@@ -135,16 +131,20 @@ def _whole_file_failure(parsed: PatchFile, attempt: Attempt, base: str) -> str |
         return None
     if hunk.old_count == 0:
         return (
-            f"{file}: the patch writes the whole file ({hunk.new_count} lines, no context), "
+            f"{file}: the patch writes the whole file ({_lines(hunk.new_count)}, no context), "
             f"but it already exists on {base}: drop the patch if the file now comes from "
             "upstream, else refresh it (GNU patch, so quilt and dpkg-source, would put "
             "the lines above the file's own)"
         )
     return (
         f"{file}: hunk {number} has no context and starts at line 1, so it must match the "
-        f"whole file ({hunk.old_count} lines), which differs on {base} (GNU patch, so "
+        f"whole file ({_lines(hunk.old_count)}), which differs on {base} (GNU patch, so "
         "quilt and dpkg-source, would change the file's first lines and keep the rest)"
     )
+
+
+def _lines(count: int) -> str:
+    return f"{count} line" if count == 1 else f"{count} lines"
 
 
 def _hunk_line(parsed: PatchFile, path: str | None, number: int | None) -> int | None:

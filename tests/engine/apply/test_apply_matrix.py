@@ -471,7 +471,7 @@ def test_whole_file_hunk_without_context_is_anchored_at_both_ends(
     assert agree(runs) == ("fails", "VERSION", 1, 11, [])
     assert runs["verify"].verdict(P)["message"] == (
         "VERSION: hunk 1 has no context and starts at line 1, so it must match the whole "
-        "file (1 lines), which differs on v2 (GNU patch, so quilt and dpkg-source, would "
+        "file (1 line), which differs on v2 (GNU patch, so quilt and dpkg-source, would "
         "change the file's first lines and keep the rest)"
     )
 
