@@ -301,7 +301,7 @@ def scaffold(
         kept,
         quilt.rel if quilt else None,
         suggestions,
-        version_warnings(tag) + ignored_warnings(git, list(files)) + _empty_warnings(quilt),
+        version_warnings(tag) + _ignored_warnings(git, list(files)) + _empty_warnings(quilt),
     )
 
 
@@ -316,7 +316,7 @@ def _empty_warnings(quilt: Quilt | None) -> tuple[str, ...]:
     )
 
 
-def ignored_warnings(git: Git, written: list[str]) -> tuple[str, ...]:
+def _ignored_warnings(git: Git, written: list[str]) -> tuple[str, ...]:
     """A warning for the files init wrote that git ignores (Debian's libpng has
     ``*.map`` in its .gitignore): a commit would leave them out, and a clone of the
     fork would have no such file."""

@@ -251,8 +251,8 @@ class TempIndex:
         """``git apply --cached -v -p1`` of the patch files ``paths`` onto this index, in
         order, all or nothing (``unanchored``: ``--unidiff-zero``); the caller reads the
         result (it is not checked)."""
-        extra = ["--unidiff-zero"] if unanchored else []
-        return self.run([*APPLY_CACHED_ARGS, *extra, *paths], purpose=purpose, check=False)
+        args = git_apply_args([Path(p) for p in paths], unanchored=unanchored)
+        return self.run(args, purpose=purpose, check=False)
 
     def check_each(self, paths: Sequence[str], *, reverse: bool, purpose: str) -> GitResult:
         """``git apply --cached --check --reject -v`` of ``paths``: each file checked

@@ -72,12 +72,12 @@ def gnu_anchors_hold(
             return False
         if trailing < leading:
             total = lines_of(placement.file)
-            if total is None or _short_of_its_end(start, placement.offset, count, total):
+            if total is None or _ends_short(start, placement.offset, count, total):
                 return False
     return True
 
 
-def _short_of_its_end(start: int, offset: int, count: int, total: int) -> bool:
+def _ends_short(start: int, offset: int, count: int, total: int) -> bool:
     """Whether a hunk of ``count`` old lines from ``start``, moved by ``offset``, does not
     end on the last of its file's ``total`` lines."""
     return start + offset + count - 1 != total
@@ -140,7 +140,7 @@ def first_past_the_end(
                 offset = moved.get((new or old or path, number), 0)
                 if at != diff_number or total is None:
                     continue
-                if _short_of_its_end(start, offset, size, total):
+                if _ends_short(start, offset, size, total):
                     return position, path, number, total
             _follow(counts, old, new, delta)
     return None

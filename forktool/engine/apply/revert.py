@@ -54,11 +54,18 @@ def to_take_back(patches: Sequence[Patch], folder: Path) -> list[PatchFileArg]:
         if not repeats_a_path(patch.parsed):
             given.append(patch)
             continue
-        for piece_number, piece in enumerate(_diffs_of(patch)):
-            path = folder / f"taken-back-{number}-{piece_number}.patch"
-            path.write_bytes(piece)
-            given.append(_Copy(path, len(piece)))
+        pieces = _diffs_of(patch)
+        paths = _written(pieces, folder, f"taken-back-{number}-")
+        given += [_Copy(path, len(piece)) for path, piece in zip(paths, pieces, strict=True)]
     return given
+
+
+def _written(pieces: Sequence[bytes], folder: Path, prefix: str) -> list[Path]:
+    """Each of ``pieces`` in a file of its own in ``folder``, in order."""
+    paths = [folder / f"{prefix}{number:04d}.patch" for number in range(len(pieces))]
+    for path, piece in zip(paths, pieces, strict=True):
+        path.write_bytes(piece)
+    return paths
 
 
 @contextmanager
@@ -72,11 +79,4 @@ def taken_back(patch: Patch, *, joined: bool) -> Iterator[list[Path]]:
         return
     pieces = _diffs_of(patch)[::-1]
     with tempfile.TemporaryDirectory(prefix="forktool-take-back-") as folder:
-        if joined:
-            pieces = [b"".join(pieces)]
-        paths = []
-        for number, piece in enumerate(pieces):
-            path = Path(folder) / f"{number:04d}.patch"
-            path.write_bytes(piece)
-            paths.append(path)
-        yield paths
+        yield _written([b"".join(pieces)] if joined else pieces, Path(folder), "")

@@ -5,6 +5,7 @@ exact, or at an offset under dpkg-source's rule (:func:`judge`); the directory s
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from forktool.config import ApplyRule
@@ -33,7 +34,7 @@ def trial(
         return applier.attempt(probe, patch, reverse=reverse, fuzz=fuzz, unanchored=unanchored)
 
 
-def _fuzztrial(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt:
+def _fuzz_trial(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt:
     """The patch tried with fuzz: by GNU patch at its default fuzz whatever the engine
     (as verify's :func:`~forktool.engine.apply.attempt.fuzz_probe`); by the git
     applier's reduced context only when GNU patch is not installed."""
@@ -50,15 +51,18 @@ def _short_of_its_end(scratch: Path, patch: Patch, attempt: Attempt) -> PatchVer
     GNU patch (dpkg-source) holds it (forktool.engine.apply.anchors); None when none."""
 
     def base_lines(paths: list[str]) -> dict[str, int]:
-        counts = {}
-        for path in paths:
-            try:
-                counts[path] = line_count((scratch / path).read_bytes())
-            except OSError:
-                continue
-        return counts
+        counts = {path: _lines_in(scratch, path) for path in paths}
+        return {path: count for path, count in counts.items() if count is not None}
 
     return short_of_its_end(patch, attempt, base_lines)
+
+
+def _lines_in(scratch: Path, path: str) -> int | None:
+    """How many lines ``path`` has on the scratch tree; None when it is not there."""
+    try:
+        return line_count((scratch / path).read_bytes())
+    except OSError:
+        return None
 
 
 def _placed(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Attempt | None:
@@ -67,13 +71,7 @@ def _placed(applier: Applier, scratch: Path, patch: Patch, reverse: bool) -> Att
     if applier.gnu_anchors:
         return None  # its strict try already placed the hunks as GNU patch does
     probe = trial(applier, scratch, patch, reverse=reverse, unanchored=True)
-
-    def lines_of(path: str) -> int | None:
-        try:
-            return line_count((scratch / path).read_bytes())
-        except OSError:
-            return None
-
+    lines_of = partial(_lines_in, scratch)
     return probe if gnu_anchors_hold(patch.parsed, probe, lines_of, reverse) else None
 
 
@@ -100,7 +98,7 @@ def judge(
         if not reverse_ok:
             placed = _placed(applier, scratch, patch, reverse)
             if placed is None and attempt.fuzz_may_place:
-                fuzzy = _fuzztrial(applier, scratch, patch, reverse)
+                fuzzy = _fuzz_trial(applier, scratch, patch, reverse)
     verdict = classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed)
     if acceptable(verdict.status, allows_offset(rule)):
         applier.attempt(scratch, patch, reverse=reverse, unanchored=placed is not None)

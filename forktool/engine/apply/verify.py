@@ -293,7 +293,7 @@ def _series_verdicts(
     trip.stop_back()
     index.read_tree(base_tree)
     verdicts = _with_failures(index, patches, surveys, forward, early, base, keep_going, rule)
-    if all(v.status in ("exact", "offset") and not v.without for v in verdicts):
+    if all(left_applied(v) and not v.without for v in verdicts):
         # Every patch went on, one by one (a patch placed without git's anchors, say):
         # the index holds them all, so the revert proves the round trip here too. The
         # tree it must give back is compared whole, so no anchor is needed to trust it.
@@ -397,8 +397,9 @@ def _not_tried(patches: Sequence[Patch], first: str) -> list[PatchVerdict]:
 
 
 def left_applied(verdict: PatchVerdict) -> bool:
-    """Whether a patch's verdict left it applied (exact, or at an offset)."""
-    return verdict.status in ("exact", "offset")
+    """Whether a patch's verdict left it applied (exact, or at an offset: git applies
+    both, whatever the fork's rule accepts)."""
+    return acceptable(verdict.status, allow_offset=True)
 
 
 def _until_failure(
@@ -443,7 +444,7 @@ def _until_failure(
         verdict = survey.early or _culprit(index, patch, base, rule)
         verdicts.append(verdict)
         position += 1
-        if verdict.status not in ("exact", "offset"):
+        if not left_applied(verdict):
             break
     return verdicts
 

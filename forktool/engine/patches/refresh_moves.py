@@ -5,7 +5,7 @@ change the base already has is told apart (it is retired, never resolved by hand
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from forktool.config import ApplyRule, PatchForm
@@ -75,7 +75,6 @@ def refresh_chain(
     links: list[Link] = []
     parent = base_commit
     for patch in patches:
-        before = index.snapshot()
         link = apply_and_commit(
             index,
             parent,
@@ -85,7 +84,7 @@ def refresh_chain(
             meta_for=meta_for_form(series.form),
             rule=series.rule,
         )
-        if link.verdict.status == "offset" and (there := _already_there(index, before, link)):
+        if link.verdict.status == "offset" and (there := _already_there(index, parent, link)):
             link = there
         if link.commit is None and _mergeable(link):
             link = _merged(index, parent, link, pre, series, base_name)
@@ -95,14 +94,14 @@ def refresh_chain(
     return Chain(base_commit, tuple(links))
 
 
-def _already_there(index: TempIndex, before: Callable[[], None], link: Link) -> Link | None:
+def _already_there(index: TempIndex, parent: str, link: Link) -> Link | None:
     """The refusal of a patch that applied only at an offset (``link``, committed, on
-    ``index``) while it also reverse-applies on the tree before it (``before`` brings
-    that back), nearer its own lines: its change is there already
-    (:func:`~forktool.engine.apply.attempt.already_there`). The index is left before the
-    patch; None, and the index untouched, when it is not there."""
+    ``index``) but is there already on ``parent``, the tree before it
+    (:func:`~forktool.engine.apply.attempt.already_there`): the index is then left at
+    ``parent``; None, and the index as it was, when it is not. Asked only of a patch
+    that moved, so the tree before it is loaded again only then."""
     after = index.snapshot()
-    before()
+    index.read_tree(f"{parent}^{{tree}}")
     if not already_there(index, link.patch, link.verdict.hunks):
         after()
         return None

@@ -15,11 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from forktool.config import ApplyRule
-from forktool.engine.apply.anchors import (
-    end_hunks,
-    first_past_the_end,
-    line_changes,
-)
+from forktool.engine.apply.anchors import end_hunks, first_past_the_end, line_changes
 from forktool.engine.apply.applier_output import read_git_apply
 from forktool.engine.apply.attempt import (
     already_there,
@@ -29,10 +25,10 @@ from forktool.engine.apply.attempt import (
     try_patch,
 )
 from forktool.engine.apply.precheck import precheck
-from forktool.engine.apply.verdict import Attempt, PatchVerdict
+from forktool.engine.apply.verdict import Attempt, HunkPlacement, PatchVerdict
 from forktool.engine.upstream.targets import Entry, Target
 from forktool.fork import Patch
-from forktool.git import Git, TempIndex
+from forktool.git import Git, GitResult, TempIndex
 from forktool.model.text import line_count
 
 ApplyState = Literal["exact", "offset", "conflict", "absorbed", "not-tried"]
@@ -56,8 +52,13 @@ def apply_prefix(
     _load(index, commit, overlay)
     if not patches:
         return True, ""
-    res = index.apply_cached([str(p.path) for p in patches], purpose="apply the series")
+    res = _apply_run(index, patches)
     return res.ok, res.err
+
+
+def _apply_run(index: TempIndex, patches: Sequence[Patch]) -> GitResult:
+    """``patches`` applied on ``index`` in one call (all or nothing)."""
+    return index.apply_cached([str(p.path) for p in patches], purpose="apply the series")
 
 
 def _split_output(patches: Sequence[Patch], err: str) -> list[str] | None:
@@ -87,9 +88,10 @@ def _states_of(
     err: str,
     ref: str,
     rule: ApplyRule = "exact",
-) -> dict[str, Applied]:
+) -> tuple[dict[str, Applied], dict[str, list[HunkPlacement]]]:
     """exact/offset for every patch of a run that applied on ``index`` (``back`` brings
-    it to where the run started), from its one call's output."""
+    it to where the run started), from its one call's output; and where each hunk of
+    each patch landed."""
     parts = _split_output(patches, err)
     states: dict[str, Applied] = {}
     if parts is None:  # cannot tell whose offset it is: replay one by one
@@ -104,7 +106,7 @@ def _states_of(
         states[patch.name] = _applied(classify(patch, attempt, None, False, ref, rule))
     if rule == "dpkg":
         states.update(_short_of_their_ends(index, back, patches, attempts))
-    return states
+    return states, {p.name: a.placements for p, a in zip(patches, attempts, strict=True)}
 
 
 def _short_of_their_ends(
@@ -175,7 +177,7 @@ def _longest_run(
         back()
         if not count:
             return True, ""
-        res = index.apply_cached([str(p.path) for p in patches[:count]], purpose="apply the series")
+        res = _apply_run(index, patches[:count])
         return res.ok, res.err
 
     guess = _first_failure(patches, err)
@@ -223,14 +225,14 @@ def cumulative_apply(
             )
             candidates = rest[:stop] if stop is not None else rest
             back = index.snapshot()  # the tree the patches so far give
-            res = index.apply_cached([str(p.path) for p in candidates], purpose="apply the series")
+            res = _apply_run(index, candidates)
             good, good_err = len(candidates), res.err
             if not res.ok:
                 good, good_err = _longest_run(index, back, candidates, res.err)
             done = index.snapshot()
-            found = _states_of(index, back, candidates[:good], good_err, target.name, rule)
+            found, landed = _states_of(index, back, candidates[:good], good_err, target.name, rule)
             done()
-            twice = _made_twice(index, back, candidates[:good], found)
+            twice = _made_twice(index, back, candidates[:good], found, landed)
             if twice is not None:  # the run stands up to it; it is a conflict, as in a refresh
                 good = twice[0]
             for patch in candidates[:good]:
@@ -255,21 +257,25 @@ def cumulative_apply(
 
 
 def _made_twice(
-    index: TempIndex, back: Callable[[], None], run: Sequence[Patch], found: dict[str, Applied]
+    index: TempIndex,
+    back: Callable[[], None],
+    run: Sequence[Patch],
+    found: dict[str, Applied],
+    landed: dict[str, list[HunkPlacement]],
 ) -> tuple[int, Applied] | None:
     """The first patch of ``run`` (applied on ``index``; ``back`` brings the tree before
-    it) that applied only at an offset but also reverse-applies on the tree before it:
-    already there, a conflict as a refresh says (forktool.engine.apply.attempt.made_twice),
+    it) that applied only at an offset (``landed``: where its hunks went) but is there
+    already: a conflict, as a refresh says (forktool.engine.apply.attempt.already_there),
     with ``index`` left holding the run before it; None, the index untouched, if none."""
     after = index.snapshot()
     for position, patch in enumerate(run):
-        if found[patch.name].state != "offset":
+        moved = landed[patch.name]
+        if not any(p.offset for p in moved):
             continue
         back()
         if position:
-            index.apply_cached([str(p.path) for p in run[:position]], purpose="apply the series")
-        forward = try_patch(index, patch, check=True).placements
-        if already_there(index, patch, forward):
+            _apply_run(index, run[:position])
+        if already_there(index, patch, moved):
             return position, Applied("conflict", made_twice(found[patch.name].message))
     after()
     return None
