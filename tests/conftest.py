@@ -27,10 +27,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def private_tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Each test's temporary files (sync worktrees, scratch copies, temporary indexes)
     live under its own ``tmp_path``: a test that leaves a sync stopped leaves nothing in
-    the machine's temp directory, and tests under xdist never share one."""
+    the machine's temp directory, and tests under xdist never share one. The tree
+    cache too (``FORKTOOL_CACHE_DIR``): a test's runs share one, no test reads
+    another's, and nothing goes to the home directory."""
     scratch = tmp_path.parent / f"{tmp_path.name}-TMPDIR"  # beside it: tests list tmp_path
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setenv("FORKTOOL_CACHE_DIR", str(tmp_path.parent / f"{tmp_path.name}-cache"))
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
     yield scratch
     tempfile.tempdir = None

@@ -10,12 +10,17 @@ from pathlib import Path
 
 from forktool.errors import GitError
 from forktool.git.changes import Changes
-from forktool.git.objects import Objects
+from forktool.git.objects import LS_TREE_SIZES, Objects, blob_sizes
 from forktool.git.runner import GitResult, Started, run, scratch_dir, start
+from forktool.git.tree_cache import TreeCache, is_object_id
 from forktool.model.text import line_count
 
 # but no diff is refused before anything runs: forktool.engine.apply.attempt.precheck).
 APPLY_CACHED_ARGS = ("apply", "--cached", "-v", "--whitespace=nowarn", "--allow-empty", "-p1")
+
+
+def _loaded() -> None:
+    """Nothing to wait for: the index was loaded from the tree cache."""
 
 
 def git_apply_args(
@@ -98,8 +103,68 @@ class TempIndex:
         the work tree's top level (:meth:`run`)."""
         return start(args, cwd=self.git.toplevel(), purpose=purpose, env=self.env)
 
-    def read_tree(self, treeish: str) -> None:
-        self.run(["read-tree", treeish], purpose=f"load {treeish} into a temporary index")
+    def read_tree(self, treeish: str, *, cache: bool = False) -> None:
+        """Load ``treeish`` into this index (``cache``: see :meth:`loading`)."""
+        with self.loading(treeish, cache=cache) as loaded:
+            loaded()
+
+    @contextmanager
+    def loading(self, treeish: str, *, cache: bool = False) -> Iterator[Callable[[], None]]:
+        """``treeish`` loading into this index in the background; yields the function
+        that waits until the index holds it. Leaving the block early stops git.
+
+        ``cache``, for a base tree that runs load again and again: an object id (a
+        commit or a tree) comes from the tree cache when a run kept it there, and is
+        kept there once read (:mod:`forktool.git.tree_cache`)."""
+        store = self._cache(treeish) if cache else None
+        if store is not None and store.index(treeish, self.path):
+            yield _loaded
+            return
+        with self.start(
+            ["read-tree", treeish], purpose=f"load {treeish} into a temporary index"
+        ) as started:
+            done = False
+
+            def loaded() -> None:
+                nonlocal done
+                if not done:
+                    started.wait()
+                    done = True
+                    if store is not None:
+                        store.keep_index(treeish, self.path)
+
+            yield loaded
+
+    @contextmanager
+    def listing_sizes(self, treeish: str) -> Iterator[Callable[[], dict[str, int]]]:
+        """The size of every blob in ``treeish`` (``git ls-tree -r -l``), listed in the
+        background: yields the function that waits for them. From the tree cache, as
+        :meth:`loading` with ``cache`` does (only a base tree is listed)."""
+        cache = self._cache(treeish)
+        kept = cache.sizes(treeish) if cache is not None else None
+        if kept is not None:
+            sizes = blob_sizes(kept)
+            yield lambda: sizes
+            return
+        with self.start(
+            [*LS_TREE_SIZES, treeish], purpose="weigh the files of the base tree"
+        ) as listing:
+
+            def listed() -> dict[str, int]:
+                nonlocal kept
+                if kept is None:
+                    kept = listing.wait().out
+                    if cache is not None:
+                        cache.keep_sizes(treeish, kept)
+                return blob_sizes(kept)
+
+            yield listed
+
+    def _cache(self, treeish: str) -> TreeCache | None:
+        """The tree cache, when ``treeish`` is an object id (whose tree never changes)."""
+        if not is_object_id(treeish):
+            return None
+        return TreeCache.of(self.git.objects_dir())
 
     def write_tree(self) -> str:
         return self.run(["write-tree"], purpose="write the temporary index as a tree").out.strip()

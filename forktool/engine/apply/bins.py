@@ -20,7 +20,6 @@ from typing import Protocol
 
 from forktool.engine.apply.series_run import SeriesRun
 from forktool.git import TempIndex
-from forktool.git.objects import LS_TREE_SIZES, blob_sizes
 from forktool.model.patch_text import diff_git_lines, diff_outline
 
 
@@ -262,11 +261,11 @@ def running_bins(
     does not split (no outline, or unbalanced bins). ``loaded``: waits until
     ``index`` holds the base tree (the bins are planned meanwhile). Leaving the block
     stops every git still running."""
-    with index.start([*LS_TREE_SIZES, tree], purpose="weigh the files of the base tree") as listing:
+    with index.listing_sizes(tree) as sizes:
         planned = list(outlines) if outlines is not None else outlines_of(patches)
         bins = None
         if planned is not None:
-            units, paths = units_of(patches, planned, blob_sizes(listing.wait().out))
+            units, paths = units_of(patches, planned, sizes())
             bins = bins_of(units, paths, workers)
     if planned is None or bins is None:
         yield None

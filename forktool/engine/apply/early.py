@@ -142,9 +142,7 @@ def early_start(
         return
     with ExitStack() as stack:
         index = stack.enter_context(git.temp_index())
-        loading = stack.enter_context(
-            index.start(["read-tree", base_commit], purpose="load the base tree")
-        )
+        loaded = stack.enter_context(index.loading(base_commit, cache=True))
         names = tuple(f.path for f in files)
         bins = None
         if side_by_side(workers, len(files)):
@@ -152,7 +150,7 @@ def early_start(
 
             try:  # planned while git loads the index (weighed by the commit's tree)
                 bins = stack.enter_context(
-                    running_bins(index, files, workers, base_commit, loaded=loading.wait)
+                    running_bins(index, files, workers, base_commit, loaded=loaded)
                 )
             except UnreadableInput:  # a file went away since it was listed: the load says so
                 stack.close()
@@ -160,7 +158,7 @@ def early_start(
                 return
         forward = None
         if bins is None:
-            loading.wait()
+            loaded()
             forward = stack.enter_context(SeriesRun(index, files, reverse=False))
         base_tree = git.tree_id(base_commit)  # asked while git applies
         yield EarlyStart(index, base_tree, names, forward, bins)

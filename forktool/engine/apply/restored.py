@@ -76,7 +76,7 @@ def _taken_back_in_order(index: TempIndex, patches: Sequence[Patch], base_tree: 
 
     if not any(repeats_a_path(patch.parsed) for patch in patches):
         return None
-    index.read_tree(base_tree)
+    index.read_tree(base_tree, cache=True)
     forward, _ = apply_series(index, patches, reverse=False, unanchored=True)
     if not forward:
         return None

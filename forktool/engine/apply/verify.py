@@ -231,7 +231,7 @@ def _again_without(
     without every patch that failed before it), as ``--keep-going`` tries them."""
     position, refused = found
     rule: ApplyRule = "dpkg"  # the end anchors are dpkg-source's rule alone
-    index.read_tree(base_tree)
+    index.read_tree(base_tree, cache=True)
     kept = [
         p for p, v in zip(patches[:position], verdicts[:position], strict=True) if left_applied(v)
     ]
@@ -282,7 +282,7 @@ def _series_verdicts(
             nonlocal restored
             trip.stop_back()
             restored = True
-            index.read_tree(base_tree)
+            index.read_tree(base_tree, cache=True)
 
         verdicts = _verdicts_applied(index, restore, patches, surveys, err, base, rule)
         if restored:  # the patches were applied again one by one: revert them now
@@ -291,7 +291,7 @@ def _series_verdicts(
             back, _ = trip.wait_back()
         return round_trip_answer(index, patches, verdicts, base_tree, back, rule)
     trip.stop_back()
-    index.read_tree(base_tree)
+    index.read_tree(base_tree, cache=True)
     verdicts = _with_failures(index, patches, surveys, forward, early, base, keep_going, rule)
     if all(left_applied(v) and not v.without for v in verdicts):
         # Every patch went on, one by one (a patch placed without git's anchors, say):
