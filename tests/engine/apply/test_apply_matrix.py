@@ -752,6 +752,47 @@ def test_a_plain_diff_deleting_an_executable_cannot_give_its_mode_back(
         assert "brings run.sh back without the mode it had" in data["patches"][0]["message"]
 
 
+PLAIN_CREATE = b"""Create a file with a plain diff (no /dev/null), as some Debian patches do.
+
+--- a/NOTES
++++ b/NOTES
+@@ -0,0 +1,2 @@
++first note
++second note
+"""
+
+
+@pytest.mark.parametrize(("rule", "code"), [("exact", 1), ("dpkg", 0)])
+def test_a_plain_diff_creating_a_file_leaves_it_empty_when_taken_back(
+    builder: RepoBuilder, rule: str, code: int
+) -> None:
+    """A plain diff from ``-0,0`` onto a path the tree lacks creates the file (GNU patch
+    and git alike), but nothing in it says the file did not exist: ``git apply -R``
+    leaves it behind empty. dpkg-source unapplies with ``patch -E``, which removes
+    it, so under its rule that alone is accepted and the patch's message says so;
+    under the exact rule the round trip fails and says why."""
+    fork = mini_fork(builder, {APP: BASE})
+    fork.write({P: PLAIN_CREATE}, extra_config=f"apply_rule: {rule}\n")
+    result = fork.cli("verify", "--format", "json")
+    assert result.code == code, result.out
+    data = result.json()
+    assert data["patches"][0]["status"] == "exact"
+    if rule == "exact":
+        assert data["round_trip"] is False
+        assert data["message"] == (
+            "reverting the series did not restore the base tree exactly: NOTES is left "
+            f"behind, empty ({P} creates it with a plain diff, '--- a/...' rather than "
+            "'--- /dev/null', so git apply -R empties it but cannot know to remove it)"
+        )
+    else:
+        assert data["round_trip"] is True and "message" not in data
+        assert data["patches"][0]["message"] == (
+            "its revert leaves NOTES behind empty (a plain diff creates it, not from "
+            "/dev/null; dpkg-source unapplies with patch -E, which removes it); accepted "
+            "(dpkg rule)"
+        )
+
+
 def test_accepted_offsets_are_not_listed_as_failures(fork: MiniFork) -> None:
     """Under dpkg-source's rule an offset is accepted: the summary of a failing series
     names the patch that fails, not the ones accepted before it."""
