@@ -29,6 +29,7 @@ import re
 import shutil
 import stat
 import tempfile
+import time
 import zlib
 from pathlib import Path
 
@@ -36,6 +37,8 @@ KEPT = 16  # entries (indexes and listings together) across every repository
 INDEX = ".index"
 SIZES = ".sizes"  # `git ls-tree -r -l -z` output
 _MAX_BYTES = 1 << 30
+_TEMP = ".tmp-"  # an entry being written
+_STALE_SECONDS = 3600  # a temporary file this old was left by a killed run
 
 _git_key: str | None = None  # the git binary's identity, found once
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
@@ -47,11 +50,11 @@ def is_object_id(name: str) -> bool:
 
 
 def cache_root() -> Path | None:
-    """The cache's directory, None when it is off (``FORKTOOL_CACHE_DIR=``) or no home
-    is known."""
+    """The cache's directory, None when it is off (``FORKTOOL_CACHE_DIR=``, or set to a
+    relative path) or no home is known."""
     chosen = os.environ.get("FORKTOOL_CACHE_DIR")
-    if chosen is not None:
-        return Path(chosen) if chosen else None
+    if chosen is not None:  # a relative one would land in the fork the command runs in
+        return Path(chosen) if os.path.isabs(chosen) else None
     base = os.environ.get("XDG_CACHE_HOME") or ""
     if not os.path.isabs(base):
         home = os.environ.get("HOME")
@@ -173,7 +176,7 @@ class TreeCache:
             self.dir.mkdir(mode=0o700, exist_ok=True)
             if not (_own_dir(self.root) and _own_dir(self.dir)):
                 return
-            fd, temp = tempfile.mkstemp(prefix=".tmp-", dir=self.dir)
+            fd, temp = tempfile.mkstemp(prefix=_TEMP, dir=self.dir)
             try:
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(data)
@@ -186,18 +189,27 @@ class TreeCache:
         self._prune()
 
     def _prune(self) -> None:
-        entries = []
+        """The oldest entries beyond :data:`KEPT` removed, and temporary files a killed
+        run left (older than :data:`_STALE_SECONDS`)."""
+        entries: list[tuple[int, str]] = []
+        left: list[str] = []
+        stale = time.time_ns() - _STALE_SECONDS * 10**9
         try:
             for folder in os.scandir(self.root):
                 if not folder.is_dir(follow_symlinks=False):
                     continue
                 for entry in os.scandir(folder.path):
-                    if entry.name.endswith((INDEX, SIZES)) and entry.is_file(follow_symlinks=False):
-                        entries.append((entry.stat(follow_symlinks=False).st_mtime_ns, entry.path))
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    when = entry.stat(follow_symlinks=False).st_mtime_ns
+                    if entry.name.endswith((INDEX, SIZES)):
+                        entries.append((when, entry.path))
+                    elif entry.name.startswith(_TEMP) and when < stale:
+                        left.append(entry.path)
         except OSError:
             return
         entries.sort(reverse=True)
-        for _, path in entries[KEPT:]:
+        for path in [*left, *(path for _, path in entries[KEPT:])]:
             try:
                 os.unlink(path)
                 os.rmdir(os.path.dirname(path))  # only when it is empty now

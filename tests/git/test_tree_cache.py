@@ -145,6 +145,8 @@ def test_an_empty_cache_dir_setting_turns_it_off(
 ) -> None:
     fork = series_fork(builder, 3)
     root = cache_root()
+    monkeypatch.setenv("FORKTOOL_CACHE_DIR", "relative/cache")  # would land in the fork
+    assert cache_root() is None
     monkeypatch.setenv("FORKTOOL_CACHE_DIR", "")
     assert cache_root() is None
     assert fork.cli("verify").code == 0
@@ -187,13 +189,17 @@ def test_an_index_whose_checksum_fails_is_not_kept(builder: RepoBuilder, tmp_pat
     assert (tmp_path / "copy").read_bytes() == index.read_bytes()
 
 
-def test_only_the_most_recently_used_entries_stay(tmp_path: Path) -> None:
+def test_only_the_most_recently_used_entries_stay_and_no_leftover(tmp_path: Path) -> None:
     cache = TreeCache(tmp_path / "cache", tmp_path / "objects", "git")
     names = [f"{n:040x}" for n in range(KEPT + 3)]
     for n, name in enumerate(names):
         cache.keep_sizes(name, f"listing {n}")
         os.utime(cache.dir / (name + SIZES), ns=(n * 10**9, n * 10**9))
+    killed = cache.dir / ".tmp-left-by-a-killed-run"
+    killed.write_bytes(b"half an index")
+    os.utime(killed, ns=(0, 0))
     cache.keep_sizes(names[0], "listing 0")  # used again: the newest now
+    assert not killed.exists()
     left = sorted(p.name for p in cache.dir.iterdir())
     assert len(left) == KEPT
     assert names[0] + SIZES in left
