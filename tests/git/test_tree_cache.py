@@ -14,28 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from testing.apply_support import edit_line, export, numbered, side_commit, writes
-from testing.helpers import MiniFork, mini_fork
+from testing.apply_support import series_fork
 
 from forktool.builder import RepoBuilder
 from forktool.git import runner
 from forktool.git.tree_cache import INDEX, KEPT, SIZES, TreeCache, cache_root
-
-FILES = {f"pkg/m{n}.py": numbered(30, f"m{n}") for n in range(6)}
-
-
-def series_fork(builder: RepoBuilder, count: int) -> MiniFork:
-    """A fork of ``count`` patches, each editing one file (a series long enough splits)."""
-    fork = mini_fork(builder, FILES)
-    patches = {}
-    base = fork.pin
-    for n in range(count):
-        name = f"pkg/m{n % 6}.py"
-        text = edit_line(FILES[name], f"m{n % 6} {n + 3}", f"m{n % 6} {n + 3} changed")
-        base = side_commit(fork.repo, base, writes({name: text}))
-        patches[f"{n + 1:04d}.patch"] = export(fork.repo, base)
-    fork.write(patches)
-    return fork
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from forktool.builder import RepoBuilder
 from forktool.demo.example import FORMAT_PATCH_ARGS
-from testing.helpers import MiniFork, snapshot_tree
+from testing.helpers import MiniFork, mini_fork, snapshot_tree
 
 ENGINES = ("verify", "git", "patch")
 
@@ -146,3 +146,21 @@ def placement(verdict: dict[str, object]) -> tuple[object, ...]:
         verdict.get("line"),
         verdict["hunks"],
     )
+
+
+SPLIT_FILES = {f"pkg/m{n}.py": numbered(30, f"m{n}") for n in range(6)}
+
+
+def series_fork(builder: RepoBuilder, count: int = 6) -> MiniFork:
+    """A fork of ``count`` patches on :data:`SPLIT_FILES`, each editing one file (six
+    files in turn: a series of 16 or more splits into bins side by side)."""
+    fork = mini_fork(builder, SPLIT_FILES)
+    patches = {}
+    base = fork.pin
+    for n in range(count):
+        name = f"pkg/m{n % 6}.py"
+        text = edit_line(SPLIT_FILES[name], f"m{n % 6} {n + 3}", f"m{n % 6} {n + 3} changed")
+        base = side_commit(fork.repo, base, writes({name: text}))
+        patches[f"{n + 1:04d}.patch"] = export(fork.repo, base)
+    fork.write(patches)
+    return fork

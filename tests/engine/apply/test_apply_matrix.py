@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from testing.apply_support import (
@@ -717,6 +718,18 @@ PLAIN_DELETE = b"""Description: drop the example script
 """
 
 
+def verified_alone(fork: MiniFork, patch: bytes, rule: str, code: int) -> dict[str, Any]:
+    """``verify --format json`` of ``patch`` alone under ``rule``: it exits ``code``, the
+    patch itself applies exactly, and the JSON is returned (the round trip is the
+    caller's to check)."""
+    fork.write({P: patch}, extra_config=f"apply_rule: {rule}\n")
+    result = fork.cli("verify", "--format", "json")
+    assert result.code == code, result.out
+    data = result.json()
+    assert data["patches"][0]["status"] == "exact"
+    return data
+
+
 @pytest.mark.parametrize(("rule", "code"), [("exact", 1), ("dpkg", 0)])
 def test_a_plain_diff_deleting_an_executable_cannot_give_its_mode_back(
     builder: RepoBuilder, rule: str, code: int
@@ -731,11 +744,7 @@ def test_a_plain_diff_deleting_an_executable_cannot_give_its_mode_back(
     builder.commit("upstream: make it executable\n")
     builder.tag("v2")
     fork.pin = "v2"
-    fork.write({P: PLAIN_DELETE}, extra_config=f"apply_rule: {rule}\n")
-    result = fork.cli("verify", "--format", "json")
-    assert result.code == code, result.out
-    data = result.json()
-    assert data["patches"][0]["status"] == "exact"
+    data = verified_alone(fork, PLAIN_DELETE, rule, code)
     if rule == "exact":
         assert data["round_trip"] is False
         assert data["message"] == (
@@ -772,11 +781,7 @@ def test_a_plain_diff_creating_a_file_leaves_it_empty_when_taken_back(
     it, so under its rule that alone is accepted and the patch's message says so;
     under the exact rule the round trip fails and says why."""
     fork = mini_fork(builder, {APP: BASE})
-    fork.write({P: PLAIN_CREATE}, extra_config=f"apply_rule: {rule}\n")
-    result = fork.cli("verify", "--format", "json")
-    assert result.code == code, result.out
-    data = result.json()
-    assert data["patches"][0]["status"] == "exact"
+    data = verified_alone(fork, PLAIN_CREATE, rule, code)
     if rule == "exact":
         assert data["round_trip"] is False
         assert data["message"] == (

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testing.apply_support import edit_line, export, numbered, side_commit, writes
-from testing.helpers import MiniFork, mini_fork
+from testing.apply_support import series_fork
+from testing.helpers import MiniFork
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
@@ -29,22 +29,6 @@ from forktool.engine.apply.verify import verify_series
 from forktool.fork import load_fork
 from forktool.git import runner
 from forktool.inputs import read_regular
-
-FILES = {f"pkg/m{n}.py": numbered(30, f"m{n}") for n in range(6)}
-
-
-def series_fork(builder: RepoBuilder, count: int = 6) -> MiniFork:
-    """A fork of ``count`` patches, each editing its own file (so it splits in bins)."""
-    fork = mini_fork(builder, FILES)
-    patches = {}
-    base = fork.pin
-    for n in range(count):
-        name = f"pkg/m{n % 6}.py"
-        text = edit_line(FILES[name], f"m{n % 6} {n + 3}", f"m{n % 6} {n + 3} changed")
-        base = side_commit(fork.repo, base, writes({name: text}))
-        patches[f"{n + 1:04d}.patch"] = export(fork.repo, base)
-    fork.write(patches)
-    return fork
 
 
 def record_early_starts(monkeypatch: pytest.MonkeyPatch, where: str) -> list[EarlyStart | None]:
