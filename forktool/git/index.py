@@ -113,9 +113,10 @@ class TempIndex:
         """``treeish`` loading into this index in the background; yields the function
         that waits until the index holds it. Leaving the block early stops git.
 
-        ``cache``, for a base tree that runs load again and again: an object id (a
-        commit or a tree) comes from the tree cache when a run kept it there, and is
-        kept there once read (:mod:`forktool.git.tree_cache`)."""
+        ``cache``, for a release's tree that runs load again and again (the pin, a
+        forecast's targets): an object id (a commit or a tree) comes from the tree
+        cache when a run kept it there, and is kept there once read
+        (:mod:`forktool.git.tree_cache`)."""
         store = self._cache(treeish) if cache else None
         if store is not None and store.index(treeish, self.path):
             yield _loaded

@@ -254,7 +254,7 @@ def build_chain(
     rule: ApplyRule = "exact",
 ) -> Chain:
     """Commit ``patches`` one by one on ``base_commit``; stops at the first that fails."""
-    index.read_tree(f"{base_commit}^{{tree}}")
+    index.read_tree(base_commit, cache=True)
     links: list[Link] = []
     parent = base_commit
     for patch in patches:
@@ -382,13 +382,13 @@ def prove_replay(index: TempIndex, chain: Chain, generated: Sequence[bytes]) -> 
             file = work / f"{number:04d}.patch"
             file.write_bytes(data)
             paths.append(str(file))
-        index.read_tree(f"{chain.base}^{{tree}}")
+        index.read_tree(chain.base, cache=True)
         whole = index.apply_cached(
             paths, purpose="replay the patches about to be written", unanchored=True
         )
         if whole.ok and index.write_tree() == wanted[-1]:
             return
-        index.read_tree(f"{chain.base}^{{tree}}")
+        index.read_tree(chain.base, cache=True)
         for link, one, tree in zip(chain.links, paths, wanted, strict=False):
             res = index.apply_cached([one], purpose=f"replay {link.patch.name}", unanchored=True)
             if not res.ok or index.write_tree() != tree:

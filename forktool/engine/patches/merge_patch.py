@@ -76,7 +76,7 @@ class PreImages:
         not apply there is left out (the later ones are built without it, as a rebase
         goes on after a skip), and has no pre-image."""
         index = self._index.sibling("pre-images")
-        index.read_tree(f"{self._pin_commit}^{{tree}}")
+        index.read_tree(self._pin_commit, cache=True)
         sides = {}
         before = self._pin_commit
         for patch in self._patches:

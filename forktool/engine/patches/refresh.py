@@ -166,7 +166,7 @@ def plan_refresh(
     the temporary index only."""
     with git.temp_index() as index:
         if carried:
-            index.read_tree(f"{onto_commit}^{{tree}}")
+            index.read_tree(onto_commit, cache=True)
             index.add_entries(carried)
             onto_commit = git.commit_tree(
                 index.write_tree(),

@@ -42,7 +42,7 @@ class Applied:
 
 
 def _load(index: TempIndex, commit: str, overlay: Sequence[Entry]) -> None:
-    index.read_tree(f"{commit}^{{tree}}")
+    index.read_tree(commit, cache=True)
     index.add_entries(overlay)
 
 
