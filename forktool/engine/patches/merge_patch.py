@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from forktool.config import ApplyRule
 from forktool.engine.apply.attempt import try_patch
 from forktool.engine.apply.verdict import is_exact
 from forktool.engine.patches.canonical import (
@@ -31,6 +32,7 @@ from forktool.engine.patches.canonical import (
     PLACEHOLDER_NAME,
     apply_and_commit,
     format_range,
+    lenient_meta,
     loose_patch,
     with_source_header,
 )
@@ -55,12 +57,18 @@ class PreImages:
     pays for it), in an index beside ``index`` that shares its objects."""
 
     def __init__(
-        self, index: TempIndex, pin_commit: str, patches: Sequence[Patch], pin_name: str
+        self,
+        index: TempIndex,
+        pin_commit: str,
+        patches: Sequence[Patch],
+        pin_name: str,
+        rule: ApplyRule = "exact",
     ) -> None:
         self._index = index
         self._pin_commit = pin_commit
         self._patches = tuple(patches)
         self._pin_name = pin_name
+        self._rule = rule  # the fork's apply rule: what verify accepts on the pin
         self._sides: dict[str, tuple[str, str]] | None = None
         self.failed: dict[str, str] = {}  # why a patch has no pre-image
 
@@ -72,16 +80,24 @@ class PreImages:
         return self._sides.get(name)
 
     def _build(self) -> dict[str, tuple[str, str]]:
-        """Each patch committed on the pin after the ones before it; a patch that does
-        not apply there is left out (the later ones are built without it, as a rebase
-        goes on after a skip), and has no pre-image."""
+        """Each patch committed on the pin after the ones before it, under the fork's
+        apply rule; a patch that does not apply there is left out (the later ones are
+        built without it, as a rebase goes on after a skip), and has no pre-image. The
+        commits are only the merge's sides: a header that cannot name an author (a
+        maintainer's ``From: drh <>``) gets placeholders, as in the maintainers' form."""
         index = self._index.sibling("pre-images")
         index.read_tree(self._pin_commit, cache=True)
         sides = {}
         before = self._pin_commit
         for patch in self._patches:
             link = apply_and_commit(
-                index, before, patch, base_name=self._pin_name, allow_offset=True
+                index,
+                before,
+                patch,
+                base_name=self._pin_name,
+                allow_offset=True,
+                meta_for=lenient_meta,
+                rule=self._rule,
             )
             if link.commit is None:
                 self.failed[patch.name] = f"{patch.name} does not apply on {self._pin_name}"

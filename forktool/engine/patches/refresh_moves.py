@@ -42,9 +42,9 @@ class Series:
         maintainers' form keeps every patch the fork's rule accepts byte for byte."""
         return self.form == "maintainers" and allows_offset(self.rule)
 
-    def pre_images(self) -> tuple[str, tuple[Patch, ...], str]:
+    def pre_images(self) -> tuple[str, tuple[Patch, ...], str, ApplyRule]:
         """The arguments of :class:`PreImages` after its index."""
-        return self.pin_commit, self.patches, self.pin_name
+        return self.pin_commit, self.patches, self.pin_name, self.rule
 
     @classmethod
     def of(cls, fork: Fork, pin_commit: str, patches: Sequence[Patch] | None = None) -> Series:

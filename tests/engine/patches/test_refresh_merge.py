@@ -471,3 +471,56 @@ def test_a_look_alike_farther_off_does_not_make_a_patch_applied(builder: RepoBui
     result = fork.cli("refresh", "--onto", "v2", "--format", "json")
     assert result.code == 0, result.out
     assert statuses(result.json()) == {"0001-drop.patch": "rebased"}
+
+
+MAINTAINERS = "patch_form: maintainers\napply_rule: dpkg\n"
+TEN = (
+    "".join(f" a{i}\n" for i in range(7, 10))
+    + "-a10\n+fork10\n"
+    + "".join(f" a{i}\n" for i in range(11, 14))
+)
+
+
+def test_a_mail_header_without_an_email_still_has_its_pre_image(builder: RepoBuilder) -> None:
+    """A maintainer's mail header that names no email (sqlite's fossil exports write
+    ``From: drh <>``) is kept byte for byte in the maintainers' form, so it must not
+    cost the patch its pre-image: the commits a merge replays are only its sides."""
+    fork = mini_fork(builder, {"a.py": lines("a")})
+    header = (
+        "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n"
+        "From: drh <>\nDate: Fri, 27 Jun 2025 19:02:21 +0000\nSubject: [PATCH] ten\n\n---\n"
+    )
+    builder.commit("upstream\n", {"a.py": edit(lines("a"), ("a8\n", "up8\n"))})
+    builder.tag("v2")
+    fork.write(
+        {"ten.patch": f"{header}--- a/a.py\n+++ b/a.py\n@@ -7,7 +7,7 @@\n{TEN}".encode()},
+        extra_config=MAINTAINERS,
+    )
+    assert fork.cli("verify").code == 0
+    result = fork.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 0, result.out
+    assert statuses(result.json()) == {"ten.patch": "merged"}
+    assert (fork.root / "patches" / "ten.patch").read_text().startswith(header)
+    assert fork.cli("verify", "--base", "v2").code == 0
+
+
+def test_a_hunk_header_edited_by_hand_under_dpkg_still_has_its_pre_image(
+    builder: RepoBuilder,
+) -> None:
+    """Under dpkg-source's rule a hunk whose ``+new`` start was not bumped by hand
+    (sqlite's 30-cross.patch) applies on the pin, at an offset: its pre-image is built
+    under the fork's rule too, so a merge can move it."""
+    fork = mini_fork(builder, {"a.py": lines("a", 40)})
+    first = "".join(f" a{i}\n" for i in range(8, 11)) + "+a10b\n"
+    first += "".join(f" a{i}\n" for i in range(11, 14))
+    second = "".join(f" a{i}\n" for i in range(27, 30)) + "-a30\n+thirty\n"
+    second += "".join(f" a{i}\n" for i in range(31, 34))
+    plain = f"--- a/a.py\n+++ b/a.py\n@@ -8,6 +8,7 @@\n{first}@@ -27,7 +27,7 @@\n{second}"
+    builder.commit("upstream\n", {"a.py": edit(lines("a", 40), ("a27\n", "up27\n"))})
+    builder.tag("v2")
+    fork.write({"two.diff": plain.encode()}, extra_config=MAINTAINERS)
+    assert fork.cli("verify").code == 0
+    result = fork.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 0, result.out
+    assert statuses(result.json()) == {"two.diff": "merged"}
+    assert "thirty" in (fork.root / "patches" / "two.diff").read_text()
