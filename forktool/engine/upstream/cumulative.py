@@ -25,7 +25,7 @@ from forktool.engine.apply.attempt import (
     try_patch,
 )
 from forktool.engine.apply.precheck import precheck
-from forktool.engine.apply.verdict import Attempt, HunkPlacement, PatchVerdict
+from forktool.engine.apply.verdict import Attempt, HunkPlacement, PatchVerdict, is_exact
 from forktool.engine.upstream.targets import Entry, Target
 from forktool.fork import Patch
 from forktool.git import Git, GitResult, TempIndex
@@ -288,12 +288,15 @@ def _without(state: Applied, failed: Sequence[str]) -> Applied:
 def _stopped_at(index: TempIndex, target: Target, patch: Patch, rule: ApplyRule) -> Applied:
     """The state of the patch git stopped at, on ``index`` (the patches before it
     applied): exact or offset when git refused it only for its anchors (then applied
-    there, forktool.engine.apply.anchors), else a conflict and what it says."""
+    there, forktool.engine.apply.anchors), else a conflict and what it says: "already
+    applied" when the target has the whole change (it reverse-applies exactly), as
+    verify and a refresh say, rather than that its lines are not there."""
     early = precheck(patch, "git", rule=rule)
     if early is not None:
         return Applied("conflict", early.message)
-    placed = placed_without_anchors(index, patch)
+    there = is_exact(try_patch(index, patch, reverse=True, check=True))
+    placed = None if there else placed_without_anchors(index, patch)
     if placed is not None:
         return _applied(classify(patch, placed, None, False, target.name, rule))
     attempt = try_patch(index, patch, check=True)
-    return Applied("conflict", classify(patch, attempt, None, False, target.name, rule).message)
+    return Applied("conflict", classify(patch, attempt, None, there, target.name, rule).message)

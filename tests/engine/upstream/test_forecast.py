@@ -479,3 +479,24 @@ def test_forecast_reads_a_hunk_moved_from_the_top_as_verify_does(builder: RepoBu
     verify = fork.cli("verify", "--base", "v1.1.0", "--allow-offset", "--format", "json").json()
     statuses = {p["patch"]: p["status"] for p in verify["patches"]}
     assert statuses["0002-tweak-b.patch"] == "offset" and verify["ok"] is True
+
+
+def test_forecast_says_a_pending_patch_the_target_carries_is_already_applied(
+    builder: RepoBuilder,
+) -> None:
+    """A pending patch whose change the target already has (it reverse-applies exactly)
+    is a conflict, as a refresh says, and its message says why: "already applied", not
+    that its lines are not there. The first break names the commit that brought it."""
+    repo = builder
+    repo.commit("import\n", FILES)
+    repo.tag("v1.0.0")
+    took = _change(repo, "c", "c5", "C5 pending", "Take the pending fix for c (#41)")
+    repo.tag("v1.1.0")
+    fork = write_series(repo, repo.rev("v1.0.0"), repo.rev("v1.0.0"))
+    cells = _cells(fork.cli("forecast", "--no-fetch", "--format", "json").json())
+    cell = cells[("0003-pending-c.patch", "v1.1.0")]
+    assert cell["verdict"] == "pending" and cell["apply"] == "conflict"
+    assert cell["message"] == (
+        "already applied: the change is present on v1.1.0 (it reverse-applies exactly)"
+    )
+    assert cell["first_break"]["commit"] == took  # type: ignore[index]
