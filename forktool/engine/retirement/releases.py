@@ -72,13 +72,14 @@ def pattern_for_tag(tag: str) -> str:
     """The ``release_tags`` pattern a release tag suggests: its scheme's prefix, then
     ``*`` (``v1.2.0`` -> ``v*``, ``curl-7_88_1`` -> ``curl-*``); ``[0-9]*`` for a bare
     version like ``8.3.1``; the literal text up to the first digit for a tag that reads
-    no version; ``v*`` for a tag with no digit at all."""
+    no version; the tag itself for a tag with no digit at all (``orig``, a tarball's
+    import: nothing orders it against another, and ``v*`` would not even match it)."""
     scheme = scheme_for_tag(tag)
     if scheme is not None:
         return scheme.glob
     digits = [i for i, c in enumerate(tag) if c.isdigit()]
     if not digits:
-        return "v*"
+        return "".join(f"[{c}]" if c in "*?[]" else c for c in tag)
     return f"{tag[: digits[0]]}*" if digits[0] else "[0-9]*"
 
 

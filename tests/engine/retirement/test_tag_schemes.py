@@ -3,6 +3,7 @@ that orders releases (poll, forecast, status, absorbed's first_release) on them.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 
 import pytest
@@ -285,3 +286,12 @@ def test_a_pin_the_configured_scheme_cannot_read_is_refused_with_the_scheme_it_s
         "hint: set release_version in forktool.yaml to how upstream writes versions "
         "(the pinned tag suggests prefix 'curl-', separator '_')",
     ]
+
+
+@pytest.mark.parametrize(("tag", "pattern"), [("orig", "orig"), ("up[stream]", "up[[]stream[]]")])
+def test_a_tag_with_no_digit_suggests_itself(tag: str, pattern: str) -> None:
+    """A pin with no digit (a tarball imported as ``orig``) reads as no version: the
+    pattern it suggests is the tag itself, glob characters taken literally, never
+    ``v*``, which would not match it and which the refusal would then suggest again."""
+    assert pattern_for_tag(tag) == pattern
+    assert fnmatch.fnmatchcase(tag, pattern)
