@@ -116,14 +116,14 @@ def _identity(text: str | None) -> tuple[str, str] | None:
 
 
 def commit_meta(patch: Patch) -> CommitMeta | str:
-    """The commit metadata a patch's header declares, or why it cannot be read."""
+    """The commit metadata a patch's header declares, or why it cannot be read (said of
+    the patch, which the caller names)."""
     header = patch.parsed.header
     if header.style == "mbox":
         who = _identity(header.author)
         if who is None or not header.date:
             return (
-                f"{patch.rel}: the mail header needs a 'From: Name <email>' and a 'Date:' line "
-                "to be regenerated"
+                "the mail header needs a 'From: Name <email>' and a 'Date:' line to be regenerated"
             )
         body = header.message
         message = (header.subject or "") + "\n" + (f"\n{body}\n" if body else "")

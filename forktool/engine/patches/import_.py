@@ -118,10 +118,16 @@ def import_series(
             (link for link in chain.links if not acceptable(link.verdict.status, accepted)), None
         )
         if failed is not None:
+            unnamed = isinstance(commit_meta(failed.patch), str)
             raise FatalError(
                 f"{failed.patch.rel}: {failed.verdict.message}",
-                f"import needs every patch to apply on the pin under the fork's rule ({rule}), "
-                "with an author and a date: run 'forktool verify' and 'forktool fmt'",
+                "give it a 'From: Name <email>' and a 'Date:' line: import makes a commit of "
+                "each patch, with its own author and date, so that export gives the same "
+                "file back"
+                if unnamed
+                else f"import needs every patch to apply on the pin under the fork's rule "
+                f"({rule}): run 'forktool verify', and 'forktool refresh' for a patch that "
+                "does not",
             )
         faultpoint("import.update_ref")
         git.create_ref(ref, chain.tip, existing or ZERO, reason="forktool import")

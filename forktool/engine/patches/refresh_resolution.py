@@ -115,7 +115,7 @@ def _commit_resolution(
     _refuse_dropped_files(git, state, patch, tree, pin_commit, command, drop_files)
     meta = commit_meta(patch)
     if isinstance(meta, str):
-        raise FatalError(meta)
+        raise FatalError(f"{patch.rel}: {meta}")
     return commit_tree(git, tree, state.base, meta)
 
 

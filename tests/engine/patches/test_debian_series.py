@@ -587,3 +587,20 @@ def test_adopting_a_series_that_lists_no_patch_warns(package: DebianPackage) -> 
     adopted = package.cli("init", "--pin", "v1", "--from-quilt", "debian/patches")
     assert adopted.code == 0, adopted.err
     assert "debian/patches/series lists no patch: verify, check, import and apply" in adopted.err
+
+
+def test_import_names_a_patch_without_an_author_once_and_says_what_to_add(
+    package: DebianPackage,
+) -> None:
+    """A patch whose mail header names no author cannot become a commit: import says so
+    naming the patch once, and the hint says what to add (fmt keeps a maintainer's
+    header byte for byte, so it is no way out)."""
+    package.adopt()
+    refused = package.cli("import", "--branch", "pq")
+    assert refused.code == 2
+    errors = refused.error_lines
+    assert errors[0] == (
+        f"error: debian/patches/{SERIES[2]}: the mail header needs a 'From: Name <email>' and "
+        "a 'Date:' line to be regenerated"
+    )
+    assert errors[1].startswith("hint: give it a 'From: Name <email>' and a 'Date:' line")
