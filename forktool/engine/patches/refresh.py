@@ -131,6 +131,14 @@ def _stopped(
         told = retire_all_first(
             [(link.patch, presence(link.verdict.message)) for link in present], onto
         )
+        there = {link.patch.name for link in present}
+        rest = [e.patch for e in entries if e.status not in MOVED and e.patch not in there]
+        if rest:  # said too: the table is not all a reader looks at
+            them = "it" if len(rest) == 1 else "them"
+            told += (
+                f"; {_conflicting(rest, onto, more=True)}: rerun with --worktree DIR to "
+                f"resolve {them} by hand once those are retired"
+            )
         message = f"{told}; nothing was written"
     elif worktree is None:
         message = _conflicts_message(entries, onto)
@@ -139,15 +147,25 @@ def _stopped(
     return RefreshResult(onto, onto_commit, pin, tuple(unwritten(entries)), message=message)
 
 
+def _conflicting(names: Sequence[str], onto: str, *, more: bool = False) -> str:
+    """'0002 conflicts on v2', '3 patches conflict on v2 (0002, 0004, 0005)'; ``more``
+    (said after the patches already there): '0002 also conflicts on v2', '3 more
+    patches conflict on v2 (...)'."""
+    if len(names) == 1:
+        return f"{names[0]} {'also ' if more else ''}conflicts on {onto}"
+    count = f"{len(names)} more patches" if more else f"{len(names)} patches"
+    return f"{count} conflict on {onto} ({', '.join(names)})"
+
+
 def _conflicts_message(entries: Sequence[RefreshEntry], onto: str) -> str:
     names = [e.patch for e in entries if e.status not in MOVED]
     if len(names) == 1:
         return (
-            f"{names[0]} conflicts on {onto}: nothing was written; "
+            f"{_conflicting(names, onto)}: nothing was written; "
             "rerun with --worktree DIR to resolve it by hand"
         )
     return (
-        f"{len(names)} patches conflict on {onto} ({', '.join(names)}): nothing was written; "
+        f"{_conflicting(names, onto)}: nothing was written; "
         "rerun with --worktree DIR to resolve them by hand, one after the other"
     )
 

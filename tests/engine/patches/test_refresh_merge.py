@@ -235,6 +235,32 @@ def test_several_patches_already_there_are_told_in_one_sentence_per_kind(
     )
 
 
+def test_conflicts_beside_a_patch_already_there_are_named_too(builder: RepoBuilder) -> None:
+    """The summary names the patch already there and the real conflicts beside it:
+    the table is not all a reader (or a job's log) looks at."""
+    files = {f"{x}.py": lines(x) for x in "abc"}
+    fork = mini_fork(builder, files)
+    changed = {f"{x}.py": edit(lines(x), (f"{x}10\n", "fork10\n")) for x in "abc"}
+    names = [f"000{n}-{x}.patch" for n, x in enumerate("abc", start=1)]
+    patches = {
+        name: make_patch(builder, "v1", {f"{x}.py": changed[f"{x}.py"]}, x)
+        for name, x in zip(names, "abc", strict=True)
+    }
+    upstream = {"a.py": changed["a.py"]}  # takes 0001; rewrites the lines 0002 and 0003 change
+    upstream |= {f"{x}.py": edit(lines(x), (f"{x}10\n", "up10\n")) for x in "bc"}
+    builder.commit("upstream\n", upstream)
+    builder.tag("v2")
+    fork.write(patches)
+    result = fork.cli("refresh", "--onto", "v2", "--format", "json")
+    assert result.code == 1
+    assert result.json()["message"] == (
+        f"{names[0]} is already on v2 (it reverse-applies exactly): retire it first "
+        f"(forktool retire {names[0]} --tag v2 --force --reason '...') or drop it; "
+        f"2 more patches conflict on v2 ({names[1]}, {names[2]}): rerun with --worktree DIR "
+        "to resolve them by hand once those are retired; nothing was written"
+    )
+
+
 def test_the_worktree_takes_every_conflict_one_after_the_other(
     drift: MiniFork, tmp_path: Path
 ) -> None:
