@@ -135,9 +135,10 @@ def _stopped(
         rest = [e.patch for e in entries if e.status not in MOVED and e.patch not in there]
         if rest:  # said too: the table is not all a reader looks at
             them = "it" if len(rest) == 1 else "them"
+            those = "that one is" if len(present) == 1 else "those are"
             told += (
                 f"; {_conflicting(rest, onto, more=True)}: rerun with --worktree DIR to "
-                f"resolve {them} by hand once those are retired"
+                f"resolve {them} by hand once {those} retired"
             )
         message = f"{told}; nothing was written"
     elif worktree is None:

@@ -257,7 +257,7 @@ def test_conflicts_beside_a_patch_already_there_are_named_too(builder: RepoBuild
         f"{names[0]} is already on v2 (it reverse-applies exactly): retire it first "
         f"(forktool retire {names[0]} --tag v2 --force --reason '...') or drop it; "
         f"2 more patches conflict on v2 ({names[1]}, {names[2]}): rerun with --worktree DIR "
-        "to resolve them by hand once those are retired; nothing was written"
+        "to resolve them by hand once that one is retired; nothing was written"
     )
 
 
