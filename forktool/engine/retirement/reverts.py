@@ -39,7 +39,11 @@ _REVERT_LINE = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 # Other projects' words for it: CMake's "Revert commit 872daff159 (subject, date)",
 # "reverts abc1234", "Reverted commit ...": a revert verb, then the commit (a sha that
 # names one commit the search knows, as for the line).
-_REVERT_WORDS = re.compile(r"\b[Rr]evert(?:s|ed|ing)?\s+(?:commit\s+)?([0-9a-f]{7,40})\b")
+# A revert verb, then the commit: "Revert commit <sha>" (CMake), "reverts <sha>", and a
+# partial one, "Revert part of <sha>" (less), "reverts parts of commit <sha>".
+_REVERT_WORDS = re.compile(
+    r"\b[Rr]evert(?:s|ed|ing)?\s+(?:parts?\s+of\s+)?(?:commit\s+)?([0-9a-f]{7,40})\b"
+)
 _REVERT_TITLE = re.compile(r'Revert "(.*)"')
 _PR_SUFFIX = re.compile(r"\s*\(#[0-9]+\)\s*$")
 

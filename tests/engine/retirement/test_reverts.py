@@ -230,3 +230,18 @@ def test_a_revert_in_other_words_is_found(builder: RepoBuilder) -> None:
         "(found by: 'Revert commit <sha>' words)"
     )
     assert {"kind": "revert", "commit": revert, "detail": detail} in entry["evidence"]  # type: ignore[operator]
+
+
+def test_a_partial_revert_in_words_is_found(builder: RepoBuilder) -> None:
+    """less writes "Revert part of <sha>: <what>" when it takes back part of a change:
+    the fix is no longer whole in the tag, so the patch is not retired."""
+    fix = _upstream(builder)
+    revert = builder.commit(
+        f"Revert part of {fix}: keep line seven as it was.\n",
+        {"app.py": APP.replace("line 15\n", "line fifteen\n")},
+    )
+    builder.tag("v1.2.0")
+    entry = _entry(_fork(builder, fix), "v1.2.0")
+    assert entry["verdict"] != "retire"
+    kinds = {(e["kind"], e["commit"]) for e in entry["evidence"]}  # type: ignore[index, union-attr]
+    assert ("revert", revert) in kinds
