@@ -2,10 +2,12 @@
 
 Upstreams spell releases in many ways: ``v1.2.0``, ``2.4.57``, ``curl-7_88_1``,
 ``OpenSSL_1_1_1t``, ``REL_15_2``, ``release-1.22.1``, ``version-3.40.1``, ``v252``,
-``jq-1.7rc1``, ``OpenSSL_1_1_1-pre9``, ``REL_16_RC1``. A :class:`VersionScheme` says
+``jq-1.7rc1``, ``OpenSSL_1_1_1-pre9``, ``REL_16_RC1``, ``V_9_6_P1``. A :class:`VersionScheme` says
 how one upstream does it: a literal ``prefix`` and the ``separator`` between release
 numbers (``.``, ``_`` or ``-``). After the numbers a tag may carry one or two patch
-letters (OpenSSL's ``1.1.1t``, after ``1.1.1s``) and a pre-release marker
+letters (OpenSSL's ``1.1.1t``, after ``1.1.1s``), a numbered patch level ``p``/``P``
+(openssh's portable releases, ``V_9_6_P1``, ``9.6p1``: after the release, ``9.6.post1``
+to packaging) and a pre-release marker
 (``alpha``, ``beta``, ``pre``, ``rc``, ``a``, ``b``, ``c``, any case, optionally set off
 by ``.``, ``_`` or ``-``, optionally numbered). Versions are ordered by
 ``packaging.version``: a patch letter is one more release number (``1.1.1t`` is
@@ -52,6 +54,9 @@ class TagVersion:
     pre_separator: str = ""  # what sets the marker off ("-" in -rc1, "" in rc1)
     pre_label: str = ""  # the marker as written ("rc", "RC", "pre", "alpha")
     pre_number: str = ""  # its number as written ("" when unnumbered)
+    post_separator: str = ""  # what sets a patch level off ("_" in V_9_6_P1)
+    post_label: str = ""  # "p" or "P": a portable release or patch level (openssh)
+    post_number: str = ""  # its number as written
 
     def version(self) -> Version:
         """This version for ordering (``packaging.version``)."""
@@ -62,6 +67,8 @@ class TagVersion:
             text += f".{letters_rank(self.letters)}"
         if self.pre_label:
             text += _PACKAGING_LABEL[self.pre_label.lower()] + str(int(self.pre_number or "0"))
+        if self.post_label:
+            text += f".post{int(self.post_number)}"
         return Version(text)
 
 
@@ -93,6 +100,9 @@ class VersionScheme:
             match["pre_sep"] or "",
             match["pre"] or "",
             match["pre_num"] or "",
+            match["post_sep"] or "",
+            match["post"] or "",
+            match["post_num"] or "",
         )
 
     def read(self, tag: str) -> Version | None:
@@ -113,7 +123,12 @@ class VersionScheme:
         """The tag this scheme writes for ``parts`` (:meth:`parts` reads it back)."""
         release = self.separator.join(parts.release)
         pre = f"{parts.pre_separator}{parts.pre_label}{parts.pre_number}" if parts.pre_label else ""
-        return f"{self.prefix}{release}{parts.letters}{pre}"
+        post = (
+            f"{parts.post_separator}{parts.post_label}{parts.post_number}"
+            if parts.post_label
+            else ""
+        )
+        return f"{self.prefix}{release}{parts.letters}{post}{pre}"
 
     @property
     def glob(self) -> str:
@@ -134,6 +149,7 @@ def _rest_regex(separator: str) -> re.Pattern[str]:
         _REGEXES[separator] = re.compile(
             rf"(?P<release>[0-9]+(?:{sep}[0-9]+)*)"
             rf"(?P<letters>(?!(?:alpha|beta|pre|rc)(?:[0-9]|$))[a-z]{{1,2}}(?![a-z0-9]))?"
+            rf"(?:(?P<post_sep>[-_.]?)(?P<post>p)(?P<post_num>[0-9]+))?"
             rf"(?:(?P<pre_sep>[-_.]?)(?P<pre>{markers})(?P<pre_num>[0-9]+)?)?",
             re.IGNORECASE,
         )

@@ -418,7 +418,8 @@ def test_refresh_says_retire_it_first_and_opens_no_worktree(
     assert data["message"] == (  # 0001's fix is in v3 (absorbed): retire it first
         "2 patches are already on v3 (0001-a.patch, 0002-b.patch): retire them first "
         "(forktool retire PATCH... --tag v3 --force --reason '...') or drop them; "
-        "nothing was written"
+        "0004-d.patch also conflicts on v3: rerun with --worktree DIR to resolve it by hand "
+        "once those are retired; nothing was written"
     )
     assert data["in_progress"] is False
     assert not wt.exists()

@@ -103,18 +103,29 @@ _PRE = st.sampled_from(["", "rc", "RC", "pre", "alpha", "beta", "a", "b"])
 def _tag_versions(draw: st.DrawFn) -> TagVersion:
     release = tuple(str(n) for n in draw(st.lists(st.integers(0, 300), min_size=1, max_size=4)))
     letters = draw(st.sampled_from(["", "a", "k", "t", "z", "za"]))
+    post = draw(st.sampled_from(["", "p", "P"]))  # openssh's portable level: V_9_6_P1
+    post_number = draw(st.sampled_from(["1", "2", "12"])) if post else ""
+    post_separator = draw(st.sampled_from(["", "_", "-", "."])) if post else ""
+    if post and letters and not post_separator:
+        post_separator = "_"  # '1.1.1tp1' reads as nothing: letters then a level need a break
     label = draw(_PRE)
     if not label:
-        return TagVersion(release, letters)
+        return TagVersion(
+            release,
+            letters,
+            post_separator=post_separator,
+            post_label=post,
+            post_number=post_number,
+        )
     number = draw(st.sampled_from(["", "0", "1", "9", "12"]))
     if label in ("a", "b") and not number:
         number = "1"  # an unnumbered single letter is a patch letter, by definition
-    if letters and not draw(st.booleans()):
+    if letters and not post and not draw(st.booleans()):
         letters = ""
     separator = draw(st.sampled_from(["", "-", "_", "."]))
-    if not separator and letters:
+    if not separator and letters and not post:
         separator = "-"  # '1.1.1arc1' reads as nothing: letters then a marker need a break
-    return TagVersion(release, letters, separator, label, number)
+    return TagVersion(release, letters, separator, label, number, post_separator, post, post_number)
 
 
 _SCHEMES = st.builds(
@@ -295,3 +306,22 @@ def test_a_tag_with_no_digit_suggests_itself(tag: str, pattern: str) -> None:
     ``v*``, which would not match it and which the refusal would then suggest again."""
     assert pattern_for_tag(tag) == pattern
     assert fnmatch.fnmatchcase(tag, pattern)
+
+
+def test_openssh_portable_tags_read_and_order_by_release_then_level() -> None:
+    """openssh's portable releases, ``V_9_6_P1``: the scheme is ``V_`` and ``_`` (not the
+    prefix ``V_9_6_P``, which hid every later release), the ``P`` level after the
+    release, and an OpenBSD-only ``V_9_7`` before its first portable one."""
+    assert scheme_for_tag("V_9_6_P1") == VersionScheme("V_", "_")
+    assert pattern_for_tag("V_9_6_P1") == "V_*"
+    tags = ["V_10_0_P2", "V_9_6_P1", "V_9_7_P1", "V_10_0_P1", "V_2_1_0", "V_9_7", "V_9_10_P1"]
+    assert _names(tags, "V_*", VersionScheme("V_", "_")) == [
+        "V_2_1_0",
+        "V_9_6_P1",
+        "V_9_7",
+        "V_9_7_P1",
+        "V_9_10_P1",
+        "V_10_0_P1",
+        "V_10_0_P2",
+    ]
+    assert VersionScheme("openssh-", ".").read("openssh-9.6p1") == Version("9.6.post1")
