@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from forktool.engine.retirement.absorbed import absorbed
 from forktool.engine.retirement.knowledge import require_commits
-from forktool.engine.retirement.releases import fork_releases
+from forktool.engine.retirement.releases import fork_releases, unreadable_pin
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.git import Git
@@ -47,6 +47,10 @@ def newest_release_preview(fork: Fork, git: Git) -> ReleasePreview | None:
     if not releases:
         return None
     newest = releases[-1]
+    if config.version_scheme.read(config.pin_tag) is None:  # newest, but than what?
+        refusal = unreadable_pin(config)
+        note = f"{refusal.message}: no release can be told newer than the pin; {refusal.hint}"
+        return ReleasePreview(newest.name, newest.commit, None, note)
     try:
         ahead = git.count_commits(newest.commit, config.pin_commit)
         if ahead > PREVIEW_MAX_COMMITS:

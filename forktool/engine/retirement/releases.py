@@ -183,24 +183,30 @@ def index_history(git: Git) -> None:
     git.write_commit_graph()
 
 
+def unreadable_pin(config: Config) -> FatalError:
+    """The refusal for a pinned tag that ``release_version`` reads no version from: no
+    release can then be told newer or older than the pin."""
+    scheme = config.version_scheme
+    suggested = scheme_for_tag(config.pin_tag)
+    return FatalError(
+        f"the pinned tag '{config.pin_tag}' names no version that release_version "
+        f"(prefix '{scheme.prefix}', separator '{scheme.separator}') can read",
+        "set release_version in forktool.yaml to how upstream writes versions"
+        + (
+            f" (the pinned tag suggests prefix '{suggested.prefix}', separator "
+            f"'{suggested.separator}')"
+            if suggested
+            else ""
+        ),
+    )
+
+
 def newer_releases(config: Config, git: Git, prereleases: bool | None = None) -> list[Release]:
     """The release tags newer than the pin, oldest first."""
     releases = require_releases(
         fork_releases(git, config, prereleases), config.release_tags, config.pin_tag
     )
-    scheme = config.version_scheme
-    pinned = scheme.read(config.pin_tag)
+    pinned = config.version_scheme.read(config.pin_tag)
     if pinned is None:
-        suggested = scheme_for_tag(config.pin_tag)
-        raise FatalError(
-            f"the pinned tag '{config.pin_tag}' names no version that release_version "
-            f"(prefix '{scheme.prefix}', separator '{scheme.separator}') can read",
-            "set release_version in forktool.yaml to how upstream writes versions"
-            + (
-                f" (the pinned tag suggests prefix '{suggested.prefix}', separator "
-                f"'{suggested.separator}')"
-                if suggested
-                else ""
-            ),
-        )
+        raise unreadable_pin(config)
     return [r for r in releases if r.version > pinned]

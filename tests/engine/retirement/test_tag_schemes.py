@@ -299,6 +299,32 @@ def test_a_pin_the_configured_scheme_cannot_read_is_refused_with_the_scheme_it_s
     ]
 
 
+def test_status_names_no_newest_release_against_a_pin_it_cannot_read(
+    builder: RepoBuilder,
+) -> None:
+    """With a scheme that cannot read the pin, the newest readable release may be older
+    than the pin (openssh's V_2_1_0 under V_9_6_P1): status says so in the release's
+    note and judges nothing, as poll refuses the same configuration."""
+    fork = mini_fork(builder, {"a.py": lines("a")}, tag="curl-7.1")  # old, and readable
+    builder.commit("upstream: next\n", {"a.py": lines("c")})
+    builder.tag("curl-7_88_1")
+    fork.pin = "curl-7_88_1"
+    fork.write(
+        {"0001-b.patch": make_patch(builder, "curl-7_88_1", {"a.py": lines("b")}, "b")},
+        extra_config="release_tags: 'curl-*'\nrelease_version:\n  prefix: 'curl-'\n"
+        "  separator: '.'\n",
+    )
+    result = fork.cli("status", "--format", "json")
+    assert result.code == 0, result.err
+    newest = result.json()["newest_release"]
+    assert newest["would_retire"] is None  # type: ignore[index]
+    assert str(newest["note"]).startswith(  # type: ignore[index]
+        "the pinned tag 'curl-7_88_1' names no version that release_version (prefix 'curl-', "
+        "separator '.') can read: no release can be told newer than the pin; set "
+        "release_version"
+    )
+
+
 @pytest.mark.parametrize(("tag", "pattern"), [("orig", "orig"), ("up[stream]", "up[[]stream[]]")])
 def test_a_tag_with_no_digit_suggests_itself(tag: str, pattern: str) -> None:
     """A pin with no digit (a tarball imported as ``orig``) reads as no version: the
