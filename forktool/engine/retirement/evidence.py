@@ -150,15 +150,15 @@ def merge_picks(
     names the merge commit, not the mapped commit. A pick of merge M is evidence for a
     patch whose mapped commit M's merged side contains (an ancestor of M, not of its
     first parent), or whose PR M merged (the same host and project, never the number
-    alone). Only patches whose commits ``tag`` lacks are judged (``missing``).
+    alone), whether or not another patch maps M itself. Only patches whose commits
+    ``tag`` lacks are judged (``missing``).
     """
     undecided = [p for p in patches if missing.intersection(p.commits)]
     picked: dict[str, list[tuple[str, str]]] = {}
     wanted = {c for p in undecided for c in p.commits}
     for commit, message in messages:
-        for origin in _CHERRY.findall(message):
-            if origin not in wanted:
-                picked.setdefault(origin, []).append((commit, message.split("\n", 1)[0]))
+        for origin in _CHERRY.findall(message):  # a merge another patch maps counts too
+            picked.setdefault(origin, []).append((commit, message.split("\n", 1)[0]))
     if not undecided or not picked:
         return {}
     known = [o for o, kind in git.object_types(picked).items() if kind == "commit"]
@@ -170,6 +170,8 @@ def merge_picks(
     why_pr = _merged_pr(fork, git, merges, undecided)
     for patch in undecided:
         for merge in merges:
+            if merge.commit in patch.commits:
+                continue  # a pick of the patch's own commit: cherry_picks says it
             reason = next((w for c, w in why.get(merge.commit, ()) if c in patch.commits), None)
             reason = reason or why_pr.get((merge.commit, patch.name))
             if reason is None:
@@ -242,7 +244,8 @@ def copies(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str
 
 
 def _need(parsed: PatchFile) -> Need:
-    """What a commit's diff must name to share the patch's patch-id (reverts.Need)."""
+    """What a commit's diff must name to share the patch's patch-id (reverts.Need),
+    compared within the directories the patch touches."""
     files = frozenset(
         path
         for diff in parsed.files
@@ -253,7 +256,8 @@ def _need(parsed: PatchFile) -> Need:
     named = frozenset(
         path for diff in parsed.files for path in (diff.old_path, diff.new_path) if path
     )
-    return Need(files, named)
+    dirs = pathspec_dirs(touched_paths(parsed))
+    return Need(files, named, tuple(dirs) if dirs is not None else None)
 
 
 def _diff_bytes(parsed: PatchFile) -> bytes:
@@ -269,26 +273,26 @@ def _diff_bytes(parsed: PatchFile) -> bytes:
 def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> dict[str, list[str]]:
     """Patch name -> commits in ``tip`` (since ``since``) with the same stable patch-id.
 
-    Two ``git patch-id --stable`` runs: one over every patch file (each introduced
-    by a placeholder id), one over the diffs of the range's commits limited to the
-    directories the patches touch (so a commit matches when its change there is the
-    patch's change, even if it also changed files elsewhere); only commits touching
-    every file of some patch are read (:func:`range_patch_ids`).
+    Two kinds of ``git patch-id --stable`` run: one over every patch file (each
+    introduced by a placeholder id), and one over the diffs of the range's commits
+    limited to the directories a patch touches, once per such set of directories (so a
+    commit matches when its change there is the patch's change, even if it also changed
+    files elsewhere, and whatever other patches the series holds); only commits
+    touching every file of the patch are read (:func:`range_patch_ids`).
     """
     if not patches:
         return {}
-    paths = pathspec_dirs(path for p in patches for path in touched_paths(p.parsed))
     stream = b"".join(
         f"commit {index:040x}\n".encode() + _diff_bytes(p.parsed) for index, p in enumerate(patches)
     )
-    ids: dict[str, list[str]] = {}
-    for patch_id, placeholder in git.patch_ids(stream):
-        ids.setdefault(patch_id, []).append(patches[int(placeholder, 16)].name)
-    needs = [_need(p.parsed) for p in patches]
+    own = {patches[int(placeholder, 16)].name: pid for pid, placeholder in git.patch_ids(stream)}
+    needs = {p.name: _need(p.parsed) for p in patches}
+    candidates = range_patch_ids(git, tip, [since], needs.values())
     found: dict[str, list[str]] = {}
-    for patch_id, commit in range_patch_ids(git, tip, [since], paths, needs):
-        for name in ids.get(patch_id, ()):
-            found.setdefault(name, []).append(commit)
+    for patch in patches:
+        for patch_id, commit in candidates.get(needs[patch.name], ()):
+            if patch_id == own.get(patch.name):
+                found.setdefault(patch.name, []).append(commit)
     return found
 
 

@@ -76,49 +76,56 @@ def pathspec_dirs(paths: Iterable[str]) -> list[str] | None:
 class Need:
     """What a commit's diff must name to share a change's stable patch-id: every file
     of ``files`` (those the change has hunks in), and nothing outside ``within`` (every
-    file the change's diff names; None: not known, no bound)."""
+    file the change's diff names; None: not known, no bound), both within ``dirs``,
+    the change's own directories, to which a commit's diff is limited before it is
+    compared (None: the whole diff)."""
 
     files: frozenset[str]
     within: frozenset[str] | None
+    dirs: tuple[str, ...] | None = None
 
 
 def range_patch_ids(
-    git: Git,
-    tip: str,
-    exclude: Sequence[str],
-    dirs: Sequence[str] | None,
-    needs: Iterable[Need],
-) -> list[tuple[str, str]]:
-    """(stable patch-id, commit) for the non-merge commits of ``tip`` and not in
-    ``exclude`` that could share a patch-id with one of the changes ``needs`` describe
-    (each commit's diff limited to ``dirs``, as :meth:`Git.log_patches` reads it).
+    git: Git, tip: str, exclude: Sequence[str], needs: Iterable[Need]
+) -> dict[Need, list[tuple[str, str]]]:
+    """Each need -> (stable patch-id, commit) for the non-merge commits of ``tip`` and
+    not in ``exclude`` that could share a patch-id with the change it describes, each
+    commit's diff limited to that need's own ``dirs`` (as :meth:`Git.log_patches`
+    reads it). A change's answer never depends on the others asked with it.
 
     A stable patch-id hashes every file a diff names (its hunks, a mode change, even
     an added empty file): two diffs share one only if they name the same files. One
     ``--name-only`` pass over the range (tree comparisons, no file read) gives each
-    commit's files; only the diffs of commits whose files (within ``dirs``) hold every
-    file a need has hunks in, and nothing outside what it names, are read. The
-    matches are exactly those a diff of the whole range gives.
+    commit's files; only the diffs of commits whose files (within a need's ``dirs``)
+    hold every file the need has hunks in, and nothing outside what it names, are read,
+    once per set of directories. The matches are exactly those a diff of the whole
+    range, limited to each need's directories, gives.
     """
-    wanted = list(dict.fromkeys(needs))
-    if not wanted:
-        return []
-    if any(not need.files for need in wanted):  # nothing to require: any may match
-        return git.patch_ids(git.log_patches(tip, exclude, dirs))
+    found: dict[Need, list[tuple[str, str]]] = {}
     by_file: dict[str, list[Need]] = {}
-    for need in wanted:
-        by_file.setdefault(min(need.files), []).append(need)
-    inside = tuple(dirs) if dirs is not None else None
-    candidates = []
-    for commit, files in git.log_changes(tip, exclude):
-        mine = _within(files, inside)
-        if any(
-            need.files <= mine and (need.within is None or mine <= need.within)
-            for name in mine
-            for need in by_file.get(name, ())
-        ):
-            candidates.append(commit)
-    return git.patch_ids(git.commit_patches(candidates, paths=dirs or []))
+    for need in dict.fromkeys(needs):
+        if not need.files:  # nothing to require: any commit may match
+            dirs = list(need.dirs) if need.dirs is not None else None
+            found[need] = git.patch_ids(git.log_patches(tip, exclude, dirs))
+        else:
+            by_file.setdefault(min(need.files), []).append(need)
+    fits: dict[Need, dict[str, None]] = {}
+    if by_file:
+        for commit, files in git.log_changes(tip, exclude):
+            for need in (n for name in files for n in by_file.get(name, ())):
+                mine = _within(files, need.dirs)
+                if need.files <= mine and (need.within is None or mine <= need.within):
+                    fits.setdefault(need, {})[commit] = None
+    read: dict[tuple[str, ...] | None, dict[str, None]] = {}
+    for need, commits in fits.items():
+        read.setdefault(need.dirs, {}).update(commits)
+    ids = {
+        dirs: git.patch_ids(git.commit_patches(list(commits), paths=list(dirs or [])))
+        for dirs, commits in read.items()
+    }
+    for need, commits in fits.items():
+        found[need] = [(pid, commit) for pid, commit in ids[need.dirs] if commit in commits]
+    return found
 
 
 def _within(files: frozenset[str], dirs: tuple[str, ...] | None) -> frozenset[str]:

@@ -89,11 +89,13 @@ def _fork(tmp_path: Path, maps: dict[str, str], patches: dict[str, dict[str, str
     upstream = RepoBuilder.init(tmp_path / "upstream")
     commits = _upstream(upstream)
     fork = RepoBuilder.clone(upstream.path, tmp_path / "fork")
+    made = {  # all made first: making one commits and drops what the work tree holds
+        name: make_patch(fork, "v1", dict(files), name.removesuffix(".patch"))
+        for name, files in patches.items()
+    }
     (fork.path / "patches").mkdir()
-    for name, files in patches.items():
-        (fork.path / "patches" / name).write_bytes(
-            make_patch(fork, "v1", dict(files), name.removesuffix(".patch"))
-        )
+    for name, data in made.items():
+        (fork.path / "patches" / name).write_bytes(data)
     (fork.path / "series").write_text("".join(f"{n}\n" for n in patches))
     (fork.path / "upstream.map").write_text(
         "".join(f"{n} {maps[n].format(**commits)}\n" for n in patches)
@@ -206,6 +208,49 @@ def test_a_cherry_pick_of_a_pr_merge_on_a_release_branch_is_evidence(
             f"someone/pr9', {why.format(**c)}",
         }
     ]
+
+
+def test_a_pick_of_a_merge_another_patch_maps_is_evidence_for_its_merged_side_too(
+    tmp_path: Path,
+) -> None:
+    """One patch maps PR 9's commit, another the merge itself (a fork that carries the
+    PR as merged, say): the release branch's pick of the merge is evidence for both,
+    the first because the merge's merged side holds its commit."""
+    fork = _fork(
+        tmp_path,
+        {"0001-fix.patch": "{fix}", "0002-merge.patch": "{fix_merge}"},
+        {"0001-fix.patch": {"a.c": _edit(A, 10)}, "0002-merge.patch": {"t.c": _edit(T, 30)}},
+    )
+    c = _commits(fork)
+    entries = _absorbed(fork, "v1.0.1")
+    for name in ("0001-fix.patch", "0002-merge.patch"):
+        picks = [e for e in entries[name]["evidence"] if e["kind"] == "cherry-pick"]  # type: ignore[attr-defined]
+        assert [e["commit"] for e in picks] == [c["pick"]], name
+        assert entries[name]["verdict"] == "revisit"
+    (first,) = [e for e in entries["0001-fix.patch"]["evidence"] if e["kind"] == "cherry-pick"]  # type: ignore[attr-defined]
+    assert first["detail"].endswith(f"whose merged side contains {c['fix'][:12]}")
+
+
+def test_a_patch_id_match_does_not_depend_on_the_other_patches_of_the_series(
+    tmp_path: Path,
+) -> None:
+    """Upstream makes the fork's a.c change in a commit that also changes b.c: the
+    patch-id witness compares that commit within a.c's directory, whatever else the
+    series patches (a patch of b.c beside it once hid the match)."""
+    alone = {"0001-a.patch": {"a.c": _edit(A, 20)}}
+    beside = {**alone, "0002-b.patch": {"b.c": _edit(B, 35)}}
+    found = []
+    for number, patches in enumerate((alone, beside)):
+        # mapped to a commit v3 lacks (the release branch's pick), so witnesses are read
+        fork = _fork(tmp_path / str(number), dict.fromkeys(patches, "{pick}"), patches)
+        upstream = RepoBuilder(tmp_path / str(number) / "upstream")
+        both = {name: _edit(upstream.read(name), 20) for name in ("a.c", "b.c")}
+        took = upstream.commit("take the a.c fix, tidy b.c\n", both)
+        upstream.tag("v3")
+        fork.git.run(["fetch", "-q", "origin", "--tags"], purpose="fetch v3")
+        entry = _absorbed(fork, "v3")["0001-a.patch"]
+        found.append([e["commit"] for e in entry["evidence"] if e["kind"] == "patch-id"])  # type: ignore[attr-defined]
+    assert found == [[took], [took]]
 
 
 def test_a_cherry_pick_of_another_projects_pr_number_is_no_evidence(tmp_path: Path) -> None:
