@@ -101,7 +101,6 @@ def gather_witnesses(
             since,
             in_tag,
             content=[c for p in hidden for c in p.commits],
-            paths=[path for p in hidden for path in touched_paths(p.parsed)],
             messages=[(c, m) for c, m in messages if REVERT_GREP in m.lower()],
         )
         first = first_f.result() if first_f else {}

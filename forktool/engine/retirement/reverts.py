@@ -206,52 +206,47 @@ def _message_claims(
             edges.add(commit, target, BY_TITLE)
 
 
-def _ids(git: Git, patches: bytes) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {}
-    for patch_id, commit in git.patch_ids(patches):
-        found.setdefault(patch_id, []).append(commit)
-    return found
-
-
-def _content_claims(
-    edges: _Edges, git: Git, tip: str, since: str, commits: Sequence[str], paths: Iterable[str]
-) -> None:
-    """Inverse patch-ids, limited to the directories the mapped commits and their
-    patches touch. A stable patch-id hashes every file a diff names, so a revert (or a
-    re-land) of C names, there, exactly the files C names: the range's file names
-    (``--name-only``, no file read) pick the candidates, and only the mapped commits
-    that some candidate fits have their diffs read, forward and inverted."""
-    named = git.commit_names(commits)
-    dirs = pathspec_dirs([*(f for files in named.values() for f in files), *paths])
-    inside = tuple(dirs) if dirs is not None else None
-    wanted: dict[frozenset[str], list[str]] = {}
-    for commit, files in named.items():
-        wanted.setdefault(_within(files, inside), []).append(commit)
-    candidates: list[str] = []
-    fitted: dict[str, None] = {}
-    for commit, files in git.log_changes(tip, [since]):
-        fits = wanted.get(_within(files, inside))
-        if fits:
-            candidates.append(commit)
-            fitted.update(dict.fromkeys(fits))
-    if not candidates:
+def _content_claims(edges: _Edges, git: Git, tip: str, since: str, commits: Sequence[str]) -> None:
+    """Inverse patch-ids, each mapped commit's within its own directories. A stable
+    patch-id hashes every file a diff names, so a revert (or a re-land) of C names,
+    there, exactly the files C names: the range's file names (``--name-only``, no file
+    read) pick the candidates (:func:`range_patch_ids`), and only the mapped commits
+    that some candidate fits have their diffs read, forward and inverted. Whether C's
+    change was reverted never depends on which other commits are mapped."""
+    needs = {
+        commit: _commit_need(files) for commit, files in git.commit_names(commits).items() if files
+    }
+    candidates = range_patch_ids(git, tip, [since], needs.values())
+    fitted = [commit for commit, need in needs.items() if candidates.get(need)]
+    if not fitted:
         return
-    mapped = list(fitted)
-    inverse = _ids(git, git.commit_patches(mapped, reverse=True))
-    redo = _ids(git, git.commit_patches(mapped))
+    inverse = _id_of(git, git.commit_patches(fitted, reverse=True))
+    redo = _id_of(git, git.commit_patches(fitted))
     relanded: dict[str, list[str]] = {}
-    for patch_id, commit in git.patch_ids(git.commit_patches(candidates, paths=dirs or [])):
-        for target in inverse.get(patch_id, ()):
-            edges.add(commit, target, BY_CONTENT)
-        for original in redo.get(patch_id, ()):
-            if commit != original:
-                relanded.setdefault(original, []).append(commit)
+    for target in fitted:
+        for patch_id, commit in candidates[needs[target]]:
+            if patch_id == inverse.get(target):
+                edges.add(commit, target, BY_CONTENT)
+            if patch_id == redo.get(target) and commit != target:
+                relanded.setdefault(target, []).append(commit)
     # Re-applying the mapped change after a content revert reverts that revert.
     for original, copies in relanded.items():
         for reverter, witnesses in list(edges.by_target.get(original, {}).items()):
             if BY_CONTENT in witnesses:
                 for copy in copies:
                     edges.add(copy, reverter, BY_CONTENT)
+
+
+def _commit_need(files: frozenset[str]) -> Need:
+    """What a revert or a re-land of a commit naming ``files`` names within their
+    directories: those files, no more and no fewer."""
+    dirs = pathspec_dirs(files)
+    return Need(files, files, tuple(dirs) if dirs is not None else None)
+
+
+def _id_of(git: Git, patches: bytes) -> dict[str, str]:
+    """Commit -> its stable patch-id."""
+    return {commit: patch_id for patch_id, commit in git.patch_ids(patches)}
 
 
 def _descending(git: Git, claims: Mapping[str, Mapping[str, list[str]]]) -> set[tuple[str, str]]:
@@ -275,14 +270,13 @@ def find_reverts(
     commits: Sequence[str],
     *,
     content: Sequence[str] = (),
-    paths: Iterable[str] = (),
     messages: Sequence[tuple[str, str]] | None = None,
 ) -> dict[str, list[Revert]]:
     """Mapped commit -> the standing reverts of it in ``tip`` (none: not in the dict).
 
     ``commits``: the mapped commits ``tip`` contains; ``content``: those of them
-    whose change must also be sought by its inverse diff, with ``paths`` the files
-    their patches touch; ``messages``: :func:`revert_messages`, if already read.
+    whose change must also be sought by its inverse diff; ``messages``:
+    :func:`revert_messages`, if already read.
     """
     if not commits:
         return {}
@@ -292,7 +286,7 @@ def find_reverts(
     subjects = _subjects(git, commits) if messages else {}
     _message_claims(edges, messages, subjects)
     if content:
-        _content_claims(edges, git, tip, since, content, paths)
+        _content_claims(edges, git, tip, since, content)
     claims = edges.relevant(commits)
     if not claims:
         return {}

@@ -245,3 +245,36 @@ def test_a_partial_revert_in_words_is_found(builder: RepoBuilder) -> None:
     assert entry["verdict"] != "retire"
     kinds = {(e["kind"], e["commit"]) for e in entry["evidence"]}  # type: ignore[index, union-attr]
     assert ("revert", revert) in kinds
+
+
+def test_a_revert_in_content_is_found_whatever_else_the_series_maps(
+    builder: RepoBuilder,
+) -> None:
+    """A commit that takes x/app.py's fix back and also adds y/notes.txt reverts the
+    fix within x/ (found by its inverse patch-id alone: its message says nothing). A
+    second mapped fix in y/ beside it once widened the comparison and hid the revert."""
+    builder.commit("import\n", {"x/app.py": APP, "y/app.py": APP})
+    builder.tag("v1.0.0")
+    fix_x = builder.commit("fix x\n", {"x/app.py": FIXED})
+    fix_y = builder.commit("fix y\n", {"y/app.py": FIXED})
+    # y's fix stays, but its context moves: 0002 no longer reverse-applies, so its
+    # commit is sought by content too (beside x's, in the same search)
+    builder.commit("reword y\n", {"y/app.py": FIXED.replace("line 8\n", "line eight\n")})
+    builder.tag("v1.1.0")
+    tidy = builder.commit("tidy up\n", {"x/app.py": APP, "y/notes.txt": "notes\n"})
+    builder.tag("v1.2.0")
+    patches = {
+        "0001-x.patch": make_patch(builder, "v1.0.0", {"x/app.py": FIXED}, "fix x"),
+        "0002-y.patch": make_patch(builder, "v1.0.0", {"y/app.py": FIXED}, "fix y"),
+    }
+    commits = {"0001-x.patch": fix_x, "0002-y.patch": fix_y}
+    fork = MiniFork(builder, "v1.0.0")
+    for names in (["0001-x.patch"], ["0001-x.patch", "0002-y.patch"]):
+        for name in patches:
+            (fork.root / "patches" / name).unlink(missing_ok=True)
+        fork.write({n: patches[n] for n in names}, commits={n: commits[n] for n in names})
+        result = fork.cli("absorbed", "--tag", "v1.2.0", "--format", "json")
+        assert result.code == 0, result.err
+        entry = result.json()["patches"][0]  # type: ignore[index]
+        assert entry["verdict"] == "revisit", names
+        assert ("revert", tidy) in _kinds(entry), names
