@@ -36,12 +36,24 @@ PARALLEL_MIN_PATCHES = 16  # below this a second git process costs more than it 
 
 def default_jobs() -> int:
     """git processes verify runs side by side: two where the machine has two cores or
-    more and one of them is free (a 1-minute load average below the cores); one when
+    more and one of them is free now (:func:`others_running` below the cores); one when
     every core is busy already, where a second process only adds its own start-up."""
     cores = os.cpu_count() or 1
-    if cores < 2 or os.getloadavg()[0] >= cores:
+    if cores < 2 or others_running() >= cores:
         return 1
     return 2
+
+
+def others_running() -> float:
+    """How many other tasks run or wait for a core now: ``/proc/loadavg``'s count of
+    runnable tasks, less this process. The 1-minute load average where there is none:
+    it lags, so a machine that was busy a minute ago (verify run again and again, the
+    steps a CI job ran before) reads as busy when it is free."""
+    try:
+        with open("/proc/loadavg", "rb") as handle:
+            return int(handle.read().split()[3].split(b"/")[0]) - 1
+    except (OSError, IndexError, ValueError):
+        return os.getloadavg()[0]
 
 
 def side_by_side(workers: int, patches: int) -> bool:

@@ -447,15 +447,38 @@ def test_json_output_does_not_import_rich(failing_second: MiniFork, tmp_path: Pa
     assert [m for m in loaded if m == "rich" or m.startswith("rich.")] == []
 
 
-@pytest.mark.parametrize(
-    ("cores", "load", "jobs"), [(1, 0.0, 1), (2, 0.5, 2), (2, 2.0, 1), (8, 3.0, 2)]
-)
+@pytest.mark.parametrize(("cores", "others", "jobs"), [(1, 0, 1), (2, 1, 2), (2, 2, 1), (8, 3, 2)])
 def test_side_by_side_only_with_a_second_core_free(
-    monkeypatch: pytest.MonkeyPatch, cores: int, load: float, jobs: int
+    monkeypatch: pytest.MonkeyPatch, cores: int, others: int, jobs: int
 ) -> None:
     monkeypatch.setattr(early.os, "cpu_count", lambda: cores)
-    monkeypatch.setattr(early.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(early, "others_running", lambda: others)
     assert early.default_jobs() == jobs
+
+
+def test_what_runs_now_is_read_not_the_minute_average(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A machine verify kept busy a minute ago is free now: the runnable count of
+    /proc/loadavg (less this process) says so; the load average only where it is not
+    there."""
+    real_open = open
+
+    def fake_open(path: object, *args: object, **kwargs: object) -> object:
+        if path == "/proc/loadavg":
+            (tmp_path / "loadavg").write_bytes(b"2.31 1.90 1.52 1/312 4242\n")
+            return real_open(tmp_path / "loadavg", *args, **kwargs)  # type: ignore[call-overload]
+        return real_open(path, *args, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr("builtins.open", fake_open)
+    monkeypatch.setattr(early.os, "getloadavg", lambda: (2.31, 1.90, 1.52))
+    assert early.others_running() == 0
+
+    def no_proc(path: object, *args: object, **kwargs: object) -> object:
+        raise OSError(f"no {path}")
+
+    monkeypatch.setattr("builtins.open", no_proc)
+    assert early.others_running() == 2.31
 
 
 def test_jobs_must_be_at_least_one(failing_second: MiniFork) -> None:
