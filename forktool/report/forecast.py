@@ -53,7 +53,8 @@ def summary_line(summary: TargetSummary) -> str:
     if summary.breaks:
         named = []
         for name, first in summary.breaks:
-            why = f", first broken by {first.commit[:7]} '{first.subject}'" if first else ""
+            how = "already there since" if name in summary.present else "first broken by"
+            why = f", {how} {first.commit[:7]} '{first.subject}'" if first else ""
             named.append(f"{name}{why}")
         parts.append(f"breaks {len(summary.breaks)} ({'; '.join(named)})")
     else:

@@ -80,12 +80,14 @@ class TargetSummary:
     breaks: tuple[tuple[str, FirstBreak | None], ...]  # conflict or offset
     carry: int  # applies exactly
     not_tried: int
+    present: tuple[str, ...] = ()  # of the breaks, those the target already carries
 
     def to_json(self) -> dict[str, object]:
         return {
             "ref": self.ref,
             "retires": list(self.retires),
             "breaks": [name for name, _ in self.breaks],
+            "already_applied": list(self.present),
             "carry_over": self.carry,
             "not_tried": self.not_tried,
         }
@@ -113,6 +115,11 @@ class ForecastResult:
                     tuple((name, c.first_break) for name, c in cells if c.apply in breaking),
                     sum(c.apply in carried for _, c in cells),
                     sum(c.apply == "not-tried" for _, c in cells),
+                    tuple(
+                        name
+                        for name, c in cells
+                        if c.apply == "conflict" and c.message.startswith("already applied")
+                    ),
                 )
             )
         return found

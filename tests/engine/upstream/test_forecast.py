@@ -500,3 +500,7 @@ def test_forecast_says_a_pending_patch_the_target_carries_is_already_applied(
         "already applied: the change is present on v1.1.0 (it reverse-applies exactly)"
     )
     assert cell["first_break"]["commit"] == took  # type: ignore[index]
+    (summary,) = fork.cli("forecast", "--no-fetch", "--format", "json").json()["summary"]  # type: ignore[misc]
+    assert summary["already_applied"] == ["0003-pending-c.patch"]
+    text = fork.cli("forecast", "--no-fetch").out
+    assert f"0003-pending-c.patch, already there since {took[:7]} 'Take the pending" in text
