@@ -79,6 +79,7 @@ def sync_blockers(
     checks: list[Callable[[], object]] = [
         lambda: commit_identity(git, env),
         lambda: _refuse_uncommitted(config, git),
+        lambda: _refuse_undeclared(config, git),
     ]
     if plan.retired:
         checks.append(lambda: _record_markers(config))
@@ -119,6 +120,27 @@ def _refuse_branch(config: Config, git: Git, name: str, tag: str) -> None:
         )
     if config.pin_tag == tag:
         raise FatalError(f"the fork is already pinned to {tag}", "nothing to sync")
+
+
+def _refuse_undeclared(config: Config, git: Git) -> None:
+    """The merge keeps the tag's tree and the fork's declared files (merged layout):
+    a file the fork adds that the ledger does not declare (a committed ``debian/``,
+    say) would be dropped from the sync branch without a word, so it stops the sync
+    before anything starts."""
+    if config.layout != "merged":
+        return
+    from forktool.engine.release.align import align
+
+    added = [c.path for c in align(config, git).changes if c.kind == "added" and not c.declared]
+    if added:
+        shown = ", ".join(added[:5]) + (f" and {len(added) - 5} more" if len(added) > 5 else "")
+        raise FatalError(
+            f"{len(added)} file(s) the fork adds are not declared in {config.ledger}: "
+            f"{shown}; the merge keeps only the fork's declared files, so the sync would "
+            "drop them",
+            "declare them ('forktool check --only align' gives the line to add, e.g. "
+            "'add debian/** permanent <why>'), commit, then sync again",
+        )
 
 
 def _refuse_uncommitted(config: Config, git: Git) -> None:
@@ -182,6 +204,7 @@ def start_sync(
     _refuse_branch(config, git, name, tag)
     identity = commit_identity(git, env)
     _refuse_uncommitted(config, git)
+    _refuse_undeclared(config, git)
     tree_commit = next_tarball(config, git, revision, tarballs)
     state = _new_state(config, git, tag, tag_commit, name, tree_commit)
     return _run_or_roll_back(git, state, identity, progress, markdown)

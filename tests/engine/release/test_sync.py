@@ -224,6 +224,38 @@ def test_sync_refuses_uncommitted_changes_to_the_fork_files(sync_fork: RepoBuild
     assert snapshot_tree(sync_fork.path) == before
 
 
+def test_sync_refuses_to_drop_a_file_the_ledger_does_not_declare(
+    sync_fork: RepoBuilder,
+) -> None:
+    """The merge keeps the tag's tree and the fork's declared files: a committed
+    packaging directory the ledger does not declare (a Debian fork's debian/) would
+    vanish from the sync branch, and its check would pass. sync refuses first, naming
+    the files; poll says the same; nothing changes."""
+    sync_fork.commit(
+        "packaging\n", {"debian/control": "Source: app\n", "debian/rules": "#!/usr/bin/make -f\n"}
+    )
+    before = snapshot_tree(sync_fork.path)
+    result = run_cli("-C", sync_fork.path, "sync", "v2", "--no-fetch")
+    assert result.code == 2
+    assert result.error_lines == [
+        "error: 2 file(s) the fork adds are not declared in alignment.ledger: debian/control, "
+        "debian/rules; the merge keeps only the fork's declared files, so the sync would "
+        "drop them",
+        "hint: declare them ('forktool check --only align' gives the line to add, e.g. "
+        "'add debian/** permanent <why>'), commit, then sync again",
+    ]
+    assert snapshot_tree(sync_fork.path) == before
+    _drop_conflicting_patch(sync_fork)
+    code, data = _poll(sync_fork)
+    assert code == 4
+    assert (
+        [b for b in data["blockers"] if "not declared" in b]
+        == [  # type: ignore[union-attr]
+            result.error_lines[0][len("error: ") :] + ": " + result.error_lines[1][len("hint: ") :]
+        ]
+    )
+
+
 # -- poll says "needs hands" whenever 'sync' would not run unattended ---------------------
 
 
