@@ -33,6 +33,10 @@ from forktool.git.runner import scratch_dir
 from forktool.model.patchfile import PatchFile
 from forktool.model.text import line_count
 
+# A patch that fails forward but reverse-applies at other lines: its change is likely
+# there, moved (a refresh's 3-way merge tells whether the target has it whole).
+MOVED_PRESENT = "it reverse-applies only at an offset: the change looks present, moved"
+
 
 def classify(
     patch: Patch,
@@ -42,6 +46,7 @@ def classify(
     base: str,
     rule: ApplyRule = "exact",
     placed: Attempt | None = None,
+    reverse_moved: bool = False,
 ) -> PatchVerdict:
     """The one place a tried patch gets its status.
 
@@ -51,6 +56,8 @@ def classify(
     there (:func:`placed_without_anchors`: the patch moved whole, an offset), and
     ``fuzzy`` the try with reduced context, made only when neither. Under
     dpkg-source's ``rule`` an offset is still reported as ``offset``, worded as accepted.
+    ``reverse_moved``: it reverse-applies, but only at an offset; a failure says so
+    (:data:`MOVED_PRESENT`), as GNU patch says "Reversed (or previously applied)".
     """
     if applies_unfuzzed(attempt):
         return _applied(patch, attempt, base, rule)
@@ -69,6 +76,8 @@ def classify(
         )
         return PatchVerdict(patch.name, "fuzz", message, (), file, number, line)
     message = _whole_file_failure(patch.parsed, attempt, base) or _failure(attempt, where, base)
+    if reverse_moved:
+        message += f"; {MOVED_PRESENT}"
     return PatchVerdict(patch.name, "fails", message, (), file, number, line)
 
 

@@ -29,7 +29,14 @@ from forktool.engine.apply.survey import (
     survey_of,
     survey_rest,
 )
-from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
+from forktool.engine.apply.verdict import (
+    Attempt,
+    PatchVerdict,
+    acceptable,
+    allows_offset,
+    applies_unfuzzed,
+    is_exact,
+)
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
 
@@ -473,11 +480,13 @@ def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact
     attempt = try_patch(index, patch)
     fuzzy: Attempt | None = None
     placed: Attempt | None = None
-    reverse_ok = False
+    reverse_ok = moved = False
     if not attempt.ok:
-        reverse_ok = is_exact(try_patch(index, patch, reverse=True, check=True))
+        reverse = try_patch(index, patch, reverse=True, check=True)
+        reverse_ok = is_exact(reverse)
+        moved = applies_unfuzzed(reverse) and not reverse_ok
         if not reverse_ok:
             placed = placed_without_anchors(index, patch)
             if placed is None and attempt.fuzz_may_place:
                 fuzzy = fuzz_probe(index, patch)
-    return classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed)
+    return classify(patch, attempt, fuzzy, reverse_ok, base, rule, placed, moved)

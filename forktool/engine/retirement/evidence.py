@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from forktool.engine.apply.attempt import MOVED_PRESENT
 from forktool.engine.retirement.absorption import Evidence
 from forktool.engine.retirement.apply_states import ApplyState, apply_states
 from forktool.engine.retirement.knowledge import first_release_map
@@ -348,7 +349,7 @@ def _applies(tag: str, ancestor: bool, state: ApplyState) -> list[Evidence]:
     if not state.forward and not state.reverse and not state.forward_shifted:
         detail = state.message
         if state.reverse_shifted:
-            detail += "; it reverse-applies only at an offset: the change looks present, moved"
+            detail += f"; {MOVED_PRESENT}"
         found.append(Evidence("no-longer-applies", None, detail))
     return found
 

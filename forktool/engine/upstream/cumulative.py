@@ -25,7 +25,13 @@ from forktool.engine.apply.attempt import (
     try_patch,
 )
 from forktool.engine.apply.precheck import precheck
-from forktool.engine.apply.verdict import Attempt, HunkPlacement, PatchVerdict, is_exact
+from forktool.engine.apply.verdict import (
+    Attempt,
+    HunkPlacement,
+    PatchVerdict,
+    applies_unfuzzed,
+    is_exact,
+)
 from forktool.engine.upstream.targets import Entry, Target
 from forktool.fork import Patch
 from forktool.git import Git, GitResult, TempIndex
@@ -294,9 +300,12 @@ def _stopped_at(index: TempIndex, target: Target, patch: Patch, rule: ApplyRule)
     early = precheck(patch, "git", rule=rule)
     if early is not None:
         return Applied("conflict", early.message)
-    there = is_exact(try_patch(index, patch, reverse=True, check=True))
+    reverse = try_patch(index, patch, reverse=True, check=True)
+    there = is_exact(reverse)
     placed = None if there else placed_without_anchors(index, patch)
     if placed is not None:
         return _applied(classify(patch, placed, None, False, target.name, rule))
     attempt = try_patch(index, patch, check=True)
-    return Applied("conflict", classify(patch, attempt, None, there, target.name, rule).message)
+    moved = applies_unfuzzed(reverse) and not there
+    verdict = classify(patch, attempt, None, there, target.name, rule, reverse_moved=moved)
+    return Applied("conflict", verdict.message)

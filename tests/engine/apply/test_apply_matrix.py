@@ -29,7 +29,7 @@ from testing.apply_support import (
     side_commit,
     writes,
 )
-from testing.helpers import MiniFork, mini_fork
+from testing.helpers import MiniFork, make_patch, mini_fork
 
 from forktool.builder import RepoBuilder
 from forktool.git import apply_in_directory, run_gnu_patch
@@ -809,3 +809,26 @@ def test_accepted_offsets_are_not_listed_as_failures(fork: MiniFork) -> None:
     assert result.code == 1
     summary = [line for line in result.out.splitlines() if line.startswith("FAILED")]
     assert summary == ["FAILED: 1 patch(es) do not apply exactly: 0002-broken.patch:11"], summary
+
+
+def test_a_change_present_at_other_lines_is_said_by_verify_and_forecast(
+    builder: RepoBuilder,
+) -> None:
+    """v2 made the patch's change itself and moved it 20 lines down: the patch fails
+    forward (its old lines are gone) and reverse-applies only at an offset. verify
+    --base and forecast say the change looks present, moved, as absorbed's evidence
+    does and as GNU patch says "Reversed (or previously applied)", not only that its
+    lines are not there."""
+    fork = mini_fork(builder, {APP: BASE})
+    fixed = edit_line(BASE, "line 10", "line 10 fixed")
+    patch = make_patch(builder, "v1", {APP: fixed}, "fix ten")
+    builder.commit("upstream: a header, and the fix\n", {APP: numbered(20, "head") + fixed})
+    builder.tag("v2")
+    fork.write({P: patch}, extra_config="release_tags: 'v*'\n")
+    moved = "it reverse-applies only at an offset: the change looks present, moved"
+    verdict = fork.cli("verify", "--base", "v2", "--format", "json").json()["patches"][0]  # type: ignore[index]
+    assert verdict["status"] == "fails"
+    assert verdict["message"].endswith(f"its lines are not there; {moved}")
+    cast = fork.cli("forecast", "--no-fetch", "--tags", "v2", "--format", "json").json()
+    cell = cast["patches"][0]["cells"][0]  # type: ignore[index]
+    assert cell["apply"] == "conflict" and cell["message"] == verdict["message"]
