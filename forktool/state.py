@@ -25,6 +25,19 @@ def state_path(git: Git, command: str, *, shared: bool) -> Path:
     return base / "forktool" / command / STATE_FILE
 
 
+def forget_dirs(state_file: Path) -> None:
+    """Remove ``<git dir>/forktool/<command>`` and ``<git dir>/forktool`` once they are
+    empty (a dropped state, an aborted or rolled-back run leaves nothing behind); a
+    directory still holding something (a finished sync's report) stays."""
+    for folder in (state_file.parent, state_file.parent.parent):
+        try:
+            folder.rmdir()
+        except FileNotFoundError:
+            continue
+        except OSError:  # not empty
+            return
+
+
 def state_bytes(data: Mapping[str, object]) -> bytes:
     """What a state file holds: indented JSON, UTF-8, one trailing newline."""
     return (json.dumps(data, indent=2) + "\n").encode("utf-8")

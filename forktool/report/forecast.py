@@ -53,8 +53,11 @@ def summary_line(summary: TargetSummary) -> str:
     if summary.breaks:
         named = []
         for name, first in summary.breaks:
-            how = "already there since" if name in summary.present else "first broken by"
-            why = f", {how} {first.commit[:7]} '{first.subject}'" if first else ""
+            there = name in summary.present
+            why = ", already applied" if there else ""
+            if first:
+                how = "already there since" if there else "first broken by"
+                why = f", {how} {first.commit[:7]} '{first.subject}'"
             named.append(f"{name}{why}")
         parts.append(f"breaks {len(summary.breaks)} ({'; '.join(named)})")
     else:

@@ -14,7 +14,7 @@ from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.fsutil import write_files
 from forktool.git import Git
-from forktool.state import read_state, state_bytes, state_path
+from forktool.state import forget_dirs, read_state, state_bytes, state_path
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,9 @@ def save_state(git: Git, state: RefreshState) -> None:
 
 
 def drop_state(git: Git) -> None:
-    shutil.rmtree(refresh_state_path(git).parent, ignore_errors=True)
+    path = refresh_state_path(git)
+    shutil.rmtree(path.parent, ignore_errors=True)
+    forget_dirs(path)
 
 
 def fingerprint(fork: Fork) -> str:

@@ -13,7 +13,7 @@ from forktool.faults import faultpoint
 from forktool.fsutil import write_files
 from forktool.git import Git
 from forktool.model.revision import CommitId, Revision
-from forktool.state import read_state, state_bytes, state_path
+from forktool.state import forget_dirs, read_state, state_bytes, state_path
 
 STATE_DIR = Path("forktool") / "sync"
 
@@ -122,4 +122,6 @@ def save_state(git: Git, state: SyncState) -> None:
 
 def drop_state(git: Git) -> None:
     faultpoint("sync.state_drop")
-    _state_file(git).unlink(missing_ok=True)
+    path = _state_file(git)
+    path.unlink(missing_ok=True)
+    forget_dirs(path)

@@ -615,7 +615,7 @@ def test_refresh_abort_removes_the_worktree_and_writes_nothing(
     aborted = moving.cli("refresh", "--abort")
     assert aborted.code == 0, aborted.err
     assert not wt.exists()
-    assert not (moving.root / ".git/forktool/refresh").exists()
+    assert not (moving.root / ".git/forktool").exists()  # no empty directory either
     assert fork_files(moving.root) == before
     nothing = moving.cli("refresh", "--abort")
     assert nothing.code == 2

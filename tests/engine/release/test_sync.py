@@ -127,7 +127,7 @@ def test_abort_restores_everything(sync_fork: RepoBuilder) -> None:
     assert _worktree_snapshot(root) == before
     assert sync_fork.git.out(["branch", "--list"], purpose="branches") == branches
     assert len(sync_fork.git.out(["worktree", "list"], purpose="wt").splitlines()) == 1
-    assert not (sync_fork.git.git_dir() / "forktool" / "sync" / "state.json").exists()
+    assert not (sync_fork.git.git_dir() / "forktool" / "sync").exists()  # nor an empty dir
 
 
 def test_dry_run_writes_nothing(sync_fork: RepoBuilder) -> None:

@@ -504,3 +504,17 @@ def test_forecast_says_a_pending_patch_the_target_carries_is_already_applied(
     assert summary["already_applied"] == ["0003-pending-c.patch"]
     text = fork.cli("forecast", "--no-fetch").out
     assert f"0003-pending-c.patch, already there since {took[:7]} 'Take the pending" in text
+
+
+def test_the_summary_line_names_a_break_the_target_already_carries() -> None:
+    """With or without the commit that brought it, a patch the target already has is
+    said to be already applied, not left to read as a plain break."""
+    from forktool.engine.upstream.forecast import TargetSummary
+    from forktool.report.forecast import summary_line
+
+    summary = TargetSummary(
+        "v2", (), (("0001-x.patch", None), ("0002-y.patch", None)), 3, 0, ("0001-x.patch",)
+    )
+    assert summary_line(summary) == (
+        "v2: retires 0, breaks 2 (0001-x.patch, already applied; 0002-y.patch), 3 carry over"
+    )
