@@ -168,12 +168,16 @@ class GitDirApplier:
 
 
 class GnuPatchApplier:
-    """GNU patch with the strict flags: no fuzz, no backups, no rejects, never auto-reverse."""
+    """GNU patch with the strict flags: no fuzz, no backups, no rejects, never
+    auto-reverse, and no CR stripping (``--binary``: GNU patch otherwise strips the CRs
+    of a patch file saved with CR LF throughout, which git never does, so the engines
+    would disagree and the fuzz probe would call such a patch ``fuzz``)."""
 
     name = "patch"
     gnu_anchors = True
     STRICT = (
         "-p1",
+        "--binary",
         "--fuzz=0",
         "--no-backup-if-mismatch",
         "--reject-file=-",

@@ -38,6 +38,21 @@ from forktool.model.text import line_count
 MOVED_PRESENT = "it reverse-applies only at an offset: the change looks present, moved"
 
 
+CRLF_PATCH = (
+    "the patch file ends every line with CR LF (saved on Windows?): git matches the CRs, "
+    "as forktool does under every rule, where GNU patch, quilt and dpkg-source strip them; "
+    "convert it to LF line endings"
+)
+
+
+def crlf_throughout(data: bytes) -> bool:
+    """Every line of a patch file ends with CR LF, its headers included."""
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return bool(lines) and all(line.endswith(b"\r") for line in lines)
+
+
 def classify(
     patch: Patch,
     attempt: Attempt,
@@ -78,6 +93,8 @@ def classify(
     message = _whole_file_failure(patch.parsed, attempt, base) or _failure(attempt, where, base)
     if reverse_moved:
         message += f"; {MOVED_PRESENT}"
+    if crlf_throughout(patch.data):
+        message += f"; {CRLF_PATCH}"
     return PatchVerdict(patch.name, "fails", message, (), file, number, line)
 
 

@@ -586,6 +586,23 @@ def test_crlf_patch_on_an_lf_file_fails(builder: RepoBuilder, tmp_path: Path) ->
     assert agree(runs) == ("fails", "win.txt", 1, 11, [])
 
 
+def test_a_patch_file_saved_with_cr_lf_throughout_fails_in_every_engine(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    """A patch file converted wholesale to CR LF (saved on Windows): GNU patch strips the
+    CRs by its own heuristic, git matches them. Every engine refuses it alike (GNU patch
+    runs with --binary; it was 'fuzz' in verify and exact with --engine patch) and says
+    what to do."""
+    patch = fix_against(fork, BASE).replace(b"\n", b"\r\n")
+    fork.write({P: patch})
+    runs = run_all(fork, tmp_path)
+    status, *_ = agree(runs)
+    assert status == "fails"
+    message = fork.cli("verify", "--format", "json").json()["patches"][0]["message"]  # type: ignore[index]
+    assert message.endswith("convert it to LF line endings")
+    assert "ends every line with CR LF" in message
+
+
 QUILT_PATCH = b"""Description: quilt-style plain diff
 Author: Someone <someone@example.org>
 
