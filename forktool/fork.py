@@ -219,9 +219,10 @@ def _cross_check(
 ) -> list[Finding]:
     findings: list[Finding] = []
     listed = set(series.names)
+    refused = {e.name for e in series.refused}  # the series' own finding says why
     elsewhere = _other_series(config)
     for name in patch_files_on_disk(config.patches_dir):
-        if name not in listed:
+        if name not in listed and name not in refused:
             findings.append(_unlisted(config, series, name, elsewhere.get(name)))
     for entry in series.entries:
         if umap.get(entry.name) is None:
@@ -237,7 +238,11 @@ def _cross_check(
                 )
             )
     for map_entry in umap.entries:  # a disabled patch, or another series', may have a line
-        known = series.disabled_entry(map_entry.patch) is not None or map_entry.patch in elsewhere
+        known = (
+            series.disabled_entry(map_entry.patch) is not None
+            or map_entry.patch in elsewhere
+            or map_entry.patch in refused
+        )
         if map_entry.patch not in listed and not known:
             findings.append(
                 Finding(

@@ -221,11 +221,7 @@ def read_quilt(root: Path, directory: Path) -> Quilt:
     series = parse_series(read_input(where / "series", series_rel, follow=False), series_rel)
     problems = [f for f in series.findings if f.severity == "error"]
     if problems:
-        raise InputError(
-            problems,
-            "forktool applies every patch with -p1 and nothing else: regenerate a -p0/-p2 "
-            "patch with -p1 paths (quilt refresh -p ab), and drop -R/--fuzz options",
-        )
+        raise InputError(problems)  # each with its own hint
     patches = []
     for entry in series.entries:
         path = where / entry.name

@@ -35,6 +35,7 @@ class Series:
     lines: tuple[str, ...]
     findings: tuple[Finding, ...] = ()
     disabled: tuple[SeriesEntry, ...] = ()  # "#name" lines: patches switched off
+    refused: tuple[SeriesEntry, ...] = ()  # lines naming a patch with an option refused
 
     def disabled_entry(self, name: str) -> SeriesEntry | None:
         """The ``#name`` line that disables patch ``name``, if the series has one."""
@@ -87,6 +88,7 @@ def parse_series(data: bytes, path: str = "series") -> Series:
     seen: dict[str, int] = {}
     seen_folded: dict[str, tuple[str, int]] = {}
     disabled: list[SeriesEntry] = []
+    refused: list[SeriesEntry] = []
     for number, line in enumerate(text.lines, start=1):
         content = split_comment(line)
         if not content:
@@ -96,12 +98,19 @@ def parse_series(data: bytes, path: str = "series") -> Series:
         name, *options = content.split()
         problem = _entry_problem(name, options)
         if problem is not None:
-            findings.append(Finding("error", problem, path, number))
+            message, hint = problem
+            findings.append(Finding("error", message, path, number, hint))
+            if options and not name.startswith("-") and check_relative_path(name) is None:
+                refused.append(SeriesEntry(name, number))  # listed, if not as forktool can
             continue
         if name in seen:
             findings.append(
                 Finding(
-                    "error", f"'{name}' is listed twice (first on line {seen[name]})", path, number
+                    "error",
+                    f"'{name}' is listed twice (first on line {seen[name]})",
+                    path,
+                    number,
+                    "list each patch once (quilt would apply it twice)",
                 )
             )
             continue
@@ -121,7 +130,7 @@ def parse_series(data: bytes, path: str = "series") -> Series:
         seen[name] = number
         seen_folded[folded] = (name, number)
         entries.append(SeriesEntry(name, number))
-    return Series(tuple(entries), text.lines, tuple(findings), tuple(disabled))
+    return Series(tuple(entries), text.lines, tuple(findings), tuple(disabled), tuple(refused))
 
 
 # A commented-out entry: "#" (or several), then one name, at most a -pN option, and
@@ -137,15 +146,29 @@ def _disabled_name(line: str) -> str | None:
     return match.group(1) if check_relative_path(match.group(1)) is None else None
 
 
-def _entry_problem(name: str, options: list[str]) -> str | None:
+# What a series line with an option forktool does not take should become.
+ONLY_P1 = (
+    "forktool applies every patch with -p1 and nothing else: regenerate a -p0/-p2 patch "
+    "with -p1 paths (quilt refresh -p ab), and drop -R/--fuzz options"
+)
+
+
+def _entry_problem(name: str, options: list[str]) -> tuple[str, str] | None:
+    """What is wrong with a series line (a name, then options), and what to do."""
     if name.startswith("-"):
-        return f"expected a patch file name, found option '{name}'"
+        return (
+            f"expected a patch file name, found option '{name}'",
+            "a series line is a patch file name, then at most -p1",
+        )
     for option in options:
         if option != "-p1":
-            return f"unsupported option '{option}' for '{name}' (only -p1 is allowed)"
+            return f"unsupported option '{option}' for '{name}' (only -p1 is allowed)", ONLY_P1
     if len(options) > 1:
-        return f"'-p1' given more than once for '{name}'"
+        return f"'-p1' given more than once for '{name}'", "give it once"
     reason = check_relative_path(name)
     if reason is not None:
-        return f"patch name escapes the patches directory: {reason}"
+        return (
+            f"patch name escapes the patches directory: {reason}",
+            "name a file inside the patches directory",
+        )
     return None

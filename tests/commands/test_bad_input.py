@@ -190,3 +190,20 @@ def test_outside_a_fork_names_the_fix(tmp_path: Path) -> None:
     assert result.code == 2
     assert result.error_lines[0] == f"error: no forktool.yaml found in {tmp_path / 'r'} or above"
     assert result.error_lines[1].startswith("hint: run 'forktool init --pin TAG'")
+
+
+def test_a_series_option_says_what_to_do_and_nothing_else(example_fork: RepoBuilder) -> None:
+    """A -p0 line is one error with its hint in every command, not also a map line
+    "the series does not list" and a patch file "not listed" (it is, with -p0)."""
+    root = example_fork.path
+    _edit(root / "series", P2, P2 + " -p0")
+    for command in (("status",), ("verify",), ("check",)):
+        result = run_cli("-C", root, *command)
+        assert result.code == 2 if command != ("check",) else result.code == 1, command
+        said = (result.out + result.err).splitlines()
+        assert any(
+            line.endswith(f"series:3: unsupported option '-p0' for '{P2}' (only -p1 is allowed)")
+            for line in said
+        ), (command, said)
+        assert any("quilt refresh -p ab" in line for line in said), command
+        assert not any("does not list" in line or "not listed" in line for line in said), command

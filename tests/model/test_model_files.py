@@ -33,6 +33,10 @@ def test_series_refuses_other_options() -> None:
         (1, "unsupported option '-p0' for '0001-a.patch' (only -p1 is allowed)"),
         (2, "unsupported option '-R' for '0002-b.patch' (only -p1 is allowed)"),
     ]
+    # Each says what to do, in every command; and the patches count as listed (the
+    # line's own finding says why they are not applied), so nothing calls them unlisted.
+    assert all(f.hint and "quilt refresh -p ab" in f.hint for f in series.findings)
+    assert [e.name for e in series.refused] == ["0001-a.patch", "0002-b.patch"]
 
 
 def test_series_refuses_duplicates_and_case_twins() -> None:
