@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from forktool.errors import Finding
 from forktool.model.paths import check_relative_path
@@ -103,18 +104,19 @@ def parse_series(data: bytes, path: str = "series") -> Series:
             if options and not name.startswith("-") and check_relative_path(name) is None:
                 refused.append(SeriesEntry(name, number))  # listed, if not as forktool can
             continue
-        if name in seen:
+        key = PurePosixPath(name).as_posix()  # './x.patch' and 'sub//x' name the same files
+        if key in seen:
             findings.append(
                 Finding(
                     "error",
-                    f"'{name}' is listed twice (first on line {seen[name]})",
+                    f"'{name}' is listed twice (first on line {seen[key]})",
                     path,
                     number,
                     "list each patch once (quilt would apply it twice)",
                 )
             )
             continue
-        folded = name.casefold()
+        folded = key.casefold()
         if folded in seen_folded:
             other, other_line = seen_folded[folded]
             findings.append(
@@ -127,7 +129,7 @@ def parse_series(data: bytes, path: str = "series") -> Series:
                 )
             )
             continue
-        seen[name] = number
+        seen[key] = number
         seen_folded[folded] = (name, number)
         entries.append(SeriesEntry(name, number))
     return Series(tuple(entries), text.lines, tuple(findings), tuple(disabled), tuple(refused))

@@ -39,6 +39,15 @@ def test_series_refuses_other_options() -> None:
     assert [e.name for e in series.refused] == ["0001-a.patch", "0002-b.patch"]
 
 
+def test_series_refuses_a_patch_listed_twice_under_two_spellings() -> None:
+    """quilt opens './0001-a.patch' and 'sub//0002-b.patch' as the same files."""
+    series = parse_series(b"0001-a.patch\n./0001-a.patch\nsub/0002-b.patch\nsub//0002-b.patch\n")
+    assert messages(series.findings) == [
+        (2, "'./0001-a.patch' is listed twice (first on line 1)"),
+        (4, "'sub//0002-b.patch' is listed twice (first on line 3)"),
+    ]
+
+
 def test_series_refuses_duplicates_and_case_twins() -> None:
     series = parse_series(b"0001-a.patch\n0001-a.patch\n0001-A.patch\n")
     assert messages(series.findings) == [
