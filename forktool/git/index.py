@@ -63,10 +63,15 @@ class TreeChange:
         """Only the mode differs."""
         return self.old_blob == self.new_blob
 
+    @property
+    def left_behind(self) -> bool:
+        """The old tree lacks the path: the new one has it left over."""
+        return set(self.old_mode) == {"0"}
+
     def describe(self) -> str:
         if set(self.new_mode) == {"0"}:
             return f"{self.path} is missing"
-        if set(self.old_mode) == {"0"}:
+        if self.left_behind:
             return f"{self.path} is left behind"
         if self.same_content:
             return f"{self.path} comes back with mode {self.new_mode}, not {self.old_mode}"

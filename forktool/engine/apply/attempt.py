@@ -20,11 +20,13 @@ from forktool.engine.apply.anchors import gnu_anchors_hold
 from forktool.engine.apply.applier_output import diff_for, hunk_by_number, read_git_apply
 from forktool.engine.apply.precheck import exact_note, hand_edited, whole_file_hunk
 from forktool.engine.apply.verdict import (
+    ALREADY_APPLIED,
     Attempt,
     HunkPlacement,
     PatchVerdict,
     allows_offset,
     applies_unfuzzed,
+    is_exact,
 )
 from forktool.errors import FatalError
 from forktool.fork import Patch
@@ -82,7 +84,7 @@ def classify(
     line = _hunk_line(patch.parsed, file, number)
     where = f"{file}: hunk {number}" if number else file or "the patch"
     if reverse_ok:
-        message = f"already applied: the change is present on {base} (it reverse-applies exactly)"
+        message = f"{ALREADY_APPLIED}: the change is present on {base} (it reverse-applies exactly)"
         return PatchVerdict(patch.name, "fails", message, (), file, number, line)
     if (fuzzy is not None and fuzzy.ok) or attempt.ok:
         message = (
@@ -220,12 +222,21 @@ def _farthest(placements: Sequence[HunkPlacement]) -> int:
     return max((abs(p.offset) for p in placements), default=0)
 
 
+def reverse_state(index: TempIndex, patch: Patch) -> tuple[bool, bool]:
+    """Whether ``patch`` reverse-applies on ``index`` exactly (it is already applied),
+    and whether it does only at an offset (its change looks present, moved:
+    :data:`MOVED_PRESENT`): the two things a failing patch's reverse try tells."""
+    reverse = try_patch(index, patch, reverse=True, check=True)
+    exact = is_exact(reverse)
+    return exact, applies_unfuzzed(reverse) and not exact
+
+
 def made_twice(offset_message: str) -> str:
     """What a patch that applies only at an offset but also reverse-applies says: GNU
     patch and quilt would apply it there and make the change twice (Debian's haproxy
     onto a newer release: a function defined twice), so it is already applied."""
     return (
-        "already applied: the change is there (it reverse-applies); forward it applies "
+        f"{ALREADY_APPLIED}: the change is there (it reverse-applies); forward it applies "
         f"only at an offset, which would make it twice: {offset_message}"
     )
 

@@ -134,7 +134,7 @@ def _plain_creations(patches: Sequence[Patch]) -> dict[str, str]:
 
 def _left_empty(change: TreeChange) -> bool:
     """A path the base tree lacks that the revert left behind as an empty file."""
-    return set(change.old_mode) == {"0"} and change.new_blob in EMPTY_BLOBS
+    return change.left_behind and change.new_blob in EMPTY_BLOBS
 
 
 def _dpkg_notes(lost: dict[str, str], emptied: dict[str, str]) -> dict[str, str]:

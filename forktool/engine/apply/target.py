@@ -24,6 +24,7 @@ from forktool.engine.apply.verdict import (
     allows_offset,
     applies_unfuzzed,
     is_exact,
+    says_already_applied,
 )
 from forktool.errors import FatalError
 from forktool.fork import Fork, Patch
@@ -205,7 +206,7 @@ def _verify_directory(
         verdict = judge(applier, scratch, patch, base, reverse=True, rule=rule)
         if verdict.status == "fails":
             message = verdict.message.replace("does not apply", "does not reverse-apply")
-            if message.startswith("already applied"):
+            if says_already_applied(message):
                 message = "not applied: the patch applies forward, so the target lacks it"
             verdict = PatchVerdict(
                 patch.name, "fails", message, (), verdict.file, verdict.hunk, verdict.line
@@ -266,7 +267,7 @@ def _verify_except(
                 found = PatchVerdict(patch.name, "fails", "not checked: an earlier patch failed")
             elif found.status == "exact":
                 found = replace(found, message="absent (--except): it applies on the rest")
-            elif found.message.startswith("already applied"):
+            elif says_already_applied(found.message):
                 found = replace(found, message="present, though --except says it is left out")
             shown.append(found)
         else:

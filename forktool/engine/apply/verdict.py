@@ -67,6 +67,16 @@ class PatchVerdict:
         return data
 
 
+# How every verdict whose change is already there begins (it reverse-applies, or a 3-way
+# merge of it changes nothing), so that each reader tells such a failure apart by it.
+ALREADY_APPLIED = "already applied"
+
+
+def says_already_applied(message: str) -> bool:
+    """The message of a patch whose change is already there (:data:`ALREADY_APPLIED`)."""
+    return message.startswith(ALREADY_APPLIED)
+
+
 def applies_unfuzzed(attempt: Attempt) -> bool:
     """The patch applies without fuzz, at any offset."""
     return attempt.ok and attempt.fuzz == 0

@@ -16,7 +16,13 @@ from forktool.config import ApplyRule
 from forktool.engine import Progress
 from forktool.engine.apply.anchors import first_past_the_end, refused_at_the_end
 from forktool.engine.apply.applier_output import read_git_apply
-from forktool.engine.apply.attempt import classify, fuzz_probe, placed_without_anchors, try_patch
+from forktool.engine.apply.attempt import (
+    classify,
+    fuzz_probe,
+    placed_without_anchors,
+    reverse_state,
+    try_patch,
+)
 from forktool.engine.apply.early import EarlyStart, default_jobs, side_by_side
 from forktool.engine.apply.restored import Answer, round_trip_answer
 from forktool.engine.apply.series_run import RoundTrip, apply_series
@@ -34,8 +40,6 @@ from forktool.engine.apply.verdict import (
     PatchVerdict,
     acceptable,
     allows_offset,
-    applies_unfuzzed,
-    is_exact,
 )
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -482,9 +486,7 @@ def _culprit(index: TempIndex, patch: Patch, base: str, rule: ApplyRule = "exact
     placed: Attempt | None = None
     reverse_ok = moved = False
     if not attempt.ok:
-        reverse = try_patch(index, patch, reverse=True, check=True)
-        reverse_ok = is_exact(reverse)
-        moved = applies_unfuzzed(reverse) and not reverse_ok
+        reverse_ok, moved = reverse_state(index, patch)
         if not reverse_ok:
             placed = placed_without_anchors(index, patch)
             if placed is None and attempt.fuzz_may_place:

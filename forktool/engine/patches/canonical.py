@@ -31,9 +31,9 @@ from pathlib import Path
 
 from forktool.config import ApplyRule, PatchForm
 from forktool.engine.apply.anchors import short_of_its_end
-from forktool.engine.apply.attempt import classify, placed_without_anchors, try_patch
+from forktool.engine.apply.attempt import classify, placed_without_anchors, reverse_state, try_patch
 from forktool.engine.apply.precheck import precheck
-from forktool.engine.apply.verdict import PatchVerdict, acceptable, allows_offset, is_exact
+from forktool.engine.apply.verdict import PatchVerdict, acceptable, allows_offset
 from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
@@ -225,7 +225,7 @@ def apply_and_commit(
     attempt = try_patch(index, patch)
     placed = None
     if not attempt.ok:
-        reverse_ok = is_exact(try_patch(index, patch, reverse=True, check=True))
+        reverse_ok, _ = reverse_state(index, patch)
         placed = None if reverse_ok else placed_without_anchors(index, patch)
         if placed is None:
             return Link(patch, classify(patch, attempt, None, reverse_ok, base_name, rule), None)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from forktool.config import ApplyRule, PatchForm
 from forktool.engine.apply.attempt import already_there, made_twice
-from forktool.engine.apply.verdict import allows_offset
+from forktool.engine.apply.verdict import ALREADY_APPLIED, allows_offset, says_already_applied
 from forktool.engine.patches.canonical import (
     Chain,
     Link,
@@ -121,7 +121,7 @@ def _merged(
     merge = merge_onto(index, parent, patch, pre)
     if merge.absorbed:
         message = (
-            f"already applied: {base_name} has the whole change (a 3-way merge of it from "
+            f"{ALREADY_APPLIED}: {base_name} has the whole change (a 3-way merge of it from "
             f"its pre-image on {series.pin_name} changes nothing)"
         )
         return Link(patch, replace(verdict, message=message), None)
@@ -152,7 +152,7 @@ def _merged(
 def already_on(link: Link) -> bool:
     """The patch failed because its change is already there (it reverse-applies): a
     hand resolution could only change nothing, so none is ever offered."""
-    return link.commit is None and link.verdict.message.startswith("already applied")
+    return link.commit is None and says_already_applied(link.verdict.message)
 
 
 def presence(message: str) -> str:

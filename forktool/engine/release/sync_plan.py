@@ -6,6 +6,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Collection, Sequence
 
+from forktool.engine.apply.verdict import says_already_applied
 from forktool.engine.patches.refresh import plan_refresh
 from forktool.engine.patches.refresh_moves import Series
 from forktool.engine.patches.refresh_result import RefreshEntry
@@ -86,7 +87,7 @@ def _planned_refresh(
 
 def already_on(entry: RefreshEntry) -> bool:
     """The refresh found the patch's change already on the tag."""
-    return entry.message.startswith("already applied")
+    return says_already_applied(entry.message)
 
 
 def retired_entry(report: AbsorbedResult, name: str) -> Retired:

@@ -22,6 +22,7 @@ from forktool.engine.apply.attempt import (
     classify,
     made_twice,
     placed_without_anchors,
+    reverse_state,
     try_patch,
 )
 from forktool.engine.apply.precheck import precheck
@@ -29,8 +30,6 @@ from forktool.engine.apply.verdict import (
     Attempt,
     HunkPlacement,
     PatchVerdict,
-    applies_unfuzzed,
-    is_exact,
 )
 from forktool.engine.upstream.targets import Entry, Target
 from forktool.fork import Patch
@@ -300,12 +299,10 @@ def _stopped_at(index: TempIndex, target: Target, patch: Patch, rule: ApplyRule)
     early = precheck(patch, "git", rule=rule)
     if early is not None:
         return Applied("conflict", early.message)
-    reverse = try_patch(index, patch, reverse=True, check=True)
-    there = is_exact(reverse)
+    there, moved = reverse_state(index, patch)
     placed = None if there else placed_without_anchors(index, patch)
     if placed is not None:
         return _applied(classify(patch, placed, None, False, target.name, rule))
     attempt = try_patch(index, patch, check=True)
-    moved = applies_unfuzzed(reverse) and not there
     verdict = classify(patch, attempt, None, there, target.name, rule, reverse_moved=moved)
     return Applied("conflict", verdict.message)

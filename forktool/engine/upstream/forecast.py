@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from forktool.config import ApplyRule
-from forktool.engine.apply.verdict import allows_offset
+from forktool.engine.apply.verdict import allows_offset, says_already_applied
 from forktool.engine.retirement.absorbed import Shared, absorbed, shared_knowledge
 from forktool.engine.retirement.absorption import Verdict
 from forktool.engine.upstream.cumulative import Applied, ApplyState, cumulative_apply
@@ -118,7 +118,7 @@ class ForecastResult:
                     tuple(
                         name
                         for name, c in cells
-                        if c.apply == "conflict" and c.message.startswith("already applied")
+                        if c.apply == "conflict" and says_already_applied(c.message)
                     ),
                 )
             )
