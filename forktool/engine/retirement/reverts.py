@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from forktool.git import Git
+from forktool.model.patch_text import diff_git_lines, split_git_names
+from forktool.model.paths import strip_components
 
 REVERT_GREP = "revert"
 MAX_PATHSPECS = 64
@@ -98,8 +100,9 @@ def range_patch_ids(
     ``--name-only`` pass over the range (tree comparisons, no file read) gives each
     commit's files; only the diffs of commits whose files (within a need's ``dirs``)
     hold every file the need has hunks in, and nothing outside what it names, are read,
-    once per set of directories. The matches are exactly those a diff of the whole
-    range, limited to each need's directories, gives.
+    in one ``git log -p`` and one ``git patch-id``, however many needs there are. The
+    matches are exactly those a diff of the whole range, limited to each need's
+    directories, gives.
     """
     found: dict[Need, list[tuple[str, str]]] = {}
     by_file: dict[str, list[Need]] = {}
@@ -113,26 +116,64 @@ def range_patch_ids(
     if by_file:
         for commit, files in git.log_changes(tip, exclude):
             for need in (n for name in files for n in by_file.get(name, ())):
-                mine = _within(files, need.dirs)
-                if need.files <= mine and (need.within is None or mine <= need.within):
+                # Its files within the need's directories: all it has hunks in (which lie
+                # there), and nothing it does not name (set arithmetic first: a release's
+                # commits name dozens of files).
+                if need.files <= files and (
+                    need.within is None
+                    or not any(_inside(f, need.dirs) for f in files - need.within)
+                ):
                     fits.setdefault(need, {})[commit] = None
-    read: dict[tuple[str, ...] | None, dict[str, None]] = {}
+    if not fits:
+        return found
+    # Every candidate's diff is read once, within all the needs' directories; each
+    # need's view of it keeps the file diffs within its own (what a `git log -p` limited
+    # to them shows); one patch-id run hashes every view.
+    wide = (
+        None
+        if any(n.dirs is None for n in fits)
+        else pathspec_dirs(d for n in fits for d in n.dirs or ())
+    )
+    scope = wide or []
+    git.commit_patches(list(dict.fromkeys(c for cs in fits.values() for c in cs)), paths=scope)
+    views: dict[tuple[tuple[str, ...] | None, str], int] = {}  # (dirs, commit) -> its view
+    stream: list[bytes] = []
     for need, commits in fits.items():
-        read.setdefault(need.dirs, {}).update(commits)
-    ids = {
-        dirs: git.patch_ids(git.commit_patches(list(commits), paths=list(dirs or [])))
-        for dirs, commits in read.items()
-    }
+        for commit in commits:
+            if (need.dirs, commit) in views:
+                continue  # needs of the same directories share one view of a commit
+            text = git.commit_patches([commit], paths=scope)  # read above: no git call
+            kept = b"".join(
+                chunk
+                for path, chunk in _file_diffs(text)
+                if path is None or _inside(path, need.dirs)
+            )
+            views[(need.dirs, commit)] = len(stream)
+            stream.append(f"commit {len(stream):040x}\n".encode() + kept if kept else b"")
+    ids = {int(placeholder, 16): pid for pid, placeholder in git.patch_ids(b"".join(stream))}
     for need, commits in fits.items():
-        found[need] = [(pid, commit) for pid, commit in ids[need.dirs] if commit in commits]
+        hits = [(ids[at], c) for c in commits if (at := views[(need.dirs, c)]) in ids]
+        if hits:
+            found[need] = hits
     return found
 
 
-def _within(files: frozenset[str], dirs: tuple[str, ...] | None) -> frozenset[str]:
-    """Those of ``files`` that the literal pathspecs ``dirs`` match (all for None)."""
-    if dirs is None:
-        return files
-    return frozenset(f for f in files if any(f == d or f.startswith(f"{d}/") for d in dirs))
+def _file_diffs(text: bytes) -> list[tuple[str | None, bytes]]:
+    """Each file diff of one commit's diff: (its path, or None when the ``diff --git``
+    line does not read, and its bytes)."""
+    starts = [at for _, at in diff_git_lines(text)]
+    pieces = []
+    for begin, end in zip(starts, [*starts[1:], len(text)], strict=True):
+        chunk = text[begin:end]
+        header = chunk.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        names = split_git_names(header[len("diff --git ") :], 1)
+        pieces.append((strip_components(names[1], 1) if names else None, chunk))
+    return pieces
+
+
+def _inside(path: str, dirs: tuple[str, ...] | None) -> bool:
+    """``path`` is one of the literal pathspecs ``dirs`` or under one (all for None)."""
+    return dirs is None or any(path == d or path.startswith(f"{d}/") for d in dirs)
 
 
 def title_key(title: str) -> str:
