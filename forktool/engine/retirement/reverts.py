@@ -112,23 +112,34 @@ def range_patch_ids(
             found[need] = git.patch_ids(git.log_patches(tip, exclude, dirs))
         else:
             by_file.setdefault(min(need.files), []).append(need)
+    fits = _candidates(git, tip, exclude, by_file) if by_file else {}
+    return {**found, **_view_ids(git, fits)} if fits else found
+
+
+def _candidates(
+    git: Git, tip: str, exclude: Sequence[str], by_file: Mapping[str, list[Need]]
+) -> dict[Need, dict[str, None]]:
+    """Each need -> the range's commits whose files, within the need's directories, are
+    all it has hunks in (which lie there) and nothing it does not name. Set arithmetic
+    first: a release's commits name dozens of files."""
     fits: dict[Need, dict[str, None]] = {}
-    if by_file:
-        for commit, files in git.log_changes(tip, exclude):
-            for need in (n for name in files for n in by_file.get(name, ())):
-                # Its files within the need's directories: all it has hunks in (which lie
-                # there), and nothing it does not name (set arithmetic first: a release's
-                # commits name dozens of files).
-                if need.files <= files and (
-                    need.within is None
-                    or not any(_inside(f, need.dirs) for f in files - need.within)
-                ):
-                    fits.setdefault(need, {})[commit] = None
-    if not fits:
-        return found
-    # Every candidate's diff is read once, within all the needs' directories; each
-    # need's view of it keeps the file diffs within its own (what a `git log -p` limited
-    # to them shows); one patch-id run hashes every view.
+    for commit, files in git.log_changes(tip, exclude):
+        for need in (n for name in files for n in by_file.get(name, ())):
+            if need.files <= files and (
+                need.within is None or not any(_inside(f, need.dirs) for f in files - need.within)
+            ):
+                fits.setdefault(need, {})[commit] = None
+    return fits
+
+
+def _view_ids(
+    git: Git, fits: Mapping[Need, Mapping[str, None]]
+) -> dict[Need, list[tuple[str, str]]]:
+    """(stable patch-id, commit) of each need's candidates, each diff within the need's
+    directories. Every candidate's diff is read once, within all the needs'
+    directories; each view of it keeps the file diffs within one need's (what a
+    ``git log -p`` limited to them shows), shared by needs of the same directories;
+    one patch-id run hashes every view."""
     wide = (
         None
         if any(n.dirs is None for n in fits)
@@ -141,7 +152,7 @@ def range_patch_ids(
     for need, commits in fits.items():
         for commit in commits:
             if (need.dirs, commit) in views:
-                continue  # needs of the same directories share one view of a commit
+                continue
             text = git.commit_patches([commit], paths=scope)  # read above: no git call
             kept = b"".join(
                 chunk
@@ -151,6 +162,7 @@ def range_patch_ids(
             views[(need.dirs, commit)] = len(stream)
             stream.append(f"commit {len(stream):040x}\n".encode() + kept if kept else b"")
     ids = {int(placeholder, 16): pid for pid, placeholder in git.patch_ids(b"".join(stream))}
+    found: dict[Need, list[tuple[str, str]]] = {}
     for need, commits in fits.items():
         hits = [(ids[at], c) for c in commits if (at := views[(need.dirs, c)]) in ids]
         if hits:
