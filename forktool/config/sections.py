@@ -11,8 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from forktool.config.remote import branch_name_problem, remote_name_problem, url_problem
 from forktool.config.settings import (
     APPLY_RULES,
@@ -22,7 +20,6 @@ from forktool.config.settings import (
     PinSite,
 )
 from forktool.config.yaml_nodes import (
-    NOT_TEXT,
     Node,
     check_keys,
     choice,
@@ -172,10 +169,9 @@ def _release_version(node: Node) -> VersionScheme:
     prefix = ""
     if "prefix" in items:
         raw = items["prefix"]
-        plain = isinstance(raw.node, yaml.ScalarNode) and raw.node.tag not in NOT_TEXT
-        if not plain:
+        if not raw.is_text:
             raise raw.fail("release_version.prefix must be a string ('' for none)")
-        prefix = str(raw.node.value)
+        prefix = raw.text
         if any(c in prefix for c in "*?[") or any(c.isspace() for c in prefix):
             raise raw.fail(
                 f"release_version.prefix '{prefix}' must be the tags' literal text, not a pattern"
@@ -238,7 +234,7 @@ def image(top: Section) -> Values:
 
 def _gate(node: Node) -> tuple[tuple[str, ...], ...]:
     items = node.sequence("image.gate")
-    if items and isinstance(items[0].node, yaml.ScalarNode):
+    if items and items[0].is_scalar:
         return (_command(node),)
     return tuple(_command(item) for item in items)
 

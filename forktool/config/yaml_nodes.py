@@ -4,67 +4,95 @@ PyYAML is used to read only. Aliases and anchors are refused outright (a config
 needs none, and they are how a YAML bomb expands), and so is any tag beyond the
 plain ones. Every value is read through :class:`Node`: strings as their raw text,
 numbers in ASCII digits, user regexes vetted before they are kept.
+
+A parsed document is kept as plain tuples (:data:`~forktool.config.kept.RawNode`), which
+:mod:`forktool.config.kept` stores between runs: a command whose config is unchanged
+since the last run starts without importing PyYAML. Every check below runs on every
+load, kept or not.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
+from forktool.config import kept
+from forktool.config.kept import MAPPING, SCALAR, SEQUENCE, RawNode
 from forktool.errors import FatalError
 from forktool.model.text import whole_number
 from forktool.regex_safety import nested_repeat
 
+if TYPE_CHECKING:
+    import yaml
+
 NOT_TEXT = {"tag:yaml.org,2002:null", "tag:yaml.org,2002:bool"}
+BOOL_TAG = "tag:yaml.org,2002:bool"
 
 
 class Node:
     """A YAML node with the file name, so every error can say where it is."""
 
-    def __init__(self, node: yaml.Node, path: str) -> None:
-        self.node = node
+    def __init__(self, raw: RawNode, path: str) -> None:
+        self.raw = raw
         self.path = path
 
     @property
     def line(self) -> int:
-        return int(self.node.start_mark.line) + 1
+        return self.raw[4]
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.raw[0] == SCALAR
+
+    @property
+    def is_text(self) -> bool:
+        """A scalar that is not null or a boolean (a number's digits are text)."""
+        return self.raw[0] == SCALAR and self.raw[1] not in NOT_TEXT
+
+    @property
+    def is_plain(self) -> bool:
+        """A scalar written without quotes."""
+        return self.raw[0] == SCALAR and self.raw[3] is None
+
+    @property
+    def text(self) -> str:
+        """A scalar's raw text ("" for a list or mapping)."""
+        return str(self.raw[2]) if self.raw[0] == SCALAR else ""
 
     def fail(self, message: str, hint: str | None = None) -> FatalError:
         return FatalError(f"{self.path}:{self.line}: {message}", hint)
 
     def mapping(self, what: str) -> dict[str, Node]:
-        if not isinstance(self.node, yaml.MappingNode):
+        if self.raw[0] != MAPPING:
             raise self.fail(f"{what} must be a mapping")
         out: dict[str, Node] = {}
-        for key, value in self.node.value:
-            if not isinstance(key, yaml.ScalarNode):
-                raise Node(key, self.path).fail(f"{what}: keys must be plain names")
-            if key.value in out:
-                raise Node(key, self.path).fail(f"{what}: key '{key.value}' appears twice")
-            out[key.value] = Node(value, self.path)
+        for key, value in self.raw[2]:
+            name = Node(key, self.path)
+            if not name.is_scalar:
+                raise name.fail(f"{what}: keys must be plain names")
+            if name.text in out:
+                raise name.fail(f"{what}: key '{name.text}' appears twice")
+            out[name.text] = Node(value, self.path)
         return out
 
     def string(self, what: str) -> str:
         # Raw scalar text: an unquoted 1.10 stays "1.10", never the float 1.1.
-        plain = isinstance(self.node, yaml.ScalarNode) and self.node.tag not in NOT_TEXT
-        if not plain:
+        if not self.is_text:
             raise self.fail(f"{what} must be a string")
-        value = str(self.node.value)
-        if not value:
+        if not self.text:
             raise self.fail(f"{what} must not be empty")
-        return value
+        return self.text
 
     def boolean(self, what: str) -> bool:
-        if not isinstance(self.node, yaml.ScalarNode) or self.node.tag != "tag:yaml.org,2002:bool":
+        if not self.is_scalar or self.raw[1] != BOOL_TAG:
             raise self.fail(f"{what} must be true or false")
-        return str(self.node.value).lower() in ("true", "yes", "on")
+        return self.text.lower() in ("true", "yes", "on")
 
     def sequence(self, what: str) -> list[Node]:
-        if not isinstance(self.node, yaml.SequenceNode):
+        if self.raw[0] != SEQUENCE:
             raise self.fail(f"{what} must be a list")
-        return [Node(item, self.path) for item in self.node.value]
+        return [Node(item, self.path) for item in self.raw[2]]
 
 
 def check_keys(
@@ -83,14 +111,27 @@ def check_keys(
 
 
 def _key_line(node: Node, key: str) -> int:
-    assert isinstance(node.node, yaml.MappingNode)
-    for k, _ in node.node.value:
-        if k.value == key:
-            return int(k.start_mark.line) + 1
+    assert node.raw[0] == MAPPING
+    for k, _ in node.raw[2]:
+        if k[2] == key:
+            return int(k[4])
     return node.line
 
 
-def compose(text: str, path: str) -> yaml.Node:
+def compose(text: str, path: str) -> RawNode:
+    """The document ``text`` (the contents of ``path``) holds, as kept from an earlier
+    run of the same text, else parsed (and kept)."""
+    found = kept.recall(text)
+    if found is not None:
+        return found
+    raw = _parse(text, path)
+    kept.keep(text, raw)
+    return raw
+
+
+def _parse(text: str, path: str) -> RawNode:
+    import yaml
+
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
@@ -116,7 +157,20 @@ def compose(text: str, path: str) -> yaml.Node:
         raise FatalError(
             f"{path}: the file is empty", "run 'forktool init --pin TAG' to create one"
         )
-    return node
+    return _raw(node)
+
+
+def _raw(node: yaml.Node) -> RawNode:
+    """``node`` as plain tuples (:data:`RawNode`)."""
+    import yaml
+
+    line = int(node.start_mark.line) + 1
+    if isinstance(node, yaml.ScalarNode):
+        return (SCALAR, node.tag, str(node.value), node.style, line)
+    if isinstance(node, yaml.SequenceNode):
+        return (SEQUENCE, node.tag, tuple(_raw(item) for item in node.value), None, line)
+    pairs = tuple((_raw(key), _raw(value)) for key, value in node.value)
+    return (MAPPING, node.tag, pairs, None, line)
 
 
 def user_regex(node: Node, what: str, group: str, marks: str) -> str:
@@ -160,10 +214,9 @@ def _whole_number(
 ) -> int:
     """A number in the config: a plain YAML integer written in ASCII digits, in range.
     Every number the config holds is read here."""
-    plain = isinstance(node.node, yaml.ScalarNode) and node.node.style is None
-    text = str(node.node.value) if isinstance(node.node, yaml.ScalarNode) else ""
+    text = node.text
     low, high = bounds
-    number = whole_number(text, len(str(high))) if plain else None
+    number = whole_number(text, len(str(high))) if node.is_plain else None
     if number is None or not low <= number <= high:
         shown = text if len(text) <= 40 else text[:40] + "..."
         raise node.fail(

@@ -6,8 +6,7 @@ by side path with ``git ls-tree -r -l`` of it (the planner's weights). Both depe
 only on the object, the repository and the git that wrote them, so the first run
 keeps a copy and later runs start from it.
 
-Where: ``$FORKTOOL_CACHE_DIR``, else ``$XDG_CACHE_HOME/forktool``, else
-``~/.cache/forktool``; ``FORKTOOL_CACHE_DIR=`` (empty) turns the cache off. Entries
+Where: the cache directory (:mod:`forktool.cache_files`). Entries
 live in one directory per repository (its object directory) and git binary, so a
 new git never reads an index an older one wrote, and one repository's replacement
 refs never reach another's. The :data:`KEPT` most recently used entries stay.
@@ -27,18 +26,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import stat
-import tempfile
-import time
 import zlib
 from pathlib import Path
+
+from forktool.cache_files import Store, cache_root, own_dir, prune
 
 KEPT = 16  # entries (indexes and listings together) across every repository
 INDEX = ".index"
 SIZES = ".sizes"  # `git ls-tree -r -l -z` output
-_MAX_BYTES = 1 << 30
-_TEMP = ".tmp-"  # an entry being written
-_STALE_SECONDS = 3600  # a temporary file this old was left by a killed run
 
 _git_key: str | None = None  # the git binary's identity, found once
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
@@ -47,21 +42,6 @@ _OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
 def is_object_id(name: str) -> bool:
     """A full object id (SHA-1 or SHA-256): what it names never changes."""
     return _OBJECT_ID.match(name) is not None
-
-
-def cache_root() -> Path | None:
-    """The cache's directory, None when it is off (``FORKTOOL_CACHE_DIR=``, or set to a
-    relative path) or no home is known."""
-    chosen = os.environ.get("FORKTOOL_CACHE_DIR")
-    if chosen is not None:  # a relative one would land in the fork the command runs in
-        return Path(chosen) if os.path.isabs(chosen) else None
-    base = os.environ.get("XDG_CACHE_HOME") or ""
-    if not os.path.isabs(base):
-        home = os.environ.get("HOME")
-        if not home:
-            return None
-        base = os.path.join(home, ".cache")
-    return Path(base) / "forktool"
 
 
 def _binary_key() -> str | None:
@@ -79,26 +59,14 @@ def _binary_key() -> str | None:
     return _git_key
 
 
-def _own_dir(path: Path) -> bool:
-    """A real directory of ours that no one else can write."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return (
-        stat.S_ISDIR(info.st_mode)
-        and info.st_uid == os.getuid()
-        and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    )
-
-
 class TreeCache:
     """The entries of one repository (by its object directory) and git binary."""
 
     def __init__(self, root: Path, objects: Path, binary: str) -> None:
         self.root = root
         key = os.fsencode(f"{objects}\0{binary}")  # two checksums: no hashlib to import
-        self.dir = root / f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}"
+        self.store = Store(root, f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}")
+        self.dir = self.store.dir
 
     @classmethod
     def of(cls, objects: Path) -> TreeCache | None:
@@ -140,81 +108,22 @@ class TreeCache:
         self._write(oid + SIZES, listing.encode("utf-8", "surrogateescape"))
 
     def _read(self, name: str) -> bytes | None:
-        if not (_own_dir(self.root) and _own_dir(self.dir)):
-            return None
-        path = self.dir / name
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            return None
-        try:
-            info = os.fstat(fd)
-            if (
-                not stat.S_ISREG(info.st_mode)
-                or info.st_uid != os.getuid()
-                or info.st_size > _MAX_BYTES
-            ):
-                return None
-            with os.fdopen(fd, "rb", closefd=False) as handle:
-                data = handle.read()
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        try:
-            os.utime(path)  # most recently used: kept longest
-        except OSError:
-            pass
-        return data
+        return self.store.read(name)
 
     def _write(self, name: str, data: bytes) -> None:
-        """``data`` as entry ``name``, all or nothing (a temporary file renamed into
-        place), then the oldest entries beyond :data:`KEPT` removed."""
+        """``data`` as entry ``name``, then the oldest entries beyond :data:`KEPT`
+        (across every repository's folder) removed."""
+        if not self.store.write(name, data):
+            return
         try:
-            self.root.parent.mkdir(parents=True, exist_ok=True)
-            self.root.mkdir(mode=0o700, exist_ok=True)
-            self.dir.mkdir(mode=0o700, exist_ok=True)
-            if not (_own_dir(self.root) and _own_dir(self.dir)):
-                return
-            fd, temp = tempfile.mkstemp(prefix=_TEMP, dir=self.dir)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                os.replace(temp, self.dir / name)
-            except BaseException:
-                Path(temp).unlink(missing_ok=True)
-                raise
+            folders = [
+                entry.path
+                for entry in os.scandir(self.root)
+                if entry.is_dir(follow_symlinks=False) and own_dir(Path(entry.path))
+            ]
         except OSError:
             return
-        self._prune()
-
-    def _prune(self) -> None:
-        """The oldest entries beyond :data:`KEPT` removed, and temporary files a killed
-        run left (older than :data:`_STALE_SECONDS`)."""
-        entries: list[tuple[int, str]] = []
-        left: list[str] = []
-        stale = time.time_ns() - _STALE_SECONDS * 10**9
-        try:
-            for folder in os.scandir(self.root):
-                if not folder.is_dir(follow_symlinks=False):
-                    continue
-                for entry in os.scandir(folder.path):
-                    if not entry.is_file(follow_symlinks=False):
-                        continue
-                    when = entry.stat(follow_symlinks=False).st_mtime_ns
-                    if entry.name.endswith((INDEX, SIZES)):
-                        entries.append((when, entry.path))
-                    elif entry.name.startswith(_TEMP) and when < stale:
-                        left.append(entry.path)
-        except OSError:
-            return
-        entries.sort(reverse=True)
-        for path in [*left, *(path for _, path in entries[KEPT:])]:
-            try:
-                os.unlink(path)
-                os.rmdir(os.path.dirname(path))  # only when it is empty now
-            except OSError:
-                pass
+        prune(folders, (INDEX, SIZES), KEPT)
 
 
 def _sound_index(data: bytes, oid_length: int) -> bool:

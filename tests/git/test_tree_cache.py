@@ -17,8 +17,9 @@ import pytest
 from testing.apply_support import series_fork
 
 from forktool.builder import RepoBuilder
+from forktool.cache_files import cache_root
 from forktool.git import runner
-from forktool.git.tree_cache import INDEX, KEPT, SIZES, TreeCache, cache_root
+from forktool.git.tree_cache import INDEX, KEPT, SIZES, TreeCache
 
 
 @pytest.fixture

@@ -45,7 +45,17 @@ def test_engines_leave_git_command_lines_to_git_py() -> None:
 # layer or those below (a lazy import inside a function counts too).
 LAYERS = (
     ("errors", "faults", "model", "escape", "__init__"),
-    ("git", "inputs", "fsutil", "state", "config", "fork", "builder", "regex_safety"),
+    (
+        "git",
+        "inputs",
+        "fsutil",
+        "cache_files",
+        "state",
+        "config",
+        "fork",
+        "builder",
+        "regex_safety",
+    ),
     ("engine", "docker_client", "registry"),
     ("report", "output", "console"),
     ("app", "error_handler", "commands", "cli", "demo", "__main__"),
