@@ -26,7 +26,6 @@ from forktool.engine.apply.attempt import (
 from forktool.engine.apply.early import EarlyStart, default_jobs, side_by_side
 from forktool.engine.apply.restored import Answer, round_trip_answer
 from forktool.engine.apply.series_run import RoundTrip, apply_series
-from forktool.engine.apply.side_by_side import verify_side_by_side
 from forktool.engine.apply.survey import (
     Survey,
     applied_groups,
@@ -160,6 +159,8 @@ def _answer_on(
         started.forward is None and side_by_side(workers, len(patches))
     )
     if side:
+        from forktool.engine.apply.side_by_side import verify_side_by_side  # bins: only here
+
         done = verify_side_by_side(
             index, base_tree, patches, surveys, base, workers, rule, progress, started.bins
         )

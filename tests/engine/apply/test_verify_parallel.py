@@ -25,7 +25,7 @@ from testing.helpers import MiniFork, mini_fork, snapshot_tree
 
 from forktool.builder import RepoBuilder
 from forktool.config import load_config
-from forktool.engine.apply import bins, early, series_run
+from forktool.engine.apply import bins, early, series_run, side_by_side
 from forktool.engine.apply import verify as verify_engine
 from forktool.engine.apply.bins import file_groups
 from forktool.engine.apply.precheck import precheck
@@ -34,7 +34,7 @@ from forktool.engine.apply.verdict import PatchVerdict
 from forktool.engine.apply.verify import VerifyResult, verify_series
 from forktool.fork import load_fork
 
-SIDE_BY_SIDE = verify_engine.verify_side_by_side
+SIDE_BY_SIDE = side_by_side.verify_side_by_side
 FILES = {f"pkg/m{n}.py": numbered(30, f"m{n}") for n in range(6)}
 
 
@@ -58,7 +58,7 @@ def side_by_side_always(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
         used.append(answer is not None)
         return answer
 
-    monkeypatch.setattr(verify_engine, "verify_side_by_side", spy)
+    monkeypatch.setattr(side_by_side, "verify_side_by_side", spy)  # imported when used
     return used
 
 
