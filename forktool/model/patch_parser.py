@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from forktool.model import paths
 from forktool.model.patch_header import HeaderReader
 from forktool.model.patch_text import (
+    GIT_EXTENDED,
     bare,
     body_misfit,
     is_blank,
@@ -33,6 +34,11 @@ from forktool.model.patchfile import (
     PatchProblem,
 )
 
+_NOTHING_UNDER = (
+    "'{}' has a 'diff --git' header and no change under it (its hunks removed by hand?): "
+    "git refuses the patch ('only garbage'), GNU patch skips the header; delete the "
+    "header's lines"
+)
 # A character of Parser.kinds() that no hunk body line has.
 _NOT_BODY = re.compile(r"[^ +\\\-]")
 
@@ -47,22 +53,6 @@ _BINARY_DIFFER = re.compile(r"^Binary files (.+) and (.+) differ$")
 
 
 _BINARY_BLOCK = re.compile(r"^(?:literal|delta) [0-9]+$")
-
-
-# Extended header lines git writes between ``diff --git`` and ``---``.
-_GIT_EXTENDED = (
-    "old mode ",
-    "new mode ",
-    "deleted file mode ",
-    "new file mode ",
-    "similarity index ",
-    "dissimilarity index ",
-    "rename from ",
-    "rename to ",
-    "copy from ",
-    "copy to ",
-    "index ",
-)
 
 
 def _hunk_name(number: int, builder: _FileBuilder) -> str:
@@ -114,6 +104,13 @@ class _FileBuilder:
     is_binary: bool = False
     reported: bool = False  # a malformed problem was reported; don't pile on
     unsafe_reasons: set[str] = field(default_factory=set)
+
+    def changes_nothing(self) -> bool:
+        """A ``diff --git`` header with nothing under it (no hunk, mode, rename, copy or
+        binary data): git never writes one; a hunk was cut out by hand."""
+        said = (self.old_mode, self.new_mode, self.rename_from, self.copy_from, self.minus)
+        kinds = self.hunks or self.is_binary or self.is_new or self.is_deleted
+        return self.git_names is not None and not (self.reported or kinds or any(said))
 
     def raw_old(self) -> str:
         if self.minus is not None:
@@ -214,6 +211,8 @@ class _Parser(HeaderReader):
             builder.header_lines.append(cursor.take())
         self.read_names(builder)
         self.read_hunks(builder)
+        if builder.changes_nothing():
+            self.report(builder, _NOTHING_UNDER.format(builder.label), builder.line)
         return self.finish(builder), builder.reported
 
     def read_preamble(self, builder: _FileBuilder) -> None:
@@ -242,7 +241,7 @@ class _Parser(HeaderReader):
                 continue
             if _BINARY_DIFFER.match(text):
                 builder.is_binary = True
-            elif not text.startswith(_GIT_EXTENDED):
+            elif not text.startswith(GIT_EXTENDED):
                 return
             self.read_extended(builder, text)
             builder.header_lines.append(cursor.take())

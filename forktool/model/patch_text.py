@@ -28,6 +28,22 @@ _C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 3
 _OCTAL = re.compile(r"[0-3][0-7]{2}")
 
 
+# Extended header lines git writes between ``diff --git`` and ``---``.
+GIT_EXTENDED = (
+    "old mode ",
+    "new mode ",
+    "deleted file mode ",
+    "new file mode ",
+    "similarity index ",
+    "dissimilarity index ",
+    "rename from ",
+    "rename to ",
+    "copy from ",
+    "copy to ",
+    "index ",
+)
+
+
 def bare(line: str) -> str:
     """The line without a trailing CR, for recognising structure in CR LF patches."""
     return line[:-1] if line.endswith("\r") else line

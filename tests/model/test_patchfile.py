@@ -491,6 +491,41 @@ def test_git_diff_with_names_but_no_hunk() -> None:
     )
 
 
+def test_git_header_with_nothing_under_it_is_malformed() -> None:
+    # Debian's proftpd-dfsg: a NEWS hunk cut out by hand, its header left behind.
+    # git refuses the whole patch ("only garbage"), GNU patch skips the header.
+    patch = parse_patch(
+        b"diff --git a/NEWS b/NEWS\nindex 8ff1358..679cf6c 100644\n"
+        b"diff --git a/f.txt b/f.txt\nindex 1111111..2222222 100644\n"
+        b"--- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+
+    assert patch.problems == (
+        PatchProblem(
+            "malformed",
+            "'NEWS' has a 'diff --git' header and no change under it (its hunks removed by "
+            "hand?): git refuses the patch ('only garbage'), GNU patch skips the header; "
+            "delete the header's lines",
+            1,
+        ),
+    )
+    assert [d.path for d in patch.files] == ["NEWS", "f.txt"]
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        b"diff --git a/x b/x\nold mode 100644\nnew mode 100755\n",
+        b"diff --git a/x b/x\nnew file mode 100644\nindex 0000000..e69de29\n",
+        b"diff --git a/x b/x\ndeleted file mode 100644\nindex e69de29..0000000\n",
+        b"diff --git a/x b/y\nsimilarity index 100%\nrename from x\nrename to y\n",
+        b"diff --git a/x b/x\nindex 1111111..2222222 100644\nBinary files a/x and b/x differ\n",
+    ],
+)
+def test_git_sections_without_hunks_that_change_something_are_fine(section: bytes) -> None:
+    assert parse_patch(section).problems == ()
+
+
 def test_diff_git_line_without_a_readable_name() -> None:
     patch = parse_patch(b"diff --git a/x y b/z w\nold mode 100644\nnew mode 100755\n")
 
