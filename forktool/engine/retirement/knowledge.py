@@ -8,23 +8,38 @@ from collections.abc import Sequence
 
 from forktool.config import Config
 from forktool.engine.retirement.releases import first_releases, fork_releases, require_releases
-from forktool.engine.upstream.fetch import Fetched, fetch_upstream
+from forktool.engine.upstream.fetch import Fetched, fetch_upstream, no_source_hint
 from forktool.errors import FatalError, command_line
 from forktool.fork import Fork
 from forktool.git import Git
 from forktool.model.revision import Release
 
+FETCH_SWITCH = "forktool absorbed --fetch"  # forecast's too; retire and status have none
 
-def fetch_hint(config: Config, what: str) -> str:
-    return f"fetch it: {command_line('git', 'fetch', config.upstream_remote, *what.split())} (or pass --fetch)"
+
+def fetch_hint(
+    config: Config, git: Git, options: Sequence[str], refs: Sequence[str], lead: str = ""
+) -> str:
+    """``lead`` + ``git fetch OPTIONS SOURCE REFS``, the source the remote, else
+    ``upstream.url``; when there is neither, that there is nothing to fetch from."""
+    if config.upstream_remote in git.remotes():
+        source = config.upstream_remote
+    elif config.upstream_url is not None:
+        source = config.upstream_url
+    else:
+        return (
+            f"there is no upstream to fetch it from (no remote '{config.upstream_remote}', "
+            f"no upstream.url): {no_source_hint(config)}"
+        )
+    fetch = command_line("git", "fetch", *options, source, *refs)
+    return f"{lead}{fetch} ({FETCH_SWITCH} does this)"
 
 
 def refuse_shallow(git: Git, config: Config) -> None:
     if git.is_shallow():
         raise FatalError(
             "this repository is a shallow clone: ancestry cannot be decided on truncated history",
-            f"{command_line('git', 'fetch', '--unshallow', config.upstream_remote)} "
-            "(or pass --fetch, which deepens it)",
+            fetch_hint(config, git, ["--unshallow"], []),
         )
 
 
@@ -41,7 +56,7 @@ def require_commits(fork: Fork, git: Git) -> None:
         if kind is None:
             raise FatalError(
                 f"{where}: commit {commit} is not in this repository",
-                fetch_hint(fork.config, commit),
+                fetch_hint(fork.config, git, [], [commit], lead="fetch it: "),
             )
         if kind != "commit":
             raise FatalError(

@@ -284,9 +284,17 @@ def test_unknown_commit_is_exit_2_naming_it_and_how_to_fetch(builder: RepoBuilde
     assert result.code == 2
     assert result.error_lines == [
         f"error: upstream.map: 0001-x.patch: commit {ghost} is not in this repository",
-        f"hint: fetch it: git fetch origin {ghost} (or pass --fetch)",
+        "hint: there is no upstream to fetch it from (no remote 'origin', no upstream.url): "
+        "add the remote (git remote add origin <url>) or set upstream.url in forktool.yaml",
     ]
     assert snapshot_tree(fork.root) == before
+    builder.git.run(["remote", "add", "origin", str(builder.path)], purpose="test")
+    for command in (["absorbed", "--tag", "v1.0.0"], ["retire", "0001-x.patch", "--tag", "v1.0.0"]):
+        result = fork.cli(*command)  # retire has no --fetch: the hint names absorbed's
+        assert result.code == 2
+        assert result.error_lines[1:] == [
+            f"hint: fetch it: git fetch origin {ghost} (forktool absorbed --fetch does this)"
+        ]
 
 
 def test_commit_id_naming_a_tree_or_blob_is_exit_2(builder: RepoBuilder) -> None:
@@ -340,7 +348,7 @@ def test_shallow_clone_is_refused_with_the_fix_and_fetch_deepens_it(
     assert refused.code == 2
     assert refused.error_lines == [
         "error: this repository is a shallow clone: ancestry cannot be decided on truncated history",
-        "hint: git fetch --unshallow origin (or pass --fetch, which deepens it)",
+        "hint: git fetch --unshallow origin (forktool absorbed --fetch does this)",
     ]
     assert snapshot_tree(fork.root) == before
     deepened = fork.cli("absorbed", "--tag", "v1.1.0", "--fetch", "--format", "json")
