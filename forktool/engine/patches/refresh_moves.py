@@ -170,13 +170,24 @@ def retire_first(patch: Patch, onto: str, how: str = "it reverse-applies exactly
     commit lets ancestry retire it, unforced."""
     name = patch.name
     force = command_line("forktool", "retire", name, "--tag", onto, "--force") + " --reason '...'"
-    if patch.mapping is not None and patch.mapping.pending:
+    if _awaits_pr(patch):
         return (
             f"{name} is already on {onto} ({how}) and is pending: "
             "record the commit that merged its PR first (forktool upstream resolve --write), "
             f"so ancestry retires it, or retire it by hand ({force})"
         )
+    if patch.mapping is not None and patch.mapping.pending:  # no PR to resolve
+        return (
+            f"{name} is already on {onto} ({how}) and is pending with no PR: map it to the "
+            f"upstream commit that carries it ({patch.name} <commit> in upstream.map), so "
+            f"ancestry retires it, or retire it by hand ({force})"
+        )
     return f"{name} is already on {onto} ({how}): retire it first ({force}) or drop it"
+
+
+def _awaits_pr(patch: Patch) -> bool:
+    """Pending on a PR that ``upstream resolve`` can turn into its merged commit."""
+    return patch.mapping is not None and patch.mapping.pending and patch.mapping.pr is not None
 
 
 def retire_all_first(present: Sequence[tuple[Patch, str]], onto: str) -> str:
@@ -186,7 +197,7 @@ def retire_all_first(present: Sequence[tuple[Patch, str]], onto: str) -> str:
     if len(present) == 1:
         patch, how = present[0]
         return retire_first(patch, onto, how)
-    pending = [p.name for p, _ in present if p.mapping is not None and p.mapping.pending]
+    pending = [p.name for p, _ in present if _awaits_pr(p)]
     others = [p.name for p, _ in present if p.name not in pending]
     by_hand = f"forktool retire PATCH... --tag {onto} --force --reason '...'"
 

@@ -218,7 +218,8 @@ def test_several_patches_already_there_are_told_in_one_sentence_per_kind(
     }
     builder.commit("upstream takes them all\n", changed)
     builder.tag("v2")
-    fork.write(patches, commits={names[0]: "none", names[1]: "pending", names[2]: "pending"})
+    pr = "pending https://github.com/example/project/pull/"
+    fork.write(patches, commits={names[0]: "none", names[1]: pr + "11", names[2]: pr + "12"})
     result = fork.cli("refresh", "--onto", "v2", "--format", "json")
     assert result.code == 1
     by_hand = "forktool retire PATCH... --tag v2 --force --reason '...'"
@@ -228,11 +229,16 @@ def test_several_patches_already_there_are_told_in_one_sentence_per_kind(
         f"them, or retire them by hand ({by_hand}); 1 more ({names[0]}): retire it first "
         f"({by_hand}) or drop it; nothing was written"
     )
-    fork.write(patches, commits=dict.fromkeys(names, "pending"))
+    fork.write(patches, commits={name: f"{pr}{n}" for n, name in enumerate(names)})
     message = fork.cli("refresh", "--onto", "v2", "--format", "json").json()["message"]
     assert str(message).startswith(
         f"3 patches are already on v2, all pending ({', '.join(names)}): "
     )
+    # pending with no PR: nothing for upstream resolve to read; map the commit instead
+    fork.write(patches, commits=dict.fromkeys(names, "pending"))
+    message = fork.cli("refresh", "--onto", "v2", "--format", "json").json()["message"]
+    assert "upstream resolve" not in str(message)
+    assert str(message).startswith(f"3 patches are already on v2 ({', '.join(names)}): retire")
 
 
 def test_conflicts_beside_a_patch_already_there_are_named_too(builder: RepoBuilder) -> None:
