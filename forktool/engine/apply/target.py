@@ -362,14 +362,15 @@ def _undeclared(patch: Patch, verdict: PatchVerdict, left_out: Sequence[str]) ->
     """Why ``--except`` could not bring the target to its state at ``patch``: it needs
     the ``left_out`` patches (it applies with them), or the target is in no state of
     the series."""
-    if verdict.status == "offset":
-        return _off_the_exact_rule(patch, verdict.message.partition(";")[0])
-    if left_out:
+    said = verdict.message.partition(";")[0] if verdict.status == "offset" else verdict.message
+    if left_out:  # exact once they are applied: the arm, not the patch, is at fault
         return (
-            f"{patch.name}: {verdict.message}, with {', '.join(left_out)} left out: this arm "
-            "cannot be built (the patch needs what the left-out one changes); the target "
-            "was not changed"
+            f"{patch.name}: {said}, with {', '.join(left_out)} left out: this arm "
+            "cannot be built (the patch is exact only on top of the left-out one); the "
+            "target was not changed"
         )
+    if verdict.status == "offset":
+        return _off_the_exact_rule(patch, said)
     return (
         f"{patch.name}: the target is in an unknown state: with every patch that "
         f"reverse-applies exactly taken off, {verdict.message}; restore the pristine files "

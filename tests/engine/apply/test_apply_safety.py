@@ -251,6 +251,35 @@ def test_verify_target_requires_every_patch(fork: MiniFork, tmp_path: Path, engi
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_except_blames_the_arm_when_a_later_patch_is_exact_only_on_the_left_out_one(
+    builder: RepoBuilder, tmp_path: Path, engine: str
+) -> None:
+    """The first patch adds lines above the second's: without it the second applies only
+    at an offset. The patch is exact in the series, so refreshing it changes nothing;
+    the message says the arm cannot be built (Debian's openssh, --except gssapi.patch)."""
+    fork = mini_fork(builder, {"f.txt": numbered(30)})
+    grown = edit_line(numbered(30), "line 2", "line 2\nadded a\nadded b")
+    one = patch_of(builder, "v1", writes({"f.txt": grown}))
+    two_base = side_commit(builder, "v1", writes({"f.txt": grown}))
+    two = patch_of(builder, two_base, writes({"f.txt": grown.replace("line 25", "25!")}))
+    fork.write({"0001-one.patch": one, "0002-two.patch": two})
+    assert fork.cli("verify").code == 0
+    target = pristine(fork, tmp_path / "t")
+    result = fork.cli(
+        "apply", "--target", target, "--engine", engine, "--except", "0001-one.patch",
+        "--format", "json",
+    )  # fmt: skip
+    assert result.code == 1
+    message = str(result.json()["message"])
+    assert message.startswith("0002-two.patch: f.txt: hunk 1 applies only at offset -2")
+    assert message.endswith(
+        "with 0001-one.patch left out: this arm cannot be built (the patch is exact only "
+        "on top of the left-out one); the target was not changed"
+    )
+    assert "refresh" not in message
+    assert (target / "f.txt").read_text() == numbered(30)
+
+
 def test_except_never_inherits_a_previous_arm(fork: MiniFork, tmp_path: Path, engine: str) -> None:
     target = pristine(fork, tmp_path / "target")
     util_base = (target / "src/util.py").read_text()
