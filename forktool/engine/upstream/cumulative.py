@@ -20,6 +20,7 @@ from forktool.engine.apply.applier_output import read_git_apply
 from forktool.engine.apply.attempt import (
     already_there,
     classify,
+    fuzz_probe,
     made_twice,
     placed_without_anchors,
     reverse_state,
@@ -304,5 +305,7 @@ def _stopped_at(index: TempIndex, target: Target, patch: Patch, rule: ApplyRule)
     if placed is not None:
         return _applied(classify(patch, placed, None, False, target.name, rule))
     attempt = try_patch(index, patch, check=True)
-    verdict = classify(patch, attempt, None, there, target.name, rule, reverse_moved=moved)
+    # with fuzz, its message says so, as verify's does (the cell is a conflict all the same)
+    fuzzy = fuzz_probe(index, patch) if not there and attempt.fuzz_may_place else None
+    verdict = classify(patch, attempt, fuzzy, there, target.name, rule, reverse_moved=moved)
     return Applied("conflict", verdict.message)

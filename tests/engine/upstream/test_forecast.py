@@ -481,6 +481,27 @@ def test_forecast_reads_a_hunk_moved_from_the_top_as_verify_does(builder: RepoBu
     assert statuses["0002-tweak-b.patch"] == "offset" and verify["ok"] is True
 
 
+def test_forecast_says_a_conflict_applies_with_fuzz_as_verify_does(builder: RepoBuilder) -> None:
+    """A tag that edited the first context line of a hunk: GNU patch places it with
+    fuzz, git refuses it. The cell is a conflict (a refresh must rebase it), and its
+    message says fuzz, as verify's does, not that its lines are not there (Debian's
+    curl onto trixie: CVE-2026-3783.patch)."""
+    repo = builder
+    repo.commit("import\n", FILES)
+    repo.tag("v1.0.0")
+    _change(repo, "c", "c2", "c2 upstream", "Touch c line 2")
+    repo.tag("v1.1.0")
+    fork = write_series(repo, repo.rev("v1.0.0"), repo.rev("v1.0.0"))
+    cells = _cells(fork.cli("forecast", "--no-fetch", "--format", "json").json())
+    cell = cells[("0003-pending-c.patch", "v1.1.0")]
+    assert cell["apply"] == "conflict"
+    said = "c: hunk 1 applies only with reduced context (fuzz) on v1.1.0"
+    assert str(cell["message"]).startswith(said)
+    verify = fork.cli("verify", "--base", "v1.1.0", "--format", "json").json()
+    (fuzzy,) = [p for p in verify["patches"] if p["status"] == "fuzz"]
+    assert str(fuzzy["message"]).startswith(said)
+
+
 def test_forecast_says_a_pending_patch_the_target_carries_is_already_applied(
     builder: RepoBuilder,
 ) -> None:
