@@ -215,6 +215,14 @@ def already_there(index: TempIndex, patch: Patch, forward: Sequence[HunkPlacemen
     look like its own (:func:`made_twice`). A reverse found farther off is the look-alike
     (a deletion's context can recur), and the patch is not taken for applied."""
     back = try_patch(index, patch, reverse=True, check=True)
+    return looks_alike(forward, back)
+
+
+def looks_alike(forward: Sequence[HunkPlacement], back: Attempt) -> bool:
+    """Whether a forward apply only at an offset (``forward``, its hunks' places) found
+    lines that only look like the patch's own: it also reverse-applies (``back``), and
+    nearer its own lines. An added block that ends as its leading context does (a
+    C function's ``return -1; }``) makes the patch apply again just below its own copy."""
     return applies_unfuzzed(back) and _farthest(back.placements) < _farthest(forward)
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from forktool.config import ApplyRule
 from forktool.engine.apply.applier_output import hunks_of, read_git_apply
-from forktool.engine.apply.attempt import classify, try_patch
+from forktool.engine.apply.attempt import classify, looks_alike, try_patch
 from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.verdict import Attempt, applies_shifted, is_exact
 from forktool.fork import Patch
@@ -116,14 +116,11 @@ def apply_states(
             )
             shifted = applies_shifted(back)
             per_hunk = _forward_only(patch, fwd, back) if forward and backward else None
-            # git never fuzzes without -C: an apply that succeeds is exact or shifted.
+            # git never fuzzes without -C: an apply that succeeds is exact or shifted; a
+            # shifted one that reverse-applies nearer its own lines is no witness
+            ahead = applies_shifted(fwd) and not looks_alike(fwd.placements, back)
             states[patch.name] = ApplyState(
-                is_exact(fwd),
-                is_exact(back),
-                message,
-                shifted,
-                applies_shifted(fwd),
-                per_hunk,
+                is_exact(fwd), is_exact(back), message, shifted, ahead, per_hunk
             )
     return states
 

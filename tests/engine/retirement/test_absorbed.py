@@ -237,6 +237,43 @@ def test_change_lost_without_a_revert_is_revisit_because_the_patch_still_applies
     )
 
 
+def patch_file(fork: MiniFork) -> Path:
+    return fork.root / "patches" / "0001-fix.patch"
+
+
+C_FILE = "".join(
+    f"int f{n}(int x)\n{{\n    if (x < {n}) {{\n        return ERROR;\n    }}\n\n"
+    f"    return {n};\n}}\n\n"
+    for n in range(1, 5)
+)
+
+
+def test_a_fix_that_applies_again_below_its_own_copy_is_retired(builder: RepoBuilder) -> None:
+    """The fix adds a check that ends as its leading context does (``return ERROR; }``
+    and a blank line: nginx's "Mp4: prevent chunk index underflow"), so on the tag it
+    also applies forward, a few lines below its own copy. It reverse-applies at its own
+    lines: the forward apply is a look-alike, and ancestry's retire stands (it was held
+    at revisit, saying the change was absent)."""
+    builder.commit("import\n", {"f.c": C_FILE})
+    builder.tag("v1.0.0")
+    check = "        return ERROR;\n    }\n\n"
+    fixed = C_FILE.replace(
+        check + "    return 2;", check + "    if (x == 99) {\n" + check + "    return 2;", 1
+    )
+    fix = builder.commit("f2: refuse 99\n", {"f.c": fixed})
+    builder.commit("more\n", {"other.txt": "x\n"})
+    builder.tag("v1.1.0")
+    patch = make_patch(builder, "v1.0.0", {"f.c": fixed}, "f2: refuse 99")
+    fork = _fork(builder, "v1.0.0", {"0001-fix.patch": patch}, {"0001-fix.patch": fix})
+    with fork.repo.git.temp_index("v1.1.0") as index:  # forward again: below its copy
+        again = index.run(["apply", "--cached", "--check", "-v", str(patch_file(fork))],
+                          purpose="test", check=False)  # fmt: skip
+    assert again.ok and "(offset 4 lines)" in again.err, again.err
+    entry = fork.cli("absorbed", "--tag", "v1.1.0", "--format", "json").json()["patches"][0]  # type: ignore[index]
+    assert entry["verdict"] == "retire", entry
+    assert [e["kind"] for e in entry["evidence"]] == ["content-present"]
+
+
 def test_release_branch_cherry_pick_without_x_is_found_by_patch_id(builder: RepoBuilder) -> None:
     builder.commit("import\n", {"app.py": APP})
     builder.tag("v1.0.0")
