@@ -96,7 +96,7 @@ def test_postgres_betas_and_rcs_come_before_the_release() -> None:
     ]
 
 
-_PRE = st.sampled_from(["", "rc", "RC", "pre", "alpha", "beta", "a", "b"])
+_PRE = st.sampled_from(["", "rc", "RC", "pre", "alpha", "beta", "a", "b", "milestone", "m", "M"])
 
 
 @st.composite
@@ -118,7 +118,7 @@ def _tag_versions(draw: st.DrawFn) -> TagVersion:
             post_number=post_number,
         )
     number = draw(st.sampled_from(["", "0", "1", "9", "12"]))
-    if label in ("a", "b") and not number:
+    if label in ("a", "b", "m", "M") and not number:
         number = "1"  # an unnumbered single letter is a patch letter, by definition
     if letters and not post and not draw(st.booleans()):
         letters = ""
@@ -332,6 +332,23 @@ def test_a_tag_with_no_digit_suggests_itself(tag: str, pattern: str) -> None:
     ``v*``, which would not match it and which the refusal would then suggest again."""
     assert pattern_for_tag(tag) == pattern
     assert fnmatch.fnmatchcase(tag, pattern)
+
+
+def test_redis_milestones_read_as_pre_releases_not_as_a_prefix() -> None:
+    """redis's ``8.0-m01``: a milestone before ``8.0-rc1`` and ``8.0.0``. ``init`` read
+    ``8.0-m`` as the prefix, so only ``8.0-mNN`` tags could ever be releases."""
+    assert scheme_for_tag("8.0-m01") == VersionScheme("", ".")
+    assert pattern_for_tag("8.0-m01") == "[0-9]*"
+    tags = ["8.0.0", "8.0-rc1", "8.0-m02", "7.4.1", "8.0-m01", "8.0.1"]
+    assert _names(tags, "[0-9]*", VersionScheme("", ".")) == [
+        "7.4.1",
+        "8.0-m01",
+        "8.0-m02",
+        "8.0-rc1",
+        "8.0.0",
+        "8.0.1",
+    ]
+    assert VersionScheme("OpenSSL_", "_").read("OpenSSL_1_0_2m") == Version("1.0.2.13")
 
 
 def test_openssh_portable_tags_read_and_order_by_release_then_level() -> None:
