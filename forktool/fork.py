@@ -224,8 +224,8 @@ def _cross_check(
     for name in patch_files_on_disk(config.patches_dir):
         if name not in listed and name not in refused:
             findings.append(_unlisted(config, series, name, elsewhere.get(name)))
-    for entry in series.entries:
-        if umap.get(entry.name) is None:
+    for entry in series.entries:  # a refused map line has its own finding
+        if umap.get(entry.name) is None and entry.name not in umap.refused:
             findings.append(
                 Finding(
                     "error",

@@ -61,6 +61,7 @@ class UpstreamMap:
     entries: tuple[MapEntry, ...]
     lines: tuple[str, ...]
     findings: tuple[Finding, ...] = ()
+    refused: tuple[str, ...] = ()  # patches on lines with a commit field refused (a finding)
 
     @cached_property
     def _first_by_patch(self) -> dict[str, MapEntry]:
@@ -122,6 +123,7 @@ def parse_map(data: bytes, path: str = "upstream.map") -> UpstreamMap:
     text = decode_lines(data, path)
     findings = list(text.findings)
     entries: list[MapEntry] = []
+    refused: list[str] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(text.lines, start=1):
         stripped = line.strip()
@@ -138,6 +140,7 @@ def parse_map(data: bytes, path: str = "upstream.map") -> UpstreamMap:
                     number,
                 )
             )
+            refused.append(parts[0])
             continue
         patch, commit_text = parts[0], parts[1]
         note = parts[2] if len(parts) > 2 else ""
@@ -154,6 +157,7 @@ def parse_map(data: bytes, path: str = "upstream.map") -> UpstreamMap:
                     "('forktool map suggest' reads them from the patch headers)",
                 )
             )
+            refused.append(patch)
             continue
         if patch in seen:
             findings.append(
@@ -172,4 +176,4 @@ def parse_map(data: bytes, path: str = "upstream.map") -> UpstreamMap:
         elif commit_text == "pending":
             kind = "pending"
         entries.append(MapEntry(patch, commits, note, number, kind))
-    return UpstreamMap(tuple(entries), text.lines, tuple(findings))
+    return UpstreamMap(tuple(entries), text.lines, tuple(findings), tuple(refused))
