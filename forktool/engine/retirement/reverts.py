@@ -42,9 +42,12 @@ _REVERT_LINE = re.compile(r"This reverts commit ([0-9a-f]{7,40})")
 # "reverts abc1234", "Reverted commit ...": a revert verb, then the commit (a sha that
 # names one commit the search knows, as for the line).
 # A revert verb, then the commit: "Revert commit <sha>" (CMake), "reverts <sha>", and a
-# partial one, "Revert part of <sha>" (less), "reverts parts of commit <sha>".
+# partial one, "Revert part of <sha>" (less), "reverts parts of commit <sha>", or a few
+# words of one sentence before "commit <sha>": CMake's "Revert implementation changes
+# merged by commit <sha>".
 _REVERT_WORDS = re.compile(
-    r"\b[Rr]evert(?:s|ed|ing)?\s+(?:parts?\s+of\s+)?(?:commit\s+)?([0-9a-f]{7,40})\b"
+    r"\b[Rr]evert(?:s|ed|ing)?\s+(?:(?:parts?\s+of\s+)?(?:commit\s+)?"
+    r"|(?:[^\s.;:!?]+\s+){1,6}?commit\s+)([0-9a-f]{7,40})\b"
 )
 _REVERT_TITLE = re.compile(r'Revert "(.*)"')
 _PR_SUFFIX = re.compile(r"\s*\(#[0-9]+\)\s*$")

@@ -247,6 +247,35 @@ def test_a_partial_revert_in_words_is_found(builder: RepoBuilder) -> None:
     assert ("revert", revert) in kinds
 
 
+def test_a_revert_of_what_a_commit_merged_in_words_is_found(builder: RepoBuilder) -> None:
+    """CMake's "Revert implementation changes merged by commit <sha> (...), but keep
+    test suite updates": a few words between the verb and "commit <sha>"."""
+    fix = _upstream(builder)
+    revert = builder.commit(
+        "Revert use of the new line seven for 1.1\n\n"
+        f"Revert implementation changes merged by commit {fix[:10]} (fix line 7,\n"
+        "2023-09-06), but keep test suite updates.\n",
+        {"app.py": APP.replace("line 15\n", "line fifteen\n")},
+    )
+    builder.tag("v1.2.0")
+    entry = _entry(_fork(builder, fix), "v1.2.0")
+    assert entry["verdict"] != "retire"
+    assert ("revert", revert) in _kinds(entry)
+
+
+def test_a_commit_named_later_in_a_revert_sentence_s_next_sentence_is_no_revert(
+    builder: RepoBuilder,
+) -> None:
+    fix = _upstream(builder)
+    builder.commit(
+        f"Reverted the wording. The docs now say what commit {fix[:10]} did.\n",
+        {"notes.txt": "x\n"},
+    )
+    builder.tag("v1.2.0")
+    entry = _entry(_fork(builder, fix), "v1.2.0")
+    assert entry["verdict"] == "retire", entry
+
+
 def test_a_revert_in_content_is_found_whatever_else_the_series_maps(
     builder: RepoBuilder,
 ) -> None:
