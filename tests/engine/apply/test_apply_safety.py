@@ -280,6 +280,7 @@ def test_except_blames_the_arm_when_a_later_patch_is_exact_only_on_the_left_out_
     assert (target / "f.txt").read_text() == numbered(30)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 def test_except_never_inherits_a_previous_arm(fork: MiniFork, tmp_path: Path, engine: str) -> None:
     target = pristine(fork, tmp_path / "target")
     util_base = (target / "src/util.py").read_text()
