@@ -44,7 +44,7 @@ COMMANDS: dict[str, str] = {
     "check-history": "Check the commits between the pin and REV against the history contract.",
     "export": "Write the commits between the pin and REV as patches/, series and upstream.map.",
     "import": "Build a branch of the pin plus one commit per patch, from the series.",
-    "refresh": "Regenerate every patch of the series against TAG, in series order.",
+    "refresh": "Regenerate every patch of the series against TAG (default: the pinned tag).",
     "pin": "Read, verify and rewrite every pin site (only the pinned text changes).",
     "align": "Check that the fork diverges from the pinned tag only as its ledger declares.",
     "image": "Candidate images, the gate, promotion by digest, frozen releases.",

@@ -27,7 +27,10 @@ from forktool.report import patches as report
     "--onto",
     "onto",
     metavar="TAG",
-    help="The upstream tag to regenerate the series against (a tag: not a branch or commit).",
+    help=(
+        "The upstream tag to regenerate the series against (a tag: not a branch or "
+        "commit; default: the pinned tag)."
+    ),
 )
 @click.option(
     "--worktree",
@@ -53,7 +56,7 @@ def command(
     tarballs: tuple[Path, ...],
     fmt: str,
 ) -> int:
-    """Regenerate every patch of the series against TAG, in series order.
+    """Regenerate every patch of the series against TAG (default: the pinned tag).
 
     Works in a temporary index, never the checkout. Each patch is 'unchanged'
     (applies exactly), 'rebased' (applied only at an offset; regenerated at its
@@ -68,30 +71,38 @@ def command(
     file the patch changed is refused, naming it, unless --drop-file PATH confirms
     it). A range-diff of the old series against
     the new is shown for review. The pin does not change: run 'forktool pin bump
-    TAG' next. Exit 0 when written, 1 on a conflict, 2 on bad input.
+    TAG' next. With no --onto, the series is regenerated on the pinned tag itself
+    (patches that drifted to an offset, as 'verify' reports them). Exit 0 when
+    written, 1 on a conflict, 2 on bad input.
 
     \b
     Examples:
+      forktool refresh                  regenerate drifted patches on the pin
       forktool refresh --onto v1.3.0
       forktool refresh --onto v1.3.0 --worktree ../resolve
       forktool refresh --continue
       forktool refresh --abort
       forktool refresh --onto curl-8_0_0 --tarball ../curl_8.0.0.orig.tar.gz
     """
-    exclusive({"--onto TAG": onto, "--continue": resume, "--abort": abort}, required=True)
-    together("--worktree", worktree, "--onto", onto)
-    together("--tarball", tarballs, "--onto", onto)
+    exclusive({"--onto TAG": onto, "--continue": resume, "--abort": abort})
+    exclusive({"--worktree": worktree, "--continue": resume, "--abort": abort})
+    exclusive({"--tarball": tarballs, "--continue": resume, "--abort": abort})
     together("--drop-file", drop_files, "--continue", resume)
     git = app.git()
     with app.lock(git):
         fork = app.fork(strict=True)  # read under the lock
-        pin_commit = require_tree(fork.config, git)[1]
+        pin_name, pin_commit = require_tree(fork.config, git)
         if abort:
             result = refresh_abort(fork, git)
         elif resume:
             result = refresh_continue(fork, git, pin_commit=pin_commit, drop_files=drop_files)
+        elif onto is None and not tarballs:  # on the pin's own tree (its tarball's too)
+            result = refresh_onto(
+                fork, git, pin_name, pin_commit=pin_commit, worktree=worktree,
+                onto_commit=pin_commit,
+            )  # fmt: skip
         else:
-            assert onto is not None
+            onto = onto or fork.config.pin_tag
             revision = resolve(git, onto, upstream=Upstream.of(fork.config))
             name, commit = revision.name, str(revision.commit)
             if tarballs:  # the pin does not change: nothing is recorded

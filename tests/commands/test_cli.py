@@ -112,8 +112,18 @@ def test_relative_paths_resolve_against_dash_c(
             "error: --abort and --dry-run are mutually exclusive",
         ),
         (["fmt", "--check", "--dry-run"], "error: --check and --dry-run are mutually exclusive"),
-        (["refresh"], "error: give exactly one of --onto TAG, --continue, --abort"),
-        (["refresh", "--continue", "--worktree", "x"], "error: --worktree goes with --onto"),
+        (
+            ["refresh", "--continue", "--abort"],
+            "error: --continue and --abort are mutually exclusive",
+        ),
+        (
+            ["refresh", "--continue", "--worktree", "x"],
+            "error: --worktree and --continue are mutually exclusive",
+        ),
+        (
+            ["refresh", "--abort", "--tarball", "x.tar.gz"],
+            "error: --tarball and --abort are mutually exclusive",
+        ),
         (["arms", "--results", "r.json"], "error: --results FILE goes with --check"),
     ],
 )

@@ -535,7 +535,13 @@ def test_refresh_on_the_pin_says_verify_next_not_pin_bump(builder: RepoBuilder) 
         assert result.code == 0, result.err
         assert result.out.splitlines()[-1] == f"next: forktool {step}"
     fork.write({"0001-a.patch": a})
-    assert fork.cli("refresh", "--onto", "v1").code == 0
+    drifted = fork.cli("verify", "--format", "json")
+    assert drifted.code == 1
+    hint = str(drifted.json()["patches"][0]["message"])  # type: ignore[index]
+    assert hint.endswith("on v1; run 'forktool refresh'")
+    follow = fork.cli("refresh")  # the hint as given: no --onto regenerates on the pin
+    assert follow.code == 0, follow.err
+    assert follow.out.splitlines()[-1] == "next: forktool verify"
     assert fork.cli("verify").code == 0
 
 
@@ -625,7 +631,7 @@ def test_refresh_abort_removes_the_worktree_and_writes_nothing(
 def test_refresh_usage_errors(moving: MiniFork) -> None:
     both = moving.cli("refresh", "--onto", "v2", "--abort")
     assert both.code == 2
-    assert both.error_lines[0] == "error: give exactly one of --onto TAG, --continue, --abort"
+    assert both.error_lines[0] == "error: --onto TAG and --abort are mutually exclusive"
     unknown = moving.cli("refresh", "--onto", "v9")
     assert unknown.code == 2
     assert unknown.error_lines[0] == "error: unknown tag 'v9'"

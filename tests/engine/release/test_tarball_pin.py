@@ -485,3 +485,25 @@ def test_what_is_not_a_whole_tarball_is_refused_with_one_error_line(
     assert two.code == 2
     assert two.error_lines[0].startswith("error: give exactly one main tarball")
     assert fork.builder.git.find_commit("refs/forktool/imports/curl-1_0_0") is None
+
+
+def test_refresh_with_no_onto_regenerates_on_the_pins_tarball_tree(fork: TarballFork) -> None:
+    """Without --onto, refresh stands on the tree verify judged: the import commit of a
+    tarball fork (the bare tag has no ltmain.sh at all)."""
+    assert run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball).code == 0
+    before = (fork.root / "forktool.yaml").read_bytes()
+    drifted = _ltmain_patch().replace(b"@@ -2,7 +2,7 @@", b"@@ -4,7 +4,7 @@")
+    (fork.root / "patches" / "0002-ltmain.patch").write_bytes(drifted)
+    verdict = run_cli("-C", fork.root, "verify", "--format", "json")
+    assert verdict.code == 1
+    offset = next(p for p in verdict.json()["patches"] if p["patch"] == "0002-ltmain.patch")  # type: ignore[union-attr]
+    assert offset["status"] == "offset"
+    assert str(offset["message"]).endswith("on curl-1_0_0+tarball; run 'forktool refresh'")
+    result = run_cli("-C", fork.root, "refresh", "--format", "json")
+    assert result.code == 0, result.out
+    assert result.json()["onto"] == "curl-1_0_0+tarball"
+    statuses = {e["patch"]: e["status"] for e in result.json()["patches"]}  # type: ignore[union-attr]
+    assert statuses["0002-ltmain.patch"] == "rebased"
+    assert b"@@ -2,7 +2,7 @@" in (fork.root / "patches" / "0002-ltmain.patch").read_bytes()
+    assert run_cli("-C", fork.root, "verify").code == 0
+    assert (fork.root / "forktool.yaml").read_bytes() == before
