@@ -102,6 +102,9 @@ def check_failures(gate: GateResult) -> list[str]:
     return lines
 
 
+EMPTIED = "check fails closed on an empty series: there is nothing to verify"
+
+
 def next_step(report: SyncReport) -> str:
     """What to run after this sync (or plan), in one line."""
     sync = command_line("forktool", "sync", report.tag)
@@ -111,10 +114,18 @@ def next_step(report: SyncReport) -> str:
         many = len(report.conflicts) > 1
         what = "once for the conflicts, one after the other" if many else "at the conflict"
         return f"{sync} (it stops {what} for you to resolve)"
+    if report.dry_run and report.absorbs_everything:
+        return f"{sync} (it retires every patch: the series will be empty, and {EMPTIED})"
     if report.dry_run:
         return sync
     if report.stage != "done":
         return "resolve what is above, then 'forktool sync --continue' (or 'forktool sync --abort')"
+    if report.check_ok is False and report.absorbs_everything:
+        return (
+            f"{report.tag} absorbed the whole series: branch {report.branch} carries no "
+            f"patches, and {EMPTIED}; build from {report.tag} itself, or add the fork's "
+            "next patch on the branch before merging it"
+        )
     if report.check_ok is False:
         return f"fix what check found on branch {report.branch}, then review it"
     return f"review branch {report.branch} and merge it ({command_line('git', 'merge', report.branch)})"
@@ -179,6 +190,10 @@ def _md_refreshed(report: SyncReport) -> list[str]:
                 (md_code(e.patch, table=True), md_text(e.status), md_text(e.message))
                 for e in report.refreshed
             ],
+        )
+    elif report.absorbs_everything:
+        lines.append(
+            f"No patch left to refresh: {md_text(report.tag)} absorbed the whole series, and {EMPTIED}."
         )
     else:
         lines.append("No patch left to refresh.")

@@ -109,6 +109,12 @@ class SyncReport:
         return tuple(p for p in self.kept if p.verdict == "pending")
 
     @property
+    def absorbs_everything(self) -> bool:
+        """TAG absorbed the whole series: the sync leaves it empty, and the gate fails
+        closed on an empty series (nothing to verify)."""
+        return bool(self.retired) and not self.kept
+
+    @property
     def needs_hands(self) -> bool:
         return bool(self.conflicts) or self.stage not in ("done",) or self.check_ok is False
 

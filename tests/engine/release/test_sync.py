@@ -582,3 +582,29 @@ def test_sync_continue_passes_drop_file_to_the_resolution_check(sync_fork: RepoB
     )
     assert run_cli("-C", root, "sync", "v2", "--drop-file", "d.py").code == 2  # usage
     assert run_cli("-C", root, "sync", "--continue").code == 0
+
+
+def test_a_sync_that_absorbs_the_whole_series_says_so_and_what_to_do(
+    sync_fork: RepoBuilder,
+) -> None:
+    """v2 absorbs 0001, the only patch left: the branch carries no patches and the gate
+    fails closed on an empty series, so the next step is not 'fix what check found'."""
+    for name in ("0002-b.patch", "0003-c.patch", "0004-d.patch"):
+        _drop(sync_fork, name)
+    root = sync_fork.path
+    plan = run_cli("-C", root, "sync", "v2", "--no-fetch", "--dry-run")
+    assert plan.code == 0, plan.err
+    assert plan.out.splitlines()[-1] == (
+        "next: forktool sync v2 (it retires every patch: the series will be empty, and check "
+        "fails closed on an empty series: there is nothing to verify)"
+    )
+    done = run_cli("-C", root, "sync", "v2", "--no-fetch")
+    assert done.code == 1, done.out
+    assert done.out.splitlines()[-1] == (
+        "next: v2 absorbed the whole series: branch forktool/sync-v2 carries no patches, and "
+        "check fails closed on an empty series: there is nothing to verify; build from v2 "
+        "itself, or add the fork's next patch on the branch before merging it"
+    )
+    report = (root / ".git/forktool/sync/v2/forktool/sync-v2/report.md").read_text()
+    assert "absorbed the whole series, and check fails closed on an empty series" in report
+    assert sync_fork.git.out(["show", "forktool/sync-v2:series"], purpose="series") == ""
