@@ -5,6 +5,8 @@ would lose them; ``import`` appends them to the message as trailers::
 
     Forktool-Patch: <the series line, verbatim>
     Forktool-Format: plain                 (a plain diff: the body is its header, verbatim)
+    Forktool-From: <sha>                   (the commit id of a mail header's 'From <sha>'
+                                            line: the commit made of the patch has its own)
     Upstream-Merge: <commits> | none       (when the patch's header does not say it)
     Upstream-PR: <url>                     (likewise)
     Forktool-Map: <the upstream.map line, verbatim>
@@ -21,7 +23,9 @@ from dataclasses import dataclass
 
 PATCH_KEY = "Forktool-Patch"
 FORMAT_KEY = "Forktool-Format"
+FROM_KEY = "Forktool-From"
 MAP_KEY = "Forktool-Map"
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 _TRAILER_LINE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*:[ \t]")
 _START = re.compile(r"(?:^|\n)" + PATCH_KEY + r":[ \t]*([^\n]*)\n")
 
@@ -31,6 +35,7 @@ class Carrier:
     series_line: str
     map_line: str
     plain: bool
+    from_sha: str = ""  # the patch's 'From <sha>' commit id, when it names one
 
     @property
     def name(self) -> str:
@@ -53,6 +58,8 @@ def carrier_text(carrier: Carrier, extra: list[tuple[str, str]]) -> str:
     lines = [f"{PATCH_KEY}: {carrier.series_line}"]
     if carrier.plain:
         lines.append(f"{FORMAT_KEY}: plain")
+    if carrier.from_sha:
+        lines.append(f"{FROM_KEY}: {carrier.from_sha}")
     lines += [f"{key}: {value}" for key, value in extra]
     lines.append(f"{MAP_KEY}: {carrier.map_line}")
     return "".join(line + "\n" for line in lines)
@@ -80,11 +87,17 @@ def split_carrier(message: str) -> tuple[str, Carrier | None]:
     fields: dict[str, str] = {}
     for line in tail.split("\n"):
         key, sep, value = line.partition(":")
-        if sep and key in (PATCH_KEY, FORMAT_KEY, MAP_KEY):
+        if sep and key in (PATCH_KEY, FORMAT_KEY, FROM_KEY, MAP_KEY):
             fields.setdefault(key, value.strip())
     if PATCH_KEY not in fields or MAP_KEY not in fields:
         return message, None
-    return body, Carrier(fields[PATCH_KEY], fields[MAP_KEY], fields.get(FORMAT_KEY) == "plain")
+    sha = fields.get(FROM_KEY, "")
+    return body, Carrier(
+        fields[PATCH_KEY],
+        fields[MAP_KEY],
+        fields.get(FORMAT_KEY) == "plain",
+        sha if _SHA.fullmatch(sha) else "",
+    )
 
 
 def plain_header(body: str) -> str:

@@ -293,6 +293,14 @@ def format_range(index: TempIndex, base: str, tip: str) -> list[tuple[str, bytes
 _ZERO_FROM = b"From " + b"0" * 40 + b" "
 
 
+def with_from_sha(sha: str | None, generated: bytes) -> bytes:
+    """``generated`` (format-patch's ``From 000...`` line) naming the commit ``sha``
+    instead, when ``sha`` is one: an upstream commit id a patch carries is kept."""
+    if sha and sha.strip("0") and generated.startswith(_ZERO_FROM):
+        return b"From " + sha.encode() + generated[len(_ZERO_FROM) - 1 :]
+    return generated
+
+
 def with_source_header(source: PatchFile, generated: bytes) -> bytes:
     """A plain-diff patch keeps its own header lines; only the diff part is generated.
 
@@ -302,10 +310,7 @@ def with_source_header(source: PatchFile, generated: bytes) -> bytes:
     if source.empty:
         return b""
     if source.header.style != "plain":
-        sha = source.header.from_sha
-        if sha and sha != "0" * 40 and generated.startswith(_ZERO_FROM):
-            return b"From " + sha.encode() + generated[len(_ZERO_FROM) - 1 :]
-        return generated
+        return with_from_sha(source.header.from_sha, generated)
     at = generated.find(b"\ndiff --git ")
     if at == -1:
         raise FatalError("git format-patch wrote a patch without a diff")

@@ -9,9 +9,10 @@ export is byte-identical for a canonical series.
 
 from __future__ import annotations
 
+import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from forktool.config import Config
@@ -22,6 +23,7 @@ from forktool.engine.patches.canonical import (
     format_range,
     loose_patch,
     range_diff,
+    with_from_sha,
 )
 from forktool.engine.patches.history_contract import HistoryResult, check_history
 from forktool.engine.patches.map_suggest import resolve_refs
@@ -170,13 +172,36 @@ class _Read:
     ref: UpstreamRef | None
 
 
+_NUMBERED = re.compile(r"([0-9]{4,})-")
+
+
+def _number_new_commits(read: list[_Read]) -> list[_Read]:
+    """Names for the commits ``import`` did not make. format-patch numbers every commit
+    by its place; next to the kept names of imported ones that repeats a number the
+    series already uses (0005, 0006, 0007, then a new 0004). A new commit takes the next
+    number above the highest kept one instead; with no numbered kept name, format-patch's
+    name stands."""
+    kept = [int(m.group(1)) for r in read if r.carrier and (m := _NUMBERED.match(r.name))]
+    if not kept:
+        return read
+    number = max(kept) + 1
+    named: list[_Read] = []
+    for item in read:
+        found = _NUMBERED.match(item.name) if item.carrier is None else None
+        if found:
+            item = replace(item, name=f"{number:04d}-{item.name[found.end() :]}")
+            number += 1
+        named.append(item)
+    return named
+
+
 def _read_commit(commit: str, name: str, data: bytes, message: str) -> _Read:
     """One formatted commit, with what import carried (if anything) taken off again."""
     body, carrier = split_carrier(message)
     if carrier is None:
         subject, _, rest = message.partition("\n")
         return _Read(commit, name, data, None, read_refs(rest.split("\n"), subject))
-    source = strip_from_mail(data)
+    source = with_from_sha(carrier.from_sha, strip_from_mail(data))
     if carrier.plain:
         at = source.find(b"\ndiff --git ")
         source = plain_header(body).encode(ENCODING, ERRORS) + source[at + 1 :]
@@ -264,10 +289,12 @@ def export_series(config: Config, git: Git, revision: Revision) -> ExportResult:
                 raise FatalError(
                     f"git format-patch wrote {len(formatted)} patches for {len(commits)} commits"
                 )
-            read = [
-                _read_commit(commit, name, data, messages[commit])
-                for (name, data), commit in zip(formatted, commits, strict=True)
-            ]
+            read = _number_new_commits(
+                [
+                    _read_commit(commit, name, data, messages[commit])
+                    for (name, data), commit in zip(formatted, commits, strict=True)
+                ]
+            )
             sources = []
             for number, item in enumerate(read):
                 (work / f"{number:04d}").write_bytes(item.source_bytes)

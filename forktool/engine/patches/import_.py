@@ -67,7 +67,9 @@ def import_meta(fork: Fork, patch: Patch, pin_date: str) -> CommitMeta | str:
         extra.append((UPSTREAM_MERGE, ",".join(mapping.commits) or "none"))
     if (plain or header.trailer(UPSTREAM_PR) is None) and patch.upstream_pr:
         extra.append((UPSTREAM_PR, patch.upstream_pr))
-    carrier = carrier_text(Carrier(series_line, map_line, plain), extra)
+    sha = header.from_sha or ""
+    from_sha = "" if plain or sha.strip("0") == "" else sha
+    carrier = carrier_text(Carrier(series_line, map_line, plain, from_sha), extra)
     if plain:
         subject = header.subject or Path(patch.name).stem
         message = plain_message(subject, header.lines, carrier)

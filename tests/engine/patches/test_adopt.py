@@ -503,6 +503,8 @@ def test_import_then_export_gives_back_every_file_byte_for_byte(builder: RepoBui
         {"a.py": lines("a").replace("a2\n", "A2\n")},
         f"a: fix\n\nUpstream-PR: {PR}\nUpstream-Merge: {fix}",
     )
+    # As 'git format-patch' of the upstream commit writes it: its 'From <sha>' names it.
+    mail = mail.replace(b"From " + b"0" * 40, b"From " + fix.encode(), 1)
     plain = b"# Upstream-Merge: " + fix.encode() + b"\n# Upstream-PR: " + PR.encode() + b"\n\n"
     plain += _body(make_patch(builder, "v1", {"b.py": lines("b").replace("b2\n", "B2\n")}, "b"))
     dep3 = b"Description: c: waiting upstream\nAuthor: Dana <dana@example.org>\n---\n"
@@ -948,3 +950,27 @@ def test_init_asks_upstream_for_its_default_branch_when_the_remote_was_added(
     result = run_cli("-C", fork.path, "init", "--pin", "v1")
     assert result.code == 0, result.err
     assert "  branch: master\n" in (fork.path / "forktool.yaml").read_text()
+
+
+def test_a_new_commit_on_an_imported_branch_takes_the_next_free_number(
+    builder: RepoBuilder, tmp_path: Path
+) -> None:
+    """format-patch numbers by place: next to the kept 0005 and 0007 a third commit would
+    be a new 0003. It is 0008, and the kept files come back byte for byte."""
+    fork = mini_fork(builder, {f"{n}.py": lines(n) for n in "abc"})
+    five = make_patch(builder, "v1", {"a.py": lines("a").replace("a2\n", "A2\n")}, "a: two")
+    seven = make_patch(builder, "v1", {"b.py": lines("b").replace("b2\n", "B2\n")}, "b: two")
+    fork.write({"0005-a-two.patch": five, "0007-b-two.patch": seven})
+    assert fork.cli("import", "--branch", "work").code == 0
+    work = tmp_path / "work"
+    builder.git.run(["worktree", "add", "-q", str(work), "work"], purpose="a worktree")
+    RepoBuilder(work).commit("c: two\n", {"c.py": lines("c").replace("c2\n", "C2\n")})
+    exported = fork.cli("export", "--from", "work", "--format", "json")
+    assert exported.code == 0, exported.err
+    assert [p["patch"] for p in exported.json()["patches"]] == [  # type: ignore[union-attr]
+        "0005-a-two.patch",
+        "0007-b-two.patch",
+        "0008-c-two.patch",
+    ]
+    assert exported.json()["written"] == ["patches/0008-c-two.patch", "series", "upstream.map"]
+    assert (fork.root / "patches" / "0005-a-two.patch").read_bytes() == five
