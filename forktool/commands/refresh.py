@@ -19,6 +19,8 @@ from forktool.engine.patches.refresh_resolution import refresh_abort, refresh_co
 from forktool.engine.release.pin_state import require_tree
 from forktool.engine.release.tarball import import_tarballs
 from forktool.engine.revisions import Upstream, resolve
+from forktool.fork import Fork
+from forktool.git import Git
 from forktool.report import patches as report
 
 
@@ -91,25 +93,29 @@ def command(
     git = app.git()
     with app.lock(git):
         fork = app.fork(strict=True)  # read under the lock
-        pin_name, pin_commit = require_tree(fork.config, git)
+        pin_commit = require_tree(fork.config, git)[1]
         if abort:
             result = refresh_abort(fork, git)
         elif resume:
             result = refresh_continue(fork, git, pin_commit=pin_commit, drop_files=drop_files)
-        elif onto is None and not tarballs:  # on the pin's own tree (its tarball's too)
-            result = refresh_onto(
-                fork, git, pin_name, pin_commit=pin_commit, worktree=worktree,
-                onto_commit=pin_commit,
-            )  # fmt: skip
         else:
-            onto = onto or fork.config.pin_tag
-            revision = resolve(git, onto, upstream=Upstream.of(fork.config))
-            name, commit = revision.name, str(revision.commit)
-            if tarballs:  # the pin does not change: nothing is recorded
-                name = f"{onto}+tarball"
-                commit = import_tarballs(fork.config, git, tarballs, revision, record=False).commit
+            name, commit = _target(fork, git, onto, tarballs)
             result = refresh_onto(
                 fork, git, name, pin_commit=pin_commit, worktree=worktree, onto_commit=commit
             )
     app.emit(result, fmt, report.render_refresh)
     return 0 if result.ok else 1
+
+
+def _target(fork: Fork, git: Git, onto: str | None, tarballs: tuple[Path, ...]) -> tuple[str, str]:
+    """(name, commit) of the tree to regenerate on: TAG, TAG's tarball imported on it, or
+    with neither the tree verify judges (the pin, or its tarball import)."""
+    if onto is None and not tarballs:
+        return require_tree(fork.config, git)
+    onto = onto or fork.config.pin_tag
+    revision = resolve(git, onto, upstream=Upstream.of(fork.config))
+    if not tarballs:
+        return revision.name, str(revision.commit)
+    # the pin does not change: nothing is recorded
+    imported = import_tarballs(fork.config, git, tarballs, revision, record=False)
+    return f"{onto}+tarball", imported.commit
