@@ -16,12 +16,14 @@ into place). Nothing here raises: a cache that cannot be read or written is no c
 from __future__ import annotations
 
 import os
+import re
 import stat
 import time
 from pathlib import Path
 
 MAX_BYTES = 1 << 30
 TEMP_PREFIX = ".tmp-"  # an entry being written
+_TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[a-z0-9_]{8}")  # as mkstemp names it
 STALE_SECONDS = 3600  # a temporary file this old was left by a killed run
 
 
@@ -67,7 +69,9 @@ class Store:
             return None
         path = self.dir / name
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            # O_NONBLOCK: a FIFO planted as an entry must not hang the run (it is then
+            # refused as not a regular file); a regular file reads as ever.
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return None
         try:
@@ -113,10 +117,12 @@ class Store:
         return True
 
 
-def prune(folders: list[str], suffixes: tuple[str, ...], kept: int) -> None:
-    """In ``folders`` taken together, the entries ending in ``suffixes`` beyond the
-    ``kept`` most recently used removed, and temporary files a killed run left (older
-    than :data:`STALE_SECONDS`); a folder left empty goes too."""
+def prune(folders: list[str], entry_name: re.Pattern[str], kept: int) -> None:
+    """In ``folders`` taken together, the entries (files whose whole name matches
+    ``entry_name``) beyond the ``kept`` most recently used removed, and temporary files
+    a killed run left (older than :data:`STALE_SECONDS`); a folder left empty goes too.
+    Nothing else is touched: the cache root may be a directory other programs use too
+    (``FORKTOOL_CACHE_DIR=~/.cache``), so only names forktool gives are ever removed."""
     entries: list[tuple[int, str]] = []
     left: list[str] = []
     stale = time.time_ns() - STALE_SECONDS * 10**9
@@ -126,9 +132,9 @@ def prune(folders: list[str], suffixes: tuple[str, ...], kept: int) -> None:
                 if not entry.is_file(follow_symlinks=False):
                     continue
                 when = entry.stat(follow_symlinks=False).st_mtime_ns
-                if entry.name.endswith(suffixes):
+                if entry_name.fullmatch(entry.name):
                     entries.append((when, entry.path))
-                elif entry.name.startswith(TEMP_PREFIX) and when < stale:
+                elif _TEMP_NAME.fullmatch(entry.name) and when < stale:
                     left.append(entry.path)
     except OSError:
         return

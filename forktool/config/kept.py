@@ -9,7 +9,9 @@ check of the values runs on every load.
 An entry holds the whole text it was parsed from, and is used only for exactly that
 text and the PyYAML installation that parsed it (its ``__init__.py``'s place, size
 and time: an upgrade changes them). Only a document that parsed without an error is
-kept. Entries live in the cache directory's ``config`` folder
+kept, sealed with two checksums of its payload: an entry is read back only when they
+hold and what it holds is a well-formed document (a torn or changed entry is parsed
+again, never trusted). Entries live in the cache directory's ``config`` folder
 (:mod:`forktool.cache_files`, which says when one is trusted); the :data:`KEPT`
 most recently used stay.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import re
 import zlib
 from typing import Any
 
@@ -29,10 +32,13 @@ from forktool.cache_files import Store, cache_root, prune
 RawNode = tuple[int, str, Any, "str | None", int]
 SCALAR, SEQUENCE, MAPPING = 0, 1, 2
 
-FORMAT = 1  # the entry's layout; a change here makes older entries unread
+FORMAT = 2  # the entry's layout; a change here makes older entries unread
 FOLDER = "config"
 SUFFIX = ".nodes"
 KEPT = 16
+_SEAL = 16  # bytes of checksum after an entry's payload
+_DEPTH = 64  # nesting deeper than any config forktool reads
+_ENTRY = re.compile(r"[0-9a-f]{16}" + re.escape(SUFFIX))
 
 _parser: str | None = None
 
@@ -73,21 +79,53 @@ def recall(text: str) -> RawNode | None:
         return None
     store, name, parser = entry
     data = store.read(name)
-    if data is None:
-        return None
+    if data is None or len(data) < _SEAL or data[-_SEAL:] != _seal(data[:-_SEAL]):
+        return None  # none, or not as it was written: a torn or changed entry
     try:
-        kept = marshal.loads(data)
+        kept = marshal.loads(data[:-_SEAL])
     except (EOFError, ValueError, TypeError):
         return None
     if (
         not isinstance(kept, tuple)
         or len(kept) != 4
         or kept[:3] != (FORMAT, parser, text)
-        or not isinstance(kept[3], tuple)
+        or not _well_formed(kept[3])
     ):
         return None
     document: RawNode = kept[3]
     return document
+
+
+def _seal(data: bytes) -> bytes:
+    """Two checksums of an entry's payload, as its last :data:`_SEAL` bytes."""
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}".encode()
+
+
+def _well_formed(node: object, depth: int = 0) -> bool:
+    """``node`` is a :data:`RawNode` all the way down (what the config reader takes)."""
+    if depth > _DEPTH or not isinstance(node, tuple) or len(node) != 5:
+        return False
+    kind, tag, value, style, line = node
+    if not (
+        isinstance(tag, str)
+        and (style is None or isinstance(style, str))
+        and type(line) is int
+        and line > 0
+    ):
+        return False
+    if kind == SCALAR:
+        return isinstance(value, str)
+    if not isinstance(value, tuple):
+        return False
+    if kind == SEQUENCE:
+        return all(_well_formed(item, depth + 1) for item in value)
+    return kind == MAPPING and all(
+        isinstance(pair, tuple)
+        and len(pair) == 2
+        and _well_formed(pair[0], depth + 1)
+        and _well_formed(pair[1], depth + 1)
+        for pair in value
+    )
 
 
 def keep(text: str, document: RawNode) -> None:
@@ -100,5 +138,5 @@ def keep(text: str, document: RawNode) -> None:
         data = marshal.dumps((FORMAT, parser, text, document))
     except ValueError:  # not plain data: nothing to keep
         return
-    if store.write(name, data):
-        prune([str(store.dir)], (SUFFIX,), KEPT)
+    if store.write(name, data + _seal(data)):
+        prune([str(store.dir)], _ENTRY, KEPT)

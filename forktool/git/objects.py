@@ -8,6 +8,7 @@ from pathlib import Path
 
 from forktool.errors import FatalError
 from forktool.git.runner import Runner
+from forktool.model.text import whole_number
 
 # Every blob of a tree with its size (``git ls-tree -l``): see :func:`blob_sizes`.
 LS_TREE_SIZES = ("ls-tree", "-r", "-l", "-z", "--full-tree")
@@ -29,9 +30,9 @@ def blob_sizes(out: str) -> dict[str, int]:
     sizes: dict[str, int] = {}
     for record in out.split("\0"):
         meta, tab, path = record.partition("\t")
-        size = meta.rpartition(" ")[2]
-        if tab and size.isdigit():
-            sizes[path] = int(size)
+        size = whole_number(meta.rpartition(" ")[2])
+        if tab and size is not None:
+            sizes[path] = size
     return sizes
 
 

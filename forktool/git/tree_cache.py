@@ -9,7 +9,9 @@ keeps a copy and later runs start from it.
 Where: the cache directory (:mod:`forktool.cache_files`). Entries
 live in one directory per repository (its object directory) and git binary, so a
 new git never reads an index an older one wrote, and one repository's replacement
-refs never reach another's. The :data:`KEPT` most recently used entries stay.
+refs never reach another's. A repository with ``git replace`` refs keeps nothing:
+there an object id does not pin down what git reads. The :data:`KEPT` most recently
+used entries stay.
 
 Trust: an entry is used only when it is a regular file of ours, in directories of
 ours that nobody else can write. An index is kept only when its trailing checksum
@@ -37,6 +39,11 @@ SIZES = ".sizes"  # `git ls-tree -r -l -z` output
 
 _git_key: str | None = None  # the git binary's identity, found once
 _OBJECT_ID = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
+_MOVED_BY = ("GIT_REPLACE_REF_BASE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES")
+_FOLDER = re.compile(r"[0-9a-f]{16}")  # a repository's and git's folder: its key
+_ENTRY = re.compile(
+    r"[0-9a-f]{40}(?:[0-9a-f]{24})?(?:" + re.escape(INDEX) + "|" + re.escape(SIZES) + ")"
+)
 
 
 def is_object_id(name: str) -> bool:
@@ -59,6 +66,32 @@ def _binary_key() -> str | None:
     return _git_key
 
 
+def _replacing(common: Path) -> bool:
+    """Whether git may read another object than the id names in this repository (its
+    common directory ``common``): ``git replace`` refs, which give a commit or tree id
+    other contents, or a store whose refs cannot be read cheaply (reftable), or an
+    environment that moves the objects or the replace refs. A kept index is keyed by
+    the id alone, so then there is none."""
+    if any(os.environ.get(name) for name in _MOVED_BY):
+        return True
+    try:
+        if any(os.scandir(common / "refs" / "replace")):
+            return True
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return True
+    if (common / "reftable").exists():
+        return True
+    try:
+        with open(common / "packed-refs", "rb") as packed:
+            return b" refs/replace/" in packed.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
 class TreeCache:
     """The entries of one repository (by its object directory) and git binary."""
 
@@ -74,7 +107,7 @@ class TreeCache:
         the cache is off or git cannot be found."""
         root = cache_root()
         binary = _binary_key()
-        if root is None or binary is None:
+        if root is None or binary is None or _replacing(objects.parent):
             return None
         return cls(root, objects, binary)
 
@@ -119,11 +152,13 @@ class TreeCache:
             folders = [
                 entry.path
                 for entry in os.scandir(self.root)
-                if entry.is_dir(follow_symlinks=False) and own_dir(Path(entry.path))
+                if _FOLDER.fullmatch(entry.name)
+                and entry.is_dir(follow_symlinks=False)
+                and own_dir(Path(entry.path))
             ]
         except OSError:
             return
-        prune(folders, (INDEX, SIZES), KEPT)
+        prune(folders, _ENTRY, KEPT)
 
 
 def _sound_index(data: bytes, oid_length: int) -> bool:

@@ -179,7 +179,7 @@ def test_only_the_most_recently_used_entries_stay_and_no_leftover(tmp_path: Path
     for n, name in enumerate(names):
         cache.keep_sizes(name, f"listing {n}")
         os.utime(cache.dir / (name + SIZES), ns=(n * 10**9, n * 10**9))
-    killed = cache.dir / ".tmp-left-by-a-killed-run"
+    killed = cache.dir / ".tmp-k1lled_r"  # as mkstemp names a file
     killed.write_bytes(b"half an index")
     os.utime(killed, ns=(0, 0))
     cache.keep_sizes(names[0], "listing 0")  # used again: the newest now
@@ -189,3 +189,81 @@ def test_only_the_most_recently_used_entries_stay_and_no_leftover(tmp_path: Path
     assert names[0] + SIZES in left
     assert names[1] + SIZES not in left
     assert cache.sizes(names[-1]) == f"listing {KEPT + 2}"
+
+
+def test_the_prune_removes_only_names_forktool_gives(tmp_path: Path) -> None:
+    """FORKTOOL_CACHE_DIR may be a directory other programs use too (~/.cache): their
+    ``*.index`` files and old ``.tmp-*`` drafts stay, whatever the folder."""
+    root = tmp_path / "shared"
+    other, notes = root / "otherapp", root / "notes"
+    for folder in (root, other, notes):
+        folder.mkdir(mode=0o700)
+    foreign = [other / f"db{n}.index" for n in range(KEPT + 4)]
+    foreign += [notes / ".tmp-draft", notes / ".tmp-abcdefgh", notes / "photo.sizes"]
+    for path in foreign:
+        path.write_text("theirs\n")
+        os.utime(path, ns=(0, 0))
+    cache = TreeCache(root, tmp_path / "objects", "git")
+    for n in range(KEPT + 2):
+        cache.keep_sizes(f"{n:040x}", f"listing {n}")
+    assert all(path.read_text() == "theirs\n" for path in foreign)
+    assert len(list(cache.dir.iterdir())) == KEPT
+
+
+def test_a_fifo_planted_as_an_entry_is_not_read_and_does_not_hang(
+    builder: RepoBuilder, commands: list[list[str]]
+) -> None:
+    fork = series_fork(builder, 3)
+    pin = fork.repo.rev(fork.pin)
+    assert fork.cli("verify").code == 0
+    (entry,) = [p for p in entries() if p.name == pin + INDEX]
+    entry.unlink()
+    os.mkfifo(entry, 0o600)
+    commands.clear()
+    assert fork.cli("verify").code == 0  # a blocking open would never return
+    assert read_trees(commands) == [["read-tree", pin]]
+
+
+def test_a_repository_with_replace_refs_keeps_no_index(
+    builder: RepoBuilder, commands: list[list[str]]
+) -> None:
+    """``git replace`` gives the pinned commit another tree: the id no longer pins down
+    what git reads, so verify answers from git, as without a cache."""
+    fork = series_fork(builder, 3)
+    pin = fork.repo.rev(fork.pin)
+    assert fork.cli("verify").code == 0
+    tree = builder.git.out(["rev-parse", f"{pin}^{{tree}}"], purpose="the pin's tree").strip()
+    extra = (
+        builder.git.run(["hash-object", "-w", "--stdin"], purpose="a blob", input=b"x\n")
+        .stdout.decode()
+        .strip()
+    )
+    listing = builder.git.run(["ls-tree", tree], purpose="the tree").stdout
+    listing += f"100644 blob {extra}\tEXTRA\n".encode()
+    other = builder.git.run(["mktree"], purpose="a tree", input=listing).stdout.decode().strip()
+    who = {"GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.org"}
+    who |= {"GIT_COMMITTER_NAME": "A", "GIT_COMMITTER_EMAIL": "a@example.org"}
+    replacement = (
+        builder.git.run(
+            ["commit-tree", other, "-m", "replacement"], purpose="a replacement", env=who
+        )
+        .stdout.decode()
+        .strip()
+    )
+    builder.git.run(["replace", pin, replacement], purpose="replace the pin")
+    commands.clear()
+    result = fork.cli("verify", "--format", "json")
+    assert read_trees(commands) == [["read-tree", pin]]
+    assert result.code == 0, result.out  # the series applies on the replaced tree too
+    assert result.json()["round_trip"] is True
+
+
+def test_a_kept_size_listing_that_is_not_numbers_gives_no_size() -> None:
+    """A damaged ``.sizes`` entry (a Unicode digit, thousands of digits) is read as no
+    size for that path, never a traceback: the planner then weighs it as unknown."""
+    from forktool.git.objects import blob_sizes
+
+    good = "100644 blob 0123456789abcdef0123456789abcdef01234567      12\ta.txt"
+    odd = "100644 blob 0123456789abcdef0123456789abcdef01234567       \u00b2\tb.txt"
+    huge = "100644 blob 0123456789abcdef0123456789abcdef01234567 " + "9" * 5000 + "\tc.txt"
+    assert blob_sizes("\0".join([good, odd, huge])) == {"a.txt": 12}

@@ -53,6 +53,12 @@ def entries() -> list[Path]:
     return sorted((root / kept.FOLDER).glob(f"*{kept.SUFFIX}"))
 
 
+def sealed(entry: object) -> bytes:
+    """``entry`` as kept.keep writes one: its payload, then the payload's checksums."""
+    data = marshal.dumps(entry)
+    return data + kept._seal(data)
+
+
 def write_config(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "forktool.yaml"
     path.write_text(text, encoding="utf-8")
@@ -137,10 +143,10 @@ def test_an_entry_for_other_text_or_another_pyyaml_is_not_used(tmp_path: Path) -
     (entry,) = entries()
     parser = kept.parser_identity()
     planted = (kept.FORMAT, parser, other, _parse(other, "forktool.yaml"))
-    entry.write_bytes(marshal.dumps(planted))  # another text under this text's name
+    entry.write_bytes(sealed(planted))  # another text under this text's name
     assert kept.recall(text) is None
     older = (kept.FORMAT, f"{parser}-older", text, _parse(text, "forktool.yaml"))
-    entry.write_bytes(marshal.dumps(older))
+    entry.write_bytes(sealed(older))
     assert kept.recall(text) is None
     entry.write_bytes(b"\x00garbage")
     assert kept.recall(text) is None
@@ -171,3 +177,39 @@ def test_only_the_most_recently_used_entries_stay(tmp_path: Path) -> None:
         kept.keep(text, _parse(text, "forktool.yaml"))
     assert len(entries()) == kept.KEPT
     assert not [p for p in entries()[0].parent.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_a_changed_entry_is_parsed_again_never_trusted(tmp_path: Path) -> None:
+    """One byte of the kept document changed (v1.3.0 -> v1.1.0): the checksums no longer
+    hold, and the config is what its text says."""
+    path = write_config(tmp_path, RICH.replace('"v1.10"', "v1.3.0"))
+    first = load_config(path)
+    (entry,) = entries()
+    data = entry.read_bytes()
+    at = data.rindex(b"v1.3.0")
+    entry.write_bytes(data[:at] + b"v1.1.0" + data[at + 6 :])
+    assert kept.recall(path.read_text()) is None
+    assert load_config(path) == first
+    assert load_config(path).pin_tag == "v1.3.0"
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        (2,),
+        (kept.MAPPING, "tag:yaml.org,2002:map", ((1, 2),), None, 1),
+        (kept.MAPPING, "tag:yaml.org,2002:map", "not pairs", None, 1),
+        (kept.SCALAR, "tag:yaml.org,2002:str", 7, None, 1),
+        (kept.SCALAR, "tag:yaml.org,2002:str", "v", None, 0),
+        (9, "tag:yaml.org,2002:str", "v", None, 1),
+    ],
+)
+def test_a_sealed_entry_that_is_not_a_document_is_parsed_again(
+    tmp_path: Path, document: object
+) -> None:
+    path = write_config(tmp_path, RICH)
+    first = load_config(path)
+    (entry,) = entries()
+    entry.write_bytes(sealed((kept.FORMAT, kept.parser_identity(), RICH, document)))
+    assert kept.recall(RICH) is None
+    assert load_config(path) == first
