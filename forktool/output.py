@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from forktool.escape import terminal
+from forktool.escape import json_safe, terminal
 
 if TYPE_CHECKING:  # rich is imported only when text is drawn (JSON output never loads it)
     from rich.console import Console
@@ -185,8 +185,15 @@ def json_lines(payload: dict[str, Any]) -> Iterator[str]:
     """``payload`` as JSON, a line at a time: a line per top-level key, and a line per
     element of a top-level list (a series' patches), each value on its line compact.
     Every line is made by json's C encoder (an indented dump goes through its pure
-    Python one: 10x slower on a long series)."""
-    encode = json.JSONEncoder().encode
+    Python one: 10x slower on a long series). Every string is valid Unicode: the bytes
+    of a name that are not UTF-8 (lone surrogates, as Python reads them) are written
+    ``\\xff`` as text, which every JSON parser reads the same way."""
+    plain = json.JSONEncoder().encode
+
+    def encode(value: object) -> str:
+        text = plain(value)  # ASCII: a surrogate, paired or not, shows as \udxxx
+        return text if "\\ud" not in text else plain(json_safe(value))
+
     yield "{"
     last = len(payload) - 1
     for number, (key, value) in enumerate(payload.items()):

@@ -13,10 +13,12 @@ a space.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
 from forktool.errors import FatalError
+from forktool.escape import md_unlinked
 
 BEGIN = "<!-- forktool:retirement-record:begin -->"
 END = "<!-- forktool:retirement-record:end -->"
@@ -146,18 +148,22 @@ def _escape(cell: str) -> str:
     control character reads back as a space), stays one table row and one cell,
     and renders as text, never as markup.
 
-    ``\\``, ``|``, ``<``, ``!``, ``[`` and ``]`` are backslash-escaped: the cell cannot
+    ``\\``, ``|``, ``<``, ``!``, ``[``, ``]`` and ``@`` are backslash-escaped: the cell cannot
     end early, and no ``<!-- forktool:retirement-record:... -->`` marker, raw HTML,
-    image or link can form in it.
+    image or link can form in it (a URL's ``://``, a ``www.`` and an address's ``@``
+    are escaped too, for GitHub's autolinks).
     Every character that breaks a line for some reader (``str.splitlines``, the
-    markdown renderer) and every other control character becomes a space.
+    markdown renderer), every other control character and every format character
+    (bidi overrides, zero-width spaces) becomes a space.
     """
     flat = "".join(" " if _breaks_row(ch) else ch for ch in cell)
-    return re.sub(r"[\\|<!\[\]]", lambda m: "\\" + m.group(), flat)
+    return md_unlinked(re.sub(r"[\\|<!\[\]@]", lambda m: "\\" + m.group(), flat))
 
 
 def _breaks_row(ch: str) -> bool:
-    return ch in "\x85\u2028\u2029" or ord(ch) < 0x20 or ord(ch) == 0x7F
+    """A character that breaks a line for some reader, or that no medium shows as it
+    is (controls, and format characters: bidi overrides, zero-width spaces)."""
+    return ch in "\u2028\u2029" or unicodedata.category(ch) in ("Cc", "Cf")
 
 
 def _unescape(cell: str) -> str:

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 from forktool.engine.release.check import GateResult
 from forktool.errors import Finding
-from forktool.escape import github_data, github_property, md_code, md_text, xml_text
+from forktool.escape import github_data, github_property, json_safe, md_code, md_text, xml_text
 from forktool.output import Output, styled
 from forktool.report.table import new_table
 
@@ -44,7 +44,7 @@ def _failed(result: GateResult) -> str:
 
 
 def render_json(result: GateResult) -> str:
-    return json.dumps(result.to_json(), indent=2) + "\n"
+    return json.dumps(json_safe(result.to_json()), indent=2) + "\n"
 
 
 def render_junit(result: GateResult) -> str:

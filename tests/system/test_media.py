@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import io
 import json
+import unicodedata
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -35,6 +36,7 @@ from forktool.errors import Finding
 from forktool.escape import (
     github_data,
     html_text,
+    json_safe,
     md_code,
     md_fence,
     md_text,
@@ -44,7 +46,7 @@ from forktool.escape import (
 )
 from forktool.model.record import BEGIN, END, RecordEntry, parse_record, with_section
 from forktool.model.revision import CommitId
-from forktool.output import Output
+from forktool.output import Output, json_lines
 from forktool.report.check import (
     render_check_markdown,
     render_github,
@@ -83,6 +85,33 @@ def test_terminal_shows_escape_sequences_instead_of_sending_them() -> None:
 @given(hostile)
 def test_terminal_output_is_printable(text: str) -> None:
     terminal_ok(terminal(text))
+
+
+def test_names_that_only_look_alike_are_told_apart_in_every_medium() -> None:
+    """A zero-width space, joiner, BOM or soft hyphen makes two different patch names
+    print the same: every medium shows it as an escape (and JUnit drops no C1 control)."""
+    twin = "0001-fix\u200b.patch"
+    assert terminal(twin) == "0001-fix\\u200b.patch"
+    assert terminal("a\u200dz\ufeff\u00ad") == "a\\u200dz\\ufeff\\xad"
+    assert xml_text("a\u202e\x9b\x7fb\nc") == "a\\u202e\\x9b\\x7fb\nc"
+    assert html_text(twin) == "0001-fix\\u200b.patch"
+    assert md_text(twin) == "0001-fix\\u200b.patch"
+
+
+def test_markdown_prose_forms_no_autolink() -> None:
+    assert md_text("see https://evil.example/x") == "see https\\:\\/\\/evil.example/x"
+    assert md_text("WWW.evil.example") == "WWW\\.evil.example"
+    markdown_ok("- " + md_text("see https://evil.example/x and www.evil.example"))
+
+
+def test_json_strings_are_valid_unicode_for_every_parser() -> None:
+    """A patch path that is not UTF-8 reaches JSON as ``\\xff`` text, not as a lone
+    surrogate that one parser keeps and another reads as U+FFFD."""
+    payload = {"patches": [{"path": "new/\udcff\udcfe.txt", "ok": "emoji \U0001f600"}]}
+    text = "\n".join(json_lines(payload))
+    back = json.loads(text)
+    assert back == {"patches": [{"path": "new/\\xff\\xfe.txt", "ok": "emoji \U0001f600"}]}
+    assert json_safe({"k\udcc3": ["\ud800"]}) == {"k\\xc3": ["\\ud800"]}
 
 
 def test_script_json_cannot_end_or_escape_the_script_element() -> None:
@@ -273,7 +302,8 @@ def test_fork_md_cells_read_back_and_never_form_a_marker(text: str) -> None:
     again = parse_record(written)
     assert len(again.entries) == 1
     flat = "".join(
-        " " if ch in "\x85\u2028\u2029" or ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text
+        " " if ch in "\u2028\u2029" or unicodedata.category(ch) in ("Cc", "Cf") else ch
+        for ch in text
     )
     assert again.entries[0].witnesses == flat.strip()
     assert written.count(BEGIN) == 1 and written.count(END) == 1

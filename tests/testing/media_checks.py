@@ -15,6 +15,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 
 # Pieces an upstream stranger may write; the property tests join them with arbitrary text.
@@ -42,6 +43,11 @@ HOSTILE_PIECES = [
     "\ud800",
     "\ufffe",
     "\u202eevil",
+    "a\u200bb\u200dc\ufeff\u00ad",
+    "see https://evil.example/login",
+    "www.evil.example",
+    "WWW.evil.example/x",
+    "mailto:a@evil.example",
     "&amp;",
     "\\",
     "1. ",
@@ -50,7 +56,6 @@ HOSTILE_PIECES = [
     "x" * 300,
 ]
 
-BIDI = set("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -62,7 +67,7 @@ def terminal_ok(text: str, *, colour: bool = False) -> None:
         {
             ch
             for ch in shown
-            if ch != "\n" and (unicodedata.category(ch) in ("Cc", "Cs", "Zl", "Zp") or ch in BIDI)
+            if ch != "\n" and unicodedata.category(ch) in ("Cc", "Cf", "Cs", "Zl", "Zp")
         }
     )
     assert not bad, f"raw control characters reach the terminal: {bad!r}"
@@ -70,7 +75,14 @@ def terminal_ok(text: str, *, colour: bool = False) -> None:
 
 
 def xml_ok(text: str) -> ET.Element:
-    """The XML parses (every character XML 1.0 forbids was kept out)."""
+    """The XML parses (every character XML 1.0 forbids was kept out), and holds no
+    character every medium shows as an escape (DEL, C1 controls, format characters)."""
+    disguising = [
+        ch
+        for ch in text
+        if unicodedata.category(ch) in ("Cf", "Zl", "Zp") or "\x7f" <= ch <= "\x9f"
+    ]
+    assert not disguising, f"raw characters in the XML: {disguising!r}"
     return ET.fromstring(text.encode("utf-8"))
 
 
@@ -128,6 +140,7 @@ def html_ok(page: str) -> dict[str, Any]:
     (no ``<!--``, ``<script``, ``</script`` inside); the embedded JSON parses.
     Returns the embedded JSON."""
     assert not re.search("[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]", page)
+    assert not [ch for ch in page if unicodedata.category(ch) == "Cf"], "a format character"
     parser = _Page()
     parser.feed(page)
     parser.close()
@@ -149,7 +162,23 @@ def _tokens(tokens: list[Token]) -> list[Token]:
     return found
 
 
-MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable("table")
+def _gfm_www(state: StateCore) -> None:
+    """GitHub's autolink extension links ``www.`` with no scheme, which linkify does
+    not: a text token holding one (an escaped ``www\\.`` is two tokens until
+    text_join) is noted in ``env["www"]``."""
+    for token in state.tokens:
+        for child in token.children or []:
+            if child.type == "text" and re.search(r"(?i)www\.", child.content):
+                state.env.setdefault("www", []).append(child.content)
+
+
+# CommonMark with tables, and links with no markup as GitHub makes them: linkify for a
+# scheme's '://' and 'mailto:' (not for bare domains or '//', which GitHub leaves
+# alone), and _gfm_www for 'www.'.
+MARKDOWN = MarkdownIt("commonmark", {"html": True, "linkify": True}).enable(["table", "linkify"])
+MARKDOWN.linkify.set({"fuzzy_link": False})
+MARKDOWN.linkify.add("//", None)
+MARKDOWN.core.ruler.before("text_join", "gfm_www", _gfm_www)
 MARKDOWN_OWN_HTML = {
     "<details><summary>range-diff of the refreshed series</summary>\n",
     "</details>\n",
@@ -160,7 +189,9 @@ def markdown_ok(text: str, *, mentions: bool = False) -> str:
     """The markdown has no raw HTML, image or link from data (forktool's own
     ``<details>`` excepted) and, unless ``mentions`` (a file: GitHub notifies no one),
     no mention; returns it rendered as HTML."""
-    tokens = _tokens(MARKDOWN.parse(text))
+    env: dict[str, Any] = {}
+    tokens = _tokens(MARKDOWN.parse(text, env))
+    assert not env.get("www"), f"a www. link from data: {env['www']!r}"
     for token in tokens:
         if token.type in ("html_inline", "html_block"):
             assert token.content in MARKDOWN_OWN_HTML, f"raw HTML from data: {token.content!r}"

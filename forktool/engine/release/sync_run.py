@@ -32,6 +32,7 @@ from forktool.engine.release.sync_state import SyncState, drop_state, report_dir
 from forktool.engine.retirement.absorbed import absorbed
 from forktool.engine.retirement.retire import record_date, retire
 from forktool.errors import FatalError
+from forktool.escape import json_safe
 from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import write_files
@@ -368,7 +369,9 @@ def _stage_check(run: _Run, resume: bool) -> bool:
 def _finish(run: _Run) -> SyncReport:
     report = replace(run.state.report, stage="done", worktree=None, commits=tuple(run.commits))
     out = report_dir(run.main, run.state.tag, run.state.branch)
-    files = {out / "report.json": (json.dumps(report.to_json(), indent=2) + "\n").encode()}
+    files = {
+        out / "report.json": (json.dumps(json_safe(report.to_json()), indent=2) + "\n").encode()
+    }
     if run.markdown is not None:
         files[out / "report.md"] = run.markdown(report).encode()
     write_files(files)
