@@ -261,7 +261,23 @@ def scratch_dir(kind: str) -> Path:
     would otherwise hold memory until the machine restarts."""
     root = Path(scratch_root())
     _sweep_scratch(root, kind)
-    return Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=root))
+    made = Path(tempfile.mkdtemp(prefix=f"{kind}-{os.getpid()}-", dir=root))
+    if not _made:
+        atexit.register(_remove_made)
+    _made.append(made)
+    return made
+
+
+# Every scratch directory this process made. Its caller removes it, but a Ctrl-C can
+# land in that removal, or a worker thread's git can still write into it (recreating
+# it) after the caller has gone: at exit, once worker threads are joined (atexit runs
+# after that), whatever is left of them goes too.
+_made: list[Path] = []
+
+
+def _remove_made() -> None:
+    for path in _made:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 _SCRATCH_PID = re.compile(r"-(\d+)-[^-]+$")

@@ -9,6 +9,7 @@ import pytest
 from testing.helpers import MiniFork, make_patch, mini_fork, run_cli, snapshot_tree
 
 from forktool.builder import RepoBuilder
+from forktool.escape import md_text
 from forktool.model.record import BEGIN, END
 
 
@@ -584,7 +585,7 @@ def test_a_pending_patch_shows_its_pr_everywhere_and_is_never_retired(
     plan = fork.cli("sync", "v2", "--dry-run", "--no-fetch", "--format", "markdown")
     assert plan.code == 0, plan.err
     assert "## Waiting for upstream (pending: kept, never retired)" in plan.out
-    assert f"- `0001-a-three.patch`: PR {PR}" in plan.out
+    assert f"- `0001-a-three.patch`: PR {md_text(PR)}" in plan.out  # text: no autolink
     poll = fork.cli("upstream", "poll", "--no-fetch")
     assert f"0001-a-three.patch: pending, PR {PR}" in " ".join(poll.out.split())
     check = fork.cli("check", "--only", "files")
