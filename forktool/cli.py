@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from importlib import import_module
@@ -20,7 +21,7 @@ import click
 
 from forktool import __version__
 from forktool.app import App, notice
-from forktool.error_handler import current_app, handled
+from forktool.error_handler import current_app, fail, handled
 from forktool.errors import FatalError
 from forktool.faults import faultpoint
 
@@ -187,6 +188,7 @@ def _escape_unencodable() -> None:
 
 def main() -> None:
     _escape_unencodable()
+    signal.signal(signal.SIGINT, _on_sigint)
     try:
         code = run()
         sys.stdout.flush()
@@ -195,7 +197,22 @@ def main() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         code = 1
+    if _sigint_seen and code != 130:
+        # Python drops an exception raised in a finalizer (Popen.__del__, an import
+        # lock's callback): the Ctrl-C that landed there did not stop the run, which
+        # went on to the end. It still exits as an interrupted run does.
+        code = fail("interrupted (the run had finished: its output is complete)", None, 130)
     leave(code)
+
+
+_sigint_seen = False
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    """Python's own Ctrl-C handler (a KeyboardInterrupt), remembering it came."""
+    global _sigint_seen
+    _sigint_seen = True
+    raise KeyboardInterrupt
 
 
 def leave(code: int) -> NoReturn:

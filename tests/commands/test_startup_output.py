@@ -96,3 +96,52 @@ def test_exit_functions_run_before_the_quick_exit(tmp_path: Path) -> None:
     assert result.returncode == 3
     assert result.stdout == b"x" * 200000  # buffered output, more than a pipe holds, is flushed
     assert mark.read_text() == "yes"
+
+
+def _python(script: str, tmp_path: Path) -> subprocess.CompletedProcess[bytes]:
+    path = tmp_path / "script.py"
+    path.write_text(script)
+    return subprocess.run(
+        [sys.executable, str(path)], env={**os.environ, "TMPDIR": str(tmp_path)},
+        capture_output=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_a_ctrl_c_python_dropped_still_exits_130(tmp_path: Path) -> None:
+    """Python drops an exception raised in a finalizer (Popen.__del__): a Ctrl-C that
+    lands there does not stop the run. The run ends, and exits 130 all the same."""
+    result = _python(
+        "import os, signal, forktool.cli as cli\n"
+        "def run(argv=None):\n"
+        "    try:\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        for _ in range(100000): pass\n"
+        "    except KeyboardInterrupt:\n"
+        "        pass  # as Popen.__del__ drops it\n"
+        "    print('OK')\n"
+        "    return 0\n"
+        "cli.run = run\n"
+        "cli.main()\n",
+        tmp_path,
+    )
+    assert result.returncode == 130
+    assert result.stdout == b"OK\n"
+    assert result.stderr == b"error: interrupted (the run had finished: its output is complete)\n"
+
+
+def test_a_scratch_directory_left_behind_goes_at_exit(tmp_path: Path) -> None:
+    """A Ctrl-C inside its removal, or a worker thread's git writing into it after, can
+    leave a scratch directory: it goes at exit, once worker threads are joined."""
+    result = _python(
+        "from forktool.cli import leave\n"
+        "from forktool.git.runner import scratch_dir\n"
+        "made = scratch_dir('forktool-index')\n"
+        "(made / 'objects' / '55').mkdir(parents=True)\n"
+        "(made / 'objects' / '55' / 'late').write_text('written after the removal')\n"
+        "print(made)\n"
+        "leave(0)\n",
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+    made = Path(result.stdout.decode().strip())
+    assert made.parent == tmp_path and not made.exists()
