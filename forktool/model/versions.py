@@ -2,17 +2,18 @@
 
 Upstreams spell releases in many ways: ``v1.2.0``, ``2.4.57``, ``curl-7_88_1``,
 ``OpenSSL_1_1_1t``, ``REL_15_2``, ``release-1.22.1``, ``version-3.40.1``, ``v252``,
-``jq-1.7rc1``, ``OpenSSL_1_1_1-pre9``, ``REL_16_RC1``, ``V_9_6_P1``, ``8.0-m01``. A :class:`VersionScheme` says
+``jq-1.7rc1``, ``OpenSSL_1_1_1-pre9``, ``REL_16_RC1``, ``V_9_6_P1``, ``8.0-m01``, ``v3.4-dev10``. A :class:`VersionScheme` says
 how one upstream does it: a literal ``prefix`` and the ``separator`` between release
 numbers (``.``, ``_`` or ``-``). After the numbers a tag may carry one or two patch
 letters (OpenSSL's ``1.1.1t``, after ``1.1.1s``), a numbered patch level ``p``/``P``
 (openssh's portable releases, ``V_9_6_P1``, ``9.6p1``: after the release, ``9.6.post1``
 to packaging) and a pre-release marker
-(``alpha``, ``beta``, ``pre``, ``rc``, ``milestone``, ``a``, ``b``, ``c``, ``m``, any
+(``alpha``, ``beta``, ``pre``, ``rc``, ``milestone``, ``dev``, ``a``, ``b``, ``c``, ``m``, any
 case, optionally set off by ``.``, ``_`` or ``-``, optionally numbered). Versions are
 ordered by ``packaging.version``: a patch letter is one more release number
 (``1.1.1t`` is ``1.1.1.20``), ``pre`` and ``c`` are release candidates, a milestone
-(redis's ``8.0-m01``) an alpha. With the ``.`` separator a
+(redis's ``8.0-m01``) an alpha, and a development release (haproxy's ``v3.4-dev10``)
+comes before them all. With the ``.`` separator a
 tag that packaging reads as it is (``1.2.0.dev1``, ``1!2.0``) is read that way too.
 
 :func:`scheme_for_tag` derives the scheme from one tag's shape (``init`` does it for
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 # version scheme, and verify reads it before git starts without reading a version.
 
 SEPARATORS = (".", "_", "-")
-PRE_MARKERS = ("alpha", "beta", "pre", "rc", "milestone", "a", "b", "c", "m")
+PRE_MARKERS = ("alpha", "beta", "pre", "rc", "milestone", "dev", "a", "b", "c", "m")
 _PACKAGING_LABEL = {
     "milestone": "a",  # redis's 8.0-m01 < 8.0-rc1 < 8.0.0
     "m": "a",
@@ -68,10 +69,13 @@ class TagVersion:
         text = ".".join(str(int(n)) for n in self.release)
         if self.letters:
             text += f".{letters_rank(self.letters)}"
-        if self.pre_label:
-            text += _PACKAGING_LABEL[self.pre_label.lower()] + str(int(self.pre_number or "0"))
+        label = self.pre_label.lower()
+        if label and label != "dev":
+            text += _PACKAGING_LABEL[label] + str(int(self.pre_number or "0"))
         if self.post_label:
             text += f".post{int(self.post_number)}"
+        if label == "dev":  # haproxy's v3.4-dev10: before every alpha, rc and release of 3.4
+            text += f".dev{int(self.pre_number or '0')}"
         return Version(text)
 
 

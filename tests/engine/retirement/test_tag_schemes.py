@@ -96,7 +96,9 @@ def test_postgres_betas_and_rcs_come_before_the_release() -> None:
     ]
 
 
-_PRE = st.sampled_from(["", "rc", "RC", "pre", "alpha", "beta", "a", "b", "milestone", "m", "M"])
+_PRE = st.sampled_from(
+    ["", "rc", "RC", "pre", "alpha", "beta", "a", "b", "milestone", "m", "M", "dev", "DEV"]
+)
 
 
 @st.composite
@@ -349,6 +351,24 @@ def test_redis_milestones_read_as_pre_releases_not_as_a_prefix() -> None:
         "8.0.1",
     ]
     assert VersionScheme("OpenSSL_", "_").read("OpenSSL_1_0_2m") == Version("1.0.2.13")
+
+
+def test_haproxy_development_tags_read_as_pre_releases_not_as_a_prefix() -> None:
+    """haproxy's ``v3.4-dev10``: a development release before ``v3.4.0``. ``init`` read
+    ``v3.4-dev`` as the prefix, so v3.4.0 and every later release stayed hidden."""
+    assert scheme_for_tag("v3.4-dev10") == VersionScheme("v", ".")
+    assert pattern_for_tag("v3.4-dev10") == "v*"
+    tags = ["v3.5-dev0", "v3.4.0", "v3.4-dev14", "v3.3.1", "v3.4-dev2", "v3.4-dev10", "v3.4.1"]
+    assert _names(tags, "v*", VersionScheme("v", ".")) == [
+        "v3.3.1",
+        "v3.4-dev2",
+        "v3.4-dev10",
+        "v3.4-dev14",
+        "v3.4.0",
+        "v3.4.1",
+        "v3.5-dev0",
+    ]
+    assert VersionScheme("v", ".").read("v3.4-dev10").is_prerelease  # type: ignore[union-attr]
 
 
 def test_openssh_portable_tags_read_and_order_by_release_then_level() -> None:
