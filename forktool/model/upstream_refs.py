@@ -167,6 +167,10 @@ def read_refs(lines: Sequence[str], subject: str | None = None) -> UpstreamRef |
         if not line:
             continue
         if picked := _PICKED.match(line):
+            # A pick of a pick (a backport picked again with -x) carries a line for each:
+            # the same change under other ids, not commits all needed. The last line
+            # names the commit this one was picked from; an earlier one goes.
+            found.commits = [(c, said) for c, said in found.commits if not _PICKED.match(said)]
             found.commits.append((picked.group(1).lower(), line))
             continue
         if stable := _STABLE.match(line):

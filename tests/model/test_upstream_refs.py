@@ -106,3 +106,16 @@ def test_dep3_commit_prefix_takes_an_abbreviation_to_resolve(sha: str) -> None:
         assert ref is not None
         assert (ref.kind, ref.commits, ref.source) == ("commits", (sha,), line)
     assert read_refs([f"Origin: upstream, commit:{sha[:6]}"]) is None  # too short to be one
+
+
+def test_a_pick_of_a_pick_names_the_commit_it_was_picked_from() -> None:
+    """A backport picked again with -x carries two cherry-pick lines (main's commit, then
+    the backport's): the same change under two ids. Both as the map's commits would need
+    a release holding both (tcpdump's 58a740ea, a backport of master's c615b088)."""
+    main, backport, other = "c615b088" + "0" * 32, "58a740ea" + "1" * 32, "a" * 40
+    lines = [f"(cherry picked from commit {main})", "", f"(cherry picked from commit {backport})"]
+    ref = read_refs(lines)
+    assert ref is not None
+    assert (ref.commits, ref.source) == ((backport,), lines[-1])
+    both = read_refs([f"Git-commit: {other}", f"(cherry picked from commit {backport})"])
+    assert both is not None and both.commits == (other, backport)  # kinds that add up stay
