@@ -11,6 +11,10 @@ in bulk, the commits between the pin and the tag that revert a mapped commit:
 * **title**: ``Revert "<original subject>"`` anywhere in the subject, so prefixes
   such as ``[BugFix] Revert "..."`` count, and a GitHub ``(#123)`` suffix on either
   title is ignored (a squash-merged revert carries the title and no sha);
+* **label**: a project that names each commit by a numbered label before its subject's
+  colon (vim's ``patch 9.2.0590: ...``) reverts by that label: a message that mentions
+  a revert and names the label (``patch 9.2.0667: patch 9.2.0590 was wrong`` /
+  ``Solution: Revert it``);
 * **inverse patch-id**: a commit whose change is the exact inverse of the mapped
   commit's (``git patch-id --stable`` of ``git log -p -R`` of the mapped commit).
 
@@ -57,6 +61,11 @@ BY_LINE = "'This reverts commit' line"
 BY_WORDS = "'Revert commit <sha>' words"
 BY_TITLE = "'Revert \"...\"' title"
 BY_CONTENT = "inverse patch-id"
+BY_LABEL = "names its label and a revert"
+# A label: what a subject says before its first colon, when it is short and holds a
+# number of four digits or more, as vim's "patch 9.2.0590", "CVE-2023-1234" or "Bug
+# 12345" ("http2", "x86" or "docs" name a topic many commits share, not one commit).
+_LABEL = re.compile(r"([^:\n]{0,40}?[0-9]{4}[^:\n]{0,40}):\s")
 
 
 @dataclass(frozen=True)
@@ -260,6 +269,34 @@ def _message_claims(
         title = reverted_title(message.split("\n", 1)[0])
         for target in by_title.get(title, []) if title else []:
             edges.add(commit, target, BY_TITLE)
+    _label_claims(edges, messages, subjects)
+
+
+def subject_label(subject: str) -> str | None:
+    """The numbered label a subject starts with (``patch 9.2.0590`` of ``patch
+    9.2.0590: fix ...``), or None."""
+    found = _LABEL.match(subject)
+    if found is None:
+        return None
+    label = found.group(1).strip()
+    return label if any(ch.isalpha() for ch in label) else None
+
+
+def _label_claims(
+    edges: _Edges, messages: Sequence[tuple[str, str]], subjects: Mapping[str, str]
+) -> None:
+    """A message that mentions a revert (all of ``messages`` do) and names a mapped
+    commit's label, not as a longer number (``9.2.05901``, ``9.2.0590.1``)."""
+    by_label: dict[str, list[str]] = {}
+    for commit, subject in subjects.items():
+        if (label := subject_label(subject)) is not None:
+            by_label.setdefault(label, []).append(commit)
+    for label, targets in by_label.items():
+        named = re.compile(r"(?<![0-9A-Za-z_.])" + re.escape(label) + r"(?![0-9A-Za-z_]|\.[0-9])")
+        for commit, message in messages:
+            if named.search(message):
+                for target in targets:
+                    edges.add(commit, target, BY_LABEL)
 
 
 def _content_claims(edges: _Edges, git: Git, tip: str, since: str, commits: Sequence[str]) -> None:

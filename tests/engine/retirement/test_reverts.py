@@ -6,6 +6,7 @@ from __future__ import annotations
 from testing.helpers import MiniFork, make_patch, snapshot_tree
 
 from forktool.builder import RepoBuilder
+from forktool.engine.retirement.reverts import subject_label
 from forktool.model.record import empty_section
 
 APP = "".join(f"line {n}\n" for n in range(1, 21))
@@ -307,3 +308,40 @@ def test_a_revert_in_content_is_found_whatever_else_the_series_maps(
         entry = result.json()["patches"][0]  # type: ignore[index]
         assert entry["verdict"] == "revisit", names
         assert ("revert", tidy) in _kinds(entry), names
+
+
+def test_a_revert_by_the_reverted_commits_label_is_found(builder: RepoBuilder) -> None:
+    """vim names each commit "patch 9.2.0590: ..." and reverts one by that label:
+    "patch 9.2.0667: patch 9.2.0590 was wrong" / "Solution: Revert it", with no sha,
+    no quoted title, and more changed than the exact inverse."""
+    fix = _upstream(builder, "patch 9.2.0590: line 7 reads badly")
+    builder.commit(
+        "patch 9.2.0600: patch 9.2.05901 is a longer number\n\nRevert nothing here.\n",
+        {"README": "still read me\n"},
+    )
+    revert = builder.commit(
+        "patch 9.2.0667: patch 9.2.0590 was wrong\n\n"
+        "Problem:  patch 9.2.0590 was wrong\nSolution: Revert it\n",
+        {"app.py": APP.replace("line 15\n", "line fifteen\n")},
+    )
+    builder.tag("v1.2.0")
+    entry = _entry(_fork(builder, fix), "v1.2.0")
+    assert entry["verdict"] == "revisit"
+    reverts = [e for e in entry["evidence"] if e["kind"] == "revert"]  # type: ignore[attr-defined, index]
+    assert [(e["commit"], e["detail"]) for e in reverts] == [
+        (
+            revert,
+            f"{revert[:12]} 'patch 9.2.0667: patch 9.2.0590 was wrong' in v1.2.0 reverts "
+            f"{fix[:12]} (found by: names its label and a revert)",
+        )
+    ]
+
+
+def test_a_topic_before_the_colon_is_no_label() -> None:
+    """ "http2: ...", "x86: ..." name a topic many commits share: a revert that mentions
+    the topic reverts none of them; a label holds a number of four digits or more."""
+    assert subject_label("patch 9.2.0590: fix x") == "patch 9.2.0590"
+    assert subject_label("CVE-2023-1234: check the length") == "CVE-2023-1234"
+    assert subject_label("Bug 1812345: crash on exit") == "Bug 1812345"
+    for topic in ("http2: fix the window", "x86: boot", "s390: fix", "docs: typo", "2024: x"):
+        assert subject_label(topic) is None
