@@ -30,7 +30,7 @@ from forktool.engine.apply.verdict import (
 )
 from forktool.errors import FatalError
 from forktool.fork import Patch
-from forktool.git import TempIndex, git_apply_args
+from forktool.git import Git, TempIndex, git_apply_args
 from forktool.git.runner import scratch_dir
 from forktool.model.patchfile import PatchFile
 from forktool.model.text import line_count
@@ -247,6 +247,32 @@ def made_twice(offset_message: str) -> str:
         f"{ALREADY_APPLIED}: the change is there (it reverse-applies); forward it applies "
         f"only at an offset, which would make it twice: {offset_message}"
     )
+
+
+def refuse_made_twice(
+    git: Git, base_commit: str, patches: Sequence[Patch], verdicts: Sequence[PatchVerdict]
+) -> list[PatchVerdict]:
+    """``verdicts`` with each patch that went on only at an offset but is there already
+    on the tree before it (:func:`already_there`) refused as :func:`made_twice`: under
+    the dpkg rule an offset is accepted, and GNU patch would make the change twice
+    (Debian's krb5 onto the tree dpkg-source made). Those trees are rebuilt only when
+    some patch moved: up to each moved one, in one call."""
+    moved = [at for at, v in enumerate(verdicts) if v.status == "offset" and v.hunks]
+    if not moved:
+        return list(verdicts)
+    from forktool.engine.apply.series_run import apply_series
+
+    found = list(verdicts)
+    done = 0
+    with git.temp_index(f"{base_commit}^{{tree}}") as index:
+        for at in moved:
+            if not apply_series(index, patches[done:at], reverse=False)[0]:
+                break  # the series did not go on as it did before: judge no further
+            verdict = found[at]
+            if already_there(index, patches[at], verdict.hunks):
+                found[at] = PatchVerdict(verdict.patch, "fails", made_twice(verdict.message))
+            done = at
+    return found
 
 
 def placed_without_anchors(index: TempIndex, patch: Patch) -> Attempt | None:

@@ -20,6 +20,7 @@ from forktool.engine.apply.attempt import (
     classify,
     fuzz_probe,
     placed_without_anchors,
+    refuse_made_twice,
     reverse_state,
     try_patch,
 )
@@ -112,6 +113,7 @@ def verify_series(
         verdicts, round_trip, why = _verify_on(
             early, patches, base, workers, rule, progress, keep_going
         )
+        verdicts = refuse_made_twice(git, base_commit, patches, verdicts)
         return _result(base, base_commit, verdicts, round_trip, allow_offset, rule, why)
     if early is not None:  # started on another series than the one loaded
         early.stop()
@@ -121,6 +123,7 @@ def verify_series(
         verdicts, round_trip, why = _verify_on(
             fresh, patches, base, workers, rule, progress, keep_going
         )
+    verdicts = refuse_made_twice(git, base_commit, patches, verdicts)
     return _result(base, base_commit, verdicts, round_trip, allow_offset, rule, why)
 
 

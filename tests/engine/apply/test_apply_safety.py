@@ -444,3 +444,47 @@ def test_except_keeps_the_exact_rule_and_says_so(builder: RepoBuilder, tmp_path:
     result = fork.cli("apply", "--target", target, "--except", "0002-other.patch")
     assert result.code == 1
     assert "--except keeps the exact rule" in result.out
+
+
+# A block that ends as its own leading context does: once applied, the patch applies
+# again just below its own copy, at an offset (Debian's krb5 0006-Add-substpdf-target).
+SELF_SIMILAR = "".join(f"line {n}\n" for n in range(1, 9)) + "c1\nc2\nc3\nt1\nt2\nt3\n"
+TWICE = SELF_SIMILAR.replace("c3\nt1\n", "c3\nnew\nc1\nc2\nc3\nt1\n")
+
+
+@pytest.mark.parametrize("rule", ["dpkg", "exact"])
+def test_verify_refuses_a_patch_that_is_there_already_and_applies_again_at_an_offset(
+    builder: RepoBuilder, rule: str
+) -> None:
+    fork = mini_fork(builder, {"f.txt": SELF_SIMILAR})
+    patch = patch_of(builder, "v1", writes({"f.txt": TWICE}))
+    builder.commit("upstream: the same change\n", {"f.txt": TWICE})
+    builder.tag("v2")
+    fork.write({"0001-twice.patch": patch}, extra_config=f"apply_rule: {rule}\n")
+    assert fork.cli("verify").code == 0
+    result = fork.cli("verify", "--base", "v2", "--format", "json")
+    assert result.code == 1, result.out
+    (entry,) = result.json()["patches"]  # type: ignore[misc]
+    assert entry["status"] == "fails"
+    assert str(entry["message"]).startswith(
+        "already applied: the change is there (it reverse-applies); forward it applies only "
+        "at an offset, which would make it twice: f.txt: hunk 1 applies only at offset +4"
+    )
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_apply_refuses_a_patch_the_target_has_that_would_go_on_twice(
+    builder: RepoBuilder, tmp_path: Path, engine: str
+) -> None:
+    fork = mini_fork(builder, {"f.txt": SELF_SIMILAR})
+    fork.write(
+        {"0001-twice.patch": patch_of(builder, "v1", writes({"f.txt": TWICE}))},
+        extra_config="apply_rule: dpkg\n",
+    )
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "f.txt").write_text(TWICE)
+    result = fork.cli("apply", "--target", target, "--engine", engine, "--format", "json")
+    assert result.code == 1, result.out
+    assert str(result.json()["message"]).startswith("0001-twice.patch: already applied:")
+    assert (target / "f.txt").read_text() == TWICE
