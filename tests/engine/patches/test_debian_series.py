@@ -604,3 +604,35 @@ def test_import_names_a_patch_without_an_author_once_and_says_what_to_add(
         "a 'Date:' line to be regenerated"
     )
     assert errors[1].startswith("hint: give it a 'From: Name <email>' and a 'Date:' line")
+
+
+def test_import_then_export_keeps_the_maintainers_bytes_and_the_disabled_patches(
+    package: DebianPackage,
+) -> None:
+    """``patch_form: maintainers``: export gives back each file as the maintainers wrote
+    it (git's signature, DEP-3 headers, quilt's Index: line and timestamps), and a patch
+    the series switches off (``#name``) keeps its line and its file: the import branch
+    cannot carry it, and export once deleted it."""
+    package.adopt()
+    quilted = (
+        b"Description: Debian's own paths\nAuthor: Dana <dana@debian.org>\n---\n"
+        b"Index: pkg/README\n" + b"=" * 67 + b"\n"
+        b"--- pkg.orig/README\t2023-01-01 10:00:00.000000000 +0000\n"
+        b"+++ pkg/README\t2023-01-02 10:00:00.000000000 +0000\n"
+        + _diff_part(package.patches[SERIES[3]]).split(b"\n@@", 1)[1].join([b"@@", b""])
+    )
+    (package.quilt / SERIES[3]).write_bytes(quilted)
+    package.keep_only(SERIES[0], SERIES[3], SERIES[4])
+    (package.quilt / "debian-off.patch").write_bytes(package.patches[SERIES[1]])
+    series = package.quilt / "series"
+    series.write_text(f"{SERIES[0]}\n#debian-off.patch\n{SERIES[3]}\n{SERIES[4]}\n")
+    assert package.cli("check", "--only", "apply").code == 0
+    before = package.files()
+    assert package.cli("import", "--branch", "work").code == 0
+    exported = package.cli("export", "--from", "work", "--format", "json")
+    assert exported.code == 0, exported.err
+    after = package.files()
+    assert {k: v for k, v in after.items() if k != "series"} == {
+        k: v for k, v in before.items() if k != "series"
+    }
+    assert series.read_text() == f"{SERIES[0]}\n{SERIES[3]}\n{SERIES[4]}\n#debian-off.patch\n"
