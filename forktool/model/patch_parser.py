@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 from forktool.model import paths
 from forktool.model.patch_header import HeaderReader
 from forktool.model.patch_text import (
+    CONTENT_CUT,
+    EMPTY_BLOBS,
     GIT_EXTENDED,
+    NOTHING_UNDER,
     bare,
     body_misfit,
     is_blank,
@@ -34,24 +37,11 @@ from forktool.model.patchfile import (
     PatchProblem,
 )
 
-_NOTHING_UNDER = (
-    "'{}' has a 'diff --git' header and no change under it (its hunks removed by hand?): "
-    "git refuses the patch ('only garbage'), GNU patch skips the header; delete the "
-    "header's lines"
-)
 # A character of Parser.kinds() that no hunk body line has.
 _NOT_BODY = re.compile(r"[^ +\\\-]")
-
-
 _HUNK = re.compile(r"^@@ -([0-9]+)(?:,([0-9]+))? \+([0-9]+)(?:,([0-9]+))? @@(.*)$")
-
-
-_INDEX = re.compile(r"^index [0-9a-fA-F]+\.\.[0-9a-fA-F]+(?: ([0-7]{6}))?$")
-
-
+_INDEX = re.compile(r"^index [0-9a-fA-F]+\.\.([0-9a-fA-F]+)(?: ([0-7]{6}))?$")
 _BINARY_DIFFER = re.compile(r"^Binary files (.+) and (.+) differ$")
-
-
 _BINARY_BLOCK = re.compile(r"^(?:literal|delta) [0-9]+$")
 
 
@@ -99,6 +89,7 @@ class _FileBuilder:
     old_mode: str | None = None
     new_mode: str | None = None
     index_mode: str | None = None
+    index_new: str | None = None  # the blob the index line says the file becomes
     is_new: bool = False
     is_deleted: bool = False
     is_binary: bool = False
@@ -111,6 +102,14 @@ class _FileBuilder:
         said = (self.old_mode, self.new_mode, self.rename_from, self.copy_from, self.minus)
         kinds = self.hunks or self.is_binary or self.is_new or self.is_deleted
         return self.git_names is not None and not (self.reported or kinds or any(said))
+
+    def content_cut(self) -> bool:
+        """A file created with the content its index line names, and no hunk to make
+        it: a hunk was cut out by hand (git creates the file empty, dpkg-source's GNU
+        patch -E not at all)."""
+        new = (self.index_new or "").lower()
+        cut = self.is_new and not (self.hunks or self.is_binary or self.reported)
+        return cut and len(new) >= 7 and not any(e.startswith(new) for e in EMPTY_BLOBS)
 
     def raw_old(self) -> str:
         if self.minus is not None:
@@ -212,7 +211,9 @@ class _Parser(HeaderReader):
         self.read_names(builder)
         self.read_hunks(builder)
         if builder.changes_nothing():
-            self.report(builder, _NOTHING_UNDER.format(builder.label), builder.line)
+            self.report(builder, NOTHING_UNDER.format(builder.label), builder.line)
+        elif builder.content_cut():
+            self.report(builder, CONTENT_CUT.format(builder.label, builder.index_new), builder.line)
         return self.finish(builder), builder.reported
 
     def read_preamble(self, builder: _FileBuilder) -> None:
@@ -267,7 +268,7 @@ class _Parser(HeaderReader):
             builder.is_new = True
             builder.new_mode = text[len("new file mode ") :]
         elif (index := _INDEX.match(text)) is not None:
-            builder.index_mode = index.group(1)
+            builder.index_new, builder.index_mode = index.group(1), index.group(2)
 
     def read_binary(self, builder: _FileBuilder) -> None:
         """``GIT binary patch``: a forward and an optional reverse block, each ending blank."""

@@ -28,6 +28,23 @@ _C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 3
 _OCTAL = re.compile(r"[0-3][0-7]{2}")
 
 
+NOTHING_UNDER = (
+    "'{}' has a 'diff --git' header and no change under it (its hunks removed by hand?): "
+    "git refuses the patch ('only garbage'), GNU patch skips the header; delete the "
+    "header's lines"
+)
+CONTENT_CUT = (
+    "'{}' is created with the content its index line names ({}), but no hunk under it "
+    "(cut by hand?): git creates the file empty, GNU patch as dpkg-source runs it (-E) "
+    "not at all; give it its hunk back, or delete the header's lines"
+)
+# The empty blob's id (SHA-1, SHA-256): what an index line names for an empty file.
+EMPTY_BLOBS = (
+    "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+    "473a0f4c3be8a93681a267e3b1e9a7dcda1185436fe141f7749120a303721813",
+)
+
+
 # Extended header lines git writes between ``diff --git`` and ``---``.
 GIT_EXTENDED = (
     "old mode ",

@@ -512,6 +512,28 @@ def test_git_header_with_nothing_under_it_is_malformed() -> None:
     assert [d.path for d in patch.files] == ["NEWS", "f.txt"]
 
 
+def test_a_created_file_whose_hunk_was_cut_is_malformed() -> None:
+    # Debian's exim4 and libxml2: the index line names the file's content, the hunk
+    # that made it is gone. git creates the file empty, dpkg-source (patch -E) does not.
+    patch = parse_patch(
+        b"diff --git a/doc/new.txt b/doc/new.txt\nnew file mode 100644\n"
+        b"index 000000000..68e21fff3\n"
+        b"diff --git a/f.txt b/f.txt\nindex 1111111..2222222 100644\n"
+        b"--- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+
+    assert patch.problems == (
+        PatchProblem(
+            "malformed",
+            "'doc/new.txt' is created with the content its index line names (68e21fff3), "
+            "but no hunk under it (cut by hand?): git creates the file empty, GNU patch as "
+            "dpkg-source runs it (-E) not at all; give it its hunk back, or delete the "
+            "header's lines",
+            1,
+        ),
+    )
+
+
 @pytest.mark.parametrize(
     "section",
     [
