@@ -23,6 +23,7 @@ from forktool.model.patch_text import (
     name_field,
     names_disagree,
     shown_name,
+    spaced_name,
     split_git_names,
     split_lines,
     starts_next_part,
@@ -104,9 +105,8 @@ class _FileBuilder:
         return self.git_names is not None and not (self.reported or kinds or any(said))
 
     def content_cut(self) -> bool:
-        """A file created with the content its index line names, and no hunk to make
-        it: a hunk was cut out by hand (git creates the file empty, dpkg-source's GNU
-        patch -E not at all)."""
+        """A file created with the content its index line names and no hunk to make it:
+        cut by hand (git creates it empty, dpkg-source's GNU patch -E not at all)."""
         new = (self.index_new or "").lower()
         cut = self.is_new and not (self.hunks or self.is_binary or self.reported)
         return cut and len(new) >= 7 and not any(e.startswith(new) for e in EMPTY_BLOBS)
@@ -300,6 +300,8 @@ class _Parser(HeaderReader):
             if name is not None:
                 setattr(builder, attr, name)
                 self.check_path(builder, name, number)
+                if not builder.reported and (why := spaced_name(text[4:], name)):
+                    self.report(builder, why, number)
             builder.header_lines.append(cursor.take())
         builder.label = shown_name((builder.plus, builder.minus), self.strip, builder.label)
         if (cursor.peek() or "")[:2] != "@@" and not builder.is_binary:

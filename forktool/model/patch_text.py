@@ -146,6 +146,20 @@ def name_field(field_text: str) -> str | None:
     return _TIMESTAMP.sub("", field_text)
 
 
+def spaced_name(field_text: str, name: str) -> str | None:
+    """Why a ``---``/``+++`` name the two appliers read apart is malformed: a name with a
+    space and no tab after it (nor quotes) is read whole by git, but by GNU patch (so
+    quilt and dpkg-source) only up to the space (python3.11's ``frame_dealloc-crash.diff``
+    and its ``Misc/NEWS.d/next/Core and Builtins/...``). None when they agree."""
+    if " " not in name or "\t" in field_text or field_text.startswith('"'):
+        return None
+    return (
+        f"'{name}': a name with a space and no tab after it: git reads it whole, GNU patch "
+        f"(so quilt and dpkg-source) only up to the space ('{name.split(' ', 1)[0]}'); end "
+        "the name with a tab, or quote it"
+    )
+
+
 def split_git_names(rest: str, strip: int) -> tuple[str, str] | None:
     """The two names of a ``diff --git`` line, quoted or not.
 

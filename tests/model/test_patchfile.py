@@ -1092,3 +1092,20 @@ def test_a_plus_name_the_diff_git_line_does_not_name_is_malformed() -> None:
 )
 def test_names_that_agree_are_not_a_problem(data: bytes) -> None:
     assert parse_patch(data).problems == ()
+
+
+def test_a_name_with_a_space_and_no_tab_is_malformed() -> None:
+    # Debian's python3.11 frame_dealloc-crash.diff: git reads the name whole, GNU patch
+    # (so quilt and dpkg-source) up to the space, and creates 'Misc/NEWS.d/next/Core'.
+    name = b"Misc/NEWS.d/next/Core and Builtins/x.rst"
+    patch = parse_patch(b"--- a/" + name + b"\n+++ b/" + name + b"\n@@ -0,0 +1 @@\n+x\n")
+
+    assert [p.message for p in patch.problems] == [
+        f"'a/{name.decode()}': a name with a space and no tab after it: git reads it whole, "
+        "GNU patch (so quilt and dpkg-source) only up to the space ('a/Misc/NEWS.d/next/"
+        "Core'); end the name with a tab, or quote it"
+    ]
+    tabbed = parse_patch(
+        b"--- a/a b.txt\t2020-01-01\n+++ b/a b.txt\t2020-01-01\n@@ -1 +1 @@\n-a\n+b\n"
+    )
+    assert tabbed.problems == ()
