@@ -130,9 +130,16 @@ def resolve_refs(
 ) -> dict[str, tuple[UpstreamRef, bool, tuple[str, ...]]]:
     """Each ref with its commits as full ids, whether all are here, and what was dropped.
 
-    One ``cat-file --batch-check`` for every name of every patch.
+    One ``cat-file --batch-check`` for every name of every patch (and one more for the
+    annotated tags among them, each taken for the commit it points to).
     """
     names = git.resolve_names(c for ref in refs.values() for c in ref.commits)
+    # An annotated tag's own id (what `git rev-parse v1.2` prints) stands for its commit.
+    tags = [name for name, hit in names.items() if hit is not None and hit[1] == "tag"]
+    peeled = git.resolve_names(f"{name}^{{commit}}" for name in tags) if tags else {}
+    for name in tags:
+        if (commit := peeled.get(f"{name}^{{commit}}")) is not None:
+            names[name] = commit
     resolved = {}
     for patch, ref in refs.items():
         commits: list[str] = []

@@ -975,3 +975,22 @@ def test_a_new_commit_on_an_imported_branch_takes_the_next_free_number(
     ]
     assert exported.json()["written"] == ["patches/0008-c-two.patch", "series", "upstream.map"]
     assert (fork.root / "patches" / "0005-a-two.patch").read_bytes() == five
+
+
+def test_an_annotated_tags_own_id_in_a_trailer_maps_to_its_commit(builder: RepoBuilder) -> None:
+    """``Upstream-Merge: <id>`` where the id is an annotated tag's own (what ``git
+    rev-parse v2`` prints): the commit it points to, not ``pending``."""
+    fork = mini_fork(builder, {"a.py": lines("a")})
+    fix = builder.commit("a: fix\n", {"a.py": lines("a").replace("a2\n", "A2\n")})
+    builder.tag("v2", fix)
+    tag_object = builder.git.out(["rev-parse", "refs/tags/v2"], purpose="the tag object").strip()
+    assert tag_object != fix
+    patch = make_patch(
+        builder, "v1", {"a.py": lines("a").replace("a2\n", "A2\n")},
+        f"a: fix\n\nUpstream-Merge: {tag_object}",
+    )  # fmt: skip
+    fork.write({"0001-a-fix.patch": patch})
+    suggest = fork.cli("map", "suggest", "--format", "json")
+    assert suggest.code == 0, suggest.err
+    (entry,) = suggest.json()["suggestions"]  # type: ignore[misc]
+    assert (entry["kind"], entry["commits"]) == ("commits", [fix])
