@@ -43,10 +43,13 @@ class Ancestry(Remotes):
         """The names of the tags whose commit has ``commit`` as an ancestor, as
         ``merge-base --is-ancestor`` answers for each: one ``for-each-ref --contains``,
         a single walk for every tag (a question per tag costs a walk each)."""
+        started = time.monotonic()
         out = self.out(
             ["for-each-ref", f"--contains={commit}", "--format=%(refname:strip=2)", "refs/tags/"],
             purpose=f"list the tags that contain {commit[:12]}",
         )
+        if time.monotonic() - started > SLOW_WALK_SECONDS and not self.has_commit_graph():
+            note_missing_commit_graph(self)  # vim's 20,000 tags: 3.5-4.8 s without one
         return set(out.splitlines())
 
     def not_ancestors(self, commits: Iterable[str], tip: str) -> set[str]:
