@@ -395,6 +395,13 @@ def _replay_failure(rev: str, history: HistoryResult, chain: Chain) -> FatalErro
     )
 
 
+def _status(path: Path, data: bytes) -> str:
+    """How export leaves patch file ``path``: added, unchanged or changed."""
+    if not path.is_file():
+        return "added"
+    return "unchanged" if path.read_bytes() == data else "changed"
+
+
 def _write_export(
     config: Config,
     rev: str,
@@ -416,13 +423,7 @@ def _write_export(
     for item, data in zip(derived, generated, strict=True):
         map_lines.append(item.map_line)
         path = config.patches_dir / item.name
-        status = (
-            "added"
-            if not path.is_file()
-            else "unchanged"
-            if path.read_bytes() == data
-            else "changed"
-        )
+        status = _status(path, data)
         entry = item.entry
         exported.append(
             ExportedPatch(

@@ -848,7 +848,7 @@ def test_map_suggest_maps_only_commits_and_only_whole_entries(headers: HeaderFor
     assert found == {
         "tree.patch": ("pending", [], [ids["tree"]]),
         "blob.patch": ("pending", [], [ids["blob"]]),
-        "tag.patch": ("pending", [], [ids["tag"]]),
+        "tag.patch": ("commits", [headers.fix_a], []),  # a tag's own id: its commit
         "half.patch": ("pending", [], [ids["tree"]]),  # never the one commit alone
     }
     written = (fork.root / "upstream.map").read_text()
@@ -859,6 +859,7 @@ def test_map_suggest_maps_only_commits_and_only_whole_entries(headers: HeaderFor
         "tag.patch",
         "half.patch",
         "pending",
+        headers.fix_a,
     }
 
 
