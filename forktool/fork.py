@@ -221,7 +221,12 @@ def _cross_check(
     listed = set(series.names)
     refused = {e.name for e in series.refused}  # the series' own finding says why
     elsewhere = _other_series(config)
-    for name in patch_files_on_disk(config.patches_dir):
+    # Files of any name that a "#name" line or another series names are patches too
+    # (shadow's #900_testsuite_groupmems): the suffixes only find the unnamed ones.
+    named = {e.name for e in series.disabled} | set(elsewhere)
+    on_disk = set(patch_files_on_disk(config.patches_dir))
+    on_disk |= {n for n in named if (config.patches_dir / n).is_file()}
+    for name in sorted(on_disk):
         if name not in listed and name not in refused:
             findings.append(_unlisted(config, series, name, elsewhere.get(name)))
     for entry in series.entries:  # a refused map line has its own finding

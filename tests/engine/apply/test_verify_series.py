@@ -273,6 +273,22 @@ def test_a_commented_out_patch_is_disabled_not_forgotten(fork: MiniFork) -> None
     ]
 
 
+def test_a_disabled_patch_without_a_suffix_is_told_too(fork: MiniFork) -> None:
+    """shadow's series switches off ``#900_testsuite_groupmems``, a file with no
+    ``.patch``: the line names it, so it is the same disabled notice."""
+    patches = chain(fork, EDITS[:2])
+    patches["900_testsuite"] = patches.pop("0002-edit.patch")
+    fork.write(patches, series="0001-edit.patch\n#900_testsuite\n")
+    notices = [(f.severity, f.message) for f in load(fork).findings]
+    assert notices == [
+        (
+            "info",
+            "patches/900_testsuite is disabled (commented out in the series): it is "
+            "neither applied nor checked",
+        )
+    ]
+
+
 def test_a_patch_another_series_lists_is_not_applied_here(fork: MiniFork) -> None:
     # glibc keeps series.hurd-i386 beside its series (dpkg-source: ubuntu.series): a
     # patch only such a file lists is that series', not a forgotten one of this fork.
