@@ -57,6 +57,8 @@ def summary_line(summary: TargetSummary) -> str:
             why = ", already applied" if there else ""
             if first:
                 how = "already there since" if there else "first broken by"
+                if name in summary.merged:  # where it stopped applying, not where it came
+                    how = "already applied; first broken by"
                 why = f", {how} {first.commit[:7]} '{first.subject}'"
             named.append(f"{name}{why}")
         parts.append(f"breaks {len(summary.breaks)} ({'; '.join(named)})")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from forktool.config import ApplyRule
 from forktool.engine.apply.attempt import try_patch
-from forktool.engine.apply.verdict import is_exact
+from forktool.engine.apply.verdict import ALREADY_APPLIED, is_exact
 from forktool.engine.patches.canonical import (
     PLACEHOLDER_DATE,
     PLACEHOLDER_EMAIL,
@@ -115,6 +115,21 @@ class Merge:
     message: str = ""  # why not, or what a reviewer should know about the result
     absorbed: bool = False  # the merge changes nothing: the new tree has the whole change
     data: bytes = b""  # the regenerated patch, proven exact on ``parent``
+
+
+def absorbed_message(onto: str, pin_name: str) -> str:
+    """What a patch whose 3-way merge onto ``onto`` changes nothing says (refresh and
+    forecast alike): the change is there, whatever its lines look like now."""
+    return (
+        f"{ALREADY_APPLIED}: {onto} has the whole change (a 3-way merge of it from its "
+        f"pre-image on {pin_name} changes nothing)"
+    )
+
+
+def seen_by_merge(message: str) -> bool:
+    """Whether an "already applied" message says a 3-way merge saw it (not a reverse
+    apply): where the patch stopped applying is then not where the change came."""
+    return "(a 3-way merge of it from" in message
 
 
 def merge_sides(

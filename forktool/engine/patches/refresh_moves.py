@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 from forktool.config import ApplyRule, PatchForm
 from forktool.engine.apply.attempt import already_there, made_twice
-from forktool.engine.apply.verdict import ALREADY_APPLIED, allows_offset, says_already_applied
+from forktool.engine.apply.verdict import allows_offset, says_already_applied
 from forktool.engine.patches.canonical import (
     Chain,
     Link,
@@ -18,7 +18,14 @@ from forktool.engine.patches.canonical import (
     commit_tree,
     meta_for_form,
 )
-from forktool.engine.patches.merge_patch import PreImages, merge_onto, prove, review_notes
+from forktool.engine.patches.merge_patch import (
+    PreImages,
+    absorbed_message,
+    merge_onto,
+    prove,
+    review_notes,
+    seen_by_merge,
+)
 from forktool.errors import command_line, some_names
 from forktool.fork import Fork, Patch
 from forktool.git import TempIndex
@@ -120,10 +127,7 @@ def _merged(
     patch, verdict = link.patch, link.verdict
     merge = merge_onto(index, parent, patch, pre)
     if merge.absorbed:
-        message = (
-            f"{ALREADY_APPLIED}: {base_name} has the whole change (a 3-way merge of it from "
-            f"its pre-image on {series.pin_name} changes nothing)"
-        )
+        message = absorbed_message(base_name, series.pin_name)
         return Link(patch, replace(verdict, message=message), None)
     if merge.tree is None:
         return Link(patch, replace(verdict, message=f"{verdict.message}; {merge.message}"), None)
@@ -157,7 +161,7 @@ def already_on(link: Link) -> bool:
 
 def presence(message: str) -> str:
     """How a refresh saw that a patch's change is already there, from its message."""
-    if "3-way merge" in message:
+    if seen_by_merge(message):
         return "a 3-way merge of it changes nothing"
     if "only at an offset" in message:
         return "it reverse-applies, and forward only at an offset"

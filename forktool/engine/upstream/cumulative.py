@@ -31,7 +31,9 @@ from forktool.engine.apply.verdict import (
     Attempt,
     HunkPlacement,
     PatchVerdict,
+    says_already_applied,
 )
+from forktool.engine.patches.merge_patch import PreImages, absorbed_message, merge_onto
 from forktool.engine.upstream.targets import Entry, Target
 from forktool.fork import Patch
 from forktool.git import Git, GitResult, TempIndex
@@ -210,6 +212,7 @@ def cumulative_apply(
     rule: ApplyRule = "exact",
     *,
     keep_going: bool = False,
+    present: Presence | None = None,
 ) -> dict[str, Applied]:
     """How each of ``patches`` meets ``target`` applied in series order, as a refresh
     would: one call when the whole series applies; otherwise the culprit is read from
@@ -219,7 +222,9 @@ def cumulative_apply(
     applied there and the series goes on (forktool.engine.apply.anchors), as verify
     does. With ``keep_going``, the patches after a conflict are applied in one call on
     the tree without the conflicting ones, and so on after each conflict; their states
-    name the patches left out (``without``)."""
+    name the patches left out (``without``). ``present``: a conflict of one of its
+    patches is tried by a 3-way merge from its pre-image, as a refresh does; one that
+    changes nothing is "already applied" (:class:`Presence`)."""
     states: dict[str, Applied] = {}
     failed: list[str] = []
     rest = list(patches)
@@ -247,6 +252,8 @@ def cumulative_apply(
             if not rest:
                 break
             state = twice[1] if twice is not None else _stopped_at(index, target, rest[0], rule)
+            if present is not None and rest[0].name in present.patches:
+                state = present.there(index, rest[0], target.name, state)
             states[rest[0].name] = _without(state, failed)
             if state.state != "conflict":  # placed where GNU patch places it: go on
                 rest = rest[1:]
@@ -260,6 +267,32 @@ def cumulative_apply(
             failed.append(rest[0].name)
             rest = rest[1:]
     return states
+
+
+@dataclass
+class Presence:
+    """The patches whose change the witnesses say may be in the target (a cherry-pick or
+    a patch-id: verdict ``revisit``), and how to build every patch's pre-image (the
+    series on the pin, built the first time one is needed)."""
+
+    patches: frozenset[str]
+    pin: tuple[str, str]  # (name, commit) of the tree the series applies on
+    series: Sequence[Patch]
+    rule: ApplyRule = "exact"
+    _pre: PreImages | None = None
+
+    def there(self, index: TempIndex, patch: Patch, target: str, state: Applied) -> Applied:
+        """``state`` (``patch`` stopped on ``index``), or "already applied" when it is a
+        conflict and its 3-way merge onto the tree there changes nothing."""
+        if state.state != "conflict" or says_already_applied(state.message):
+            return state
+        if self._pre is None:
+            name, commit = self.pin
+            self._pre = PreImages(index, commit, self.series, name, self.rule)
+        merge = merge_onto(index, index.write_tree(), patch, self._pre)
+        return (
+            Applied("conflict", absorbed_message(target, self.pin[0])) if merge.absorbed else state
+        )
 
 
 def _made_twice(

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 
 from forktool.config import ApplyRule
 from forktool.engine.apply.verdict import allows_offset, says_already_applied
+from forktool.engine.patches.merge_patch import seen_by_merge
+from forktool.engine.release.pin_state import require_tree
 from forktool.engine.retirement.absorbed import Shared, absorbed, shared_knowledge
 from forktool.engine.retirement.absorption import Verdict
-from forktool.engine.upstream.cumulative import Applied, ApplyState, cumulative_apply
+from forktool.engine.upstream.cumulative import Applied, ApplyState, Presence, cumulative_apply
 from forktool.engine.upstream.first_break import (
     FirstBreak,
     Prober,
@@ -81,6 +83,7 @@ class TargetSummary:
     carry: int  # applies exactly
     not_tried: int
     present: tuple[str, ...] = ()  # of the breaks, those the target already carries
+    merged: tuple[str, ...] = ()  # of those, the ones only a 3-way merge saw there
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -120,6 +123,7 @@ class ForecastResult:
                         for name, c in cells
                         if c.apply == "conflict" and says_already_applied(c.message)
                     ),
+                    tuple(name for name, c in cells if seen_by_merge(c.message)),
                 )
             )
         return found
@@ -147,7 +151,9 @@ def _column(
     report = absorbed(fork, git, target, shared=shared)
     remaining = [p for p in fork.patches if report.patch(p.name).verdict != "retire"]
     rule = fork.config.apply_rule
-    applied = cumulative_apply(git, target, remaining, rule, keep_going=keep_going)
+    maybe = frozenset(p.patch for p in report.patches if p.verdict == "revisit")
+    present = Presence(maybe, require_tree(fork.config, git), fork.patches, rule) if maybe else None
+    applied = cumulative_apply(git, target, remaining, rule, keep_going=keep_going, present=present)
     # Under dpkg-source's rule an offset is accepted: only a conflict breaks.
     breaking = ("conflict",) if allows_offset(rule) else ("conflict", "offset")
     broken = [p for p in remaining if applied[p.name].state in breaking]

@@ -539,3 +539,42 @@ def test_the_summary_line_names_a_break_the_target_already_carries() -> None:
     assert summary_line(summary) == (
         "v2: retires 0, breaks 2 (0001-x.patch, already applied; 0002-y.patch), 3 carry over"
     )
+
+
+def test_a_backport_the_release_carries_is_already_applied_by_a_three_way_merge(
+    builder: RepoBuilder,
+) -> None:
+    """tcpdump 4.99.5: the release branch carries main's fix as a backport, after a
+    change in its context, so the patch neither applies nor reverse-applies there. Its
+    verdict is ``revisit`` (the cherry-pick line); as the sync's refresh does, the 3-way
+    merge from its pre-image changes nothing: already applied, not a break."""
+    lines = "".join(f"line {n}\n" for n in range(1, 31))
+    builder.commit("import\n", {"f.c": lines})
+    builder.tag("v1")
+    fixed = lines.replace("line 10\n", "LINE 10\n")
+    fix = builder.commit("fix line 10\n", {"f.c": fixed})
+    builder.git.run(["checkout", "-q", "-b", "maint", "v1"], purpose="the release branch")
+    near = lines.replace("line 13\n", "line thirteen\n")  # in the patch's context
+    builder.commit("tidy line 13\n", {"f.c": near})
+    backport = builder.commit(
+        f"fix line 10\n\n(cherry picked from commit {fix})\n",
+        {"f.c": near.replace("line 10\n", "LINE 10\n")},
+    )
+    builder.tag("v1.1")
+    builder.git.run(["checkout", "-q", "main"], purpose="back")
+    fork = MiniFork(builder, "v1")
+    fork.write({"0001-fix.patch": make_patch(builder, "v1", {"f.c": fixed}, "fix line 10")},
+               commits={"0001-fix.patch": fix})  # fmt: skip
+    result = fork.cli("forecast", "--no-fetch", "--tags", "v1.1", "--format", "json")
+    assert result.code == 0, result.err
+    (cell,) = result.json()["patches"][0]["cells"]  # type: ignore[index]
+    assert (cell["verdict"], cell["apply"]) == ("revisit", "conflict")
+    assert cell["message"] == (
+        "already applied: v1.1 has the whole change (a 3-way merge of it from its pre-image "
+        "on v1 changes nothing)"
+    )
+    (summary,) = result.json()["summary"]  # type: ignore[misc]
+    assert summary["already_applied"] == ["0001-fix.patch"]
+    text = fork.cli("forecast", "--no-fetch", "--tags", "v1.1").out
+    assert "0001-fix.patch, already applied; first broken by" in text
+    assert backport not in text  # nothing claims the backport brought it: the bisection
