@@ -1,14 +1,20 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 
 import click
 
 from forktool.app import App, format_option, pass_app
 from forktool.engine.retirement.absorbed import absorbed
+from forktool.engine.retirement.absorption import AbsorbedResult
+from forktool.engine.retirement.knowledge import MissingCommit
 from forktool.engine.retirement.restore import undo
 from forktool.engine.retirement.retire import record_date, retire
 from forktool.engine.revisions import Upstream, resolve
+from forktool.fork import Fork
+from forktool.git import Git
+from forktool.model.revision import Revision
 from forktool.report import retirement
 
 
@@ -72,7 +78,7 @@ def command(
             return 0
         assert tag is not None
         revision = resolve(git, tag, upstream=Upstream.of(fork.config))
-        report = absorbed(fork, git, revision)
+        report = _judged(fork, git, revision, patches if force else ())
         result = retire(
             fork,
             git,
@@ -84,6 +90,19 @@ def command(
         )
     app.emit(result, fmt, retirement.render_retire)
     return 0 if result.ok else 1
+
+
+def _judged(fork: Fork, git: Git, revision: Revision, forced: tuple[str, ...]) -> AbsorbedResult:
+    """absorbed's verdicts at ``revision``. The ``forced`` patches (--force names them)
+    are judged alone when another patch's mapped commit is not here (a tarball fork's
+    DEP-3 ids, with no upstream history): that commit cannot stop them."""
+    try:
+        return absorbed(fork, git, revision)
+    except MissingCommit as missing:
+        if not forced or missing.patch is None or missing.patch in forced:
+            raise
+        named = tuple(fork.patch(n) for n in dict.fromkeys(forced))
+        return absorbed(dataclasses.replace(fork, patches=named), git, revision)
 
 
 def _check_options(

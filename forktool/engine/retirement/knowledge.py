@@ -43,20 +43,29 @@ def refuse_shallow(git: Git, config: Config) -> None:
         )
 
 
+class MissingCommit(FatalError):
+    """A mapped (or the pinned) commit is not in this repository; ``patch``: whose."""
+
+    def __init__(self, message: str, hint: str, patch: str | None) -> None:
+        super().__init__(message, hint)
+        self.patch = patch
+
+
 def require_commits(fork: Fork, git: Git) -> None:
     """Every mapped commit and the pinned commit exist as commits (one git call)."""
-    wanted: dict[str, str] = {}
+    wanted: dict[str, tuple[str, str | None]] = {}
     for patch in fork.patches:
         for commit in patch.commits:
-            wanted.setdefault(commit, f"{fork.config.upstream_map}: {patch.name}")
-    wanted.setdefault(fork.config.pin_commit, "forktool.yaml: pin.commit")
+            wanted.setdefault(commit, (f"{fork.config.upstream_map}: {patch.name}", patch.name))
+    wanted.setdefault(fork.config.pin_commit, ("forktool.yaml: pin.commit", None))
     types = git.object_types(wanted)
-    for commit, where in wanted.items():
+    for commit, (where, owner) in wanted.items():
         kind = types.get(commit)
         if kind is None:
-            raise FatalError(
+            raise MissingCommit(
                 f"{where}: commit {commit} is not in this repository",
                 fetch_hint(fork.config, git, [], [commit], lead="fetch it: "),
+                owner,
             )
         if kind != "commit":
             raise FatalError(

@@ -222,9 +222,7 @@ def cumulative_apply(
     applied there and the series goes on (forktool.engine.apply.anchors), as verify
     does. With ``keep_going``, the patches after a conflict are applied in one call on
     the tree without the conflicting ones, and so on after each conflict; their states
-    name the patches left out (``without``). ``present``: a conflict of one of its
-    patches is tried by a 3-way merge from its pre-image, as a refresh does; one that
-    changes nothing is "already applied" (:class:`Presence`)."""
+    name the patches left out (``without``). ``present``: see :class:`Presence`."""
     states: dict[str, Applied] = {}
     failed: list[str] = []
     rest = list(patches)

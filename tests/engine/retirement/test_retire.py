@@ -400,3 +400,34 @@ def test_a_revert_subject_quoting_a_marker_stays_inside_its_cell() -> None:
     text = record.render()
     assert section_state(text) == "ok"
     assert parse_record(text).entries[0].witnesses.count(END) == 2
+
+
+def test_a_forced_retire_is_not_stopped_by_another_patchs_missing_commit(
+    builder: RepoBuilder,
+) -> None:
+    """A Debian tarball fork: ``init --from-quilt`` mapped a DEP-3 commit that this
+    repository has no history for. Forcing out another patch still works; the patch
+    whose commit is missing, and any retire by verdict, are still refused (exit 2)."""
+    from testing.helpers import make_patch, mini_fork
+
+    fork = mini_fork(builder, {"a.txt": "a\n", "b.txt": "b\n"})
+    absent = "c846986356fc149915a74972bf198abc266bc2c0"
+    fork.write(
+        {
+            "cve-a.patch": make_patch(builder, "v1", {"a.txt": "A\n"}, "a"),
+            "local-b.patch": make_patch(builder, "v1", {"b.txt": "B\n"}, "b"),
+        },
+        commits={"cve-a.patch": absent, "local-b.patch": "pending"},
+    )
+    (fork.root / "FORK.md").write_text("# notes\n\n" + empty_section())
+    forced = fork.cli(
+        "retire", "local-b.patch", "--tag", "v1", "--force", "--reason", "fixed in 2.12",
+        "--format", "json",
+    )  # fmt: skip
+    assert forced.code == 0, forced.err
+    assert (fork.root / "series").read_text() == "cve-a.patch\n"
+    by_verdict = fork.cli("retire", "--tag", "v1")
+    assert by_verdict.code == 2
+    assert f"cve-a.patch: commit {absent} is not in this repository" in by_verdict.err
+    own = fork.cli("retire", "cve-a.patch", "--tag", "v1", "--force", "--reason", "gone")
+    assert own.code == 2 and absent in own.err
