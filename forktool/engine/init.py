@@ -391,6 +391,7 @@ def version_warnings(tag: str) -> tuple[str, ...]:
     return (
         f"the pinned tag '{tag}' names no version forktool can read (like 1.2.3, "
         "curl-7_88_1, OpenSSL_1_1_1t or REL_15_2): 'upstream poll' and 'forecast' cannot "
-        "find newer releases, and first releases stay unknown; pin a release tag, or set "
+        "tell which releases are newer than the pin (absorbed still judges any tag, and "
+        "names first releases among the release tags); pin a release tag, or set "
         "release_tags and release_version in forktool.yaml",
     )
