@@ -183,8 +183,15 @@ def read_refs(lines: Sequence[str], subject: str | None = None) -> UpstreamRef |
         commits, line = found.merge
         return UpstreamRef("commits" if commits else "none", commits, pr, line)
     if found.commits:
-        unique = tuple(dict.fromkeys(c for c, _ in found.commits))
-        return UpstreamRef("commits", unique, pr, found.commits[0][1])
+        # A header's own statement (DEP-3 Origin, Git-commit, "commit <sha> upstream")
+        # names the commit the patch is; a cherry-pick line beside it is where that commit
+        # came from, the same change under another id (python3.11's CVE backports: Origin
+        # the 3.11 commit, the line main's). Both as the map's commits need a release
+        # holding both, and a 3.11 release never holds main's.
+        stated = [(c, said) for c, said in found.commits if not _PICKED.match(said)]
+        named = stated or found.commits
+        unique = tuple(dict.fromkeys(c for c, _ in named))
+        return UpstreamRef("commits", unique, pr, named[0][1])
     if found.states:
         kind, line = found.states[0]
         return UpstreamRef(kind, (), pr, line)

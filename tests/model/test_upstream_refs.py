@@ -118,4 +118,24 @@ def test_a_pick_of_a_pick_names_the_commit_it_was_picked_from() -> None:
     assert ref is not None
     assert (ref.commits, ref.source) == ((backport,), lines[-1])
     both = read_refs([f"Git-commit: {other}", f"(cherry picked from commit {backport})"])
-    assert both is not None and both.commits == (other, backport)  # kinds that add up stay
+    assert both is not None and both.commits == (other,)  # the header's statement wins
+
+
+def test_a_header_statement_wins_over_the_cherry_pick_line_beside_it() -> None:
+    """python3.11's CVE backports: the message keeps CPython's "(cherry picked from
+    commit <main>)", and DEP-3's Origin names the 3.11 commit the patch is. A 3.11
+    release holds the 3.11 commit, never main's: mapping both, it could never retire."""
+    main, branch = (
+        "34ddb64d088dd7ccc321f6103d23153256caa5d4",
+        "d449caf8a179e3b954268b3a88eb9170be3c8fbf",
+    )
+    ref = read_refs(
+        [
+            f"(cherry picked from commit {main})",
+            "Co-authored-by: Kirill Podoprigora <kirill.bast9@mail.ru>",
+            f"Origin: backport, https://github.com/python/cpython/commit/{branch}",
+        ]
+    )
+    assert ref is not None
+    assert ref.commits == (branch,)
+    assert ref.source.startswith("Origin: backport, ")
