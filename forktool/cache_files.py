@@ -19,12 +19,19 @@ import os
 import re
 import stat
 import time
+import zlib
 from pathlib import Path
 
 MAX_BYTES = 1 << 30
 TEMP_PREFIX = ".tmp-"  # an entry being written
 _TEMP_NAME = re.compile(re.escape(TEMP_PREFIX) + r"[a-z0-9_]{8}")  # as mkstemp names it
 STALE_SECONDS = 3600  # a temporary file this old was left by a killed run
+
+
+def checksum_name(data: bytes) -> str:
+    """Sixteen hex digits naming ``data`` (CRC-32 and Adler-32: no hashlib to import at
+    start-up): a cache folder's or entry's name, and a kept config's seal."""
+    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 def cache_root() -> Path | None:

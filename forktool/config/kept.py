@@ -21,10 +21,9 @@ from __future__ import annotations
 import marshal
 import os
 import re
-import zlib
 from typing import Any
 
-from forktool.cache_files import Store, cache_root, prune
+from forktool.cache_files import Store, cache_root, checksum_name, prune
 
 # A parsed node: (kind, tag, value, style, line). A SCALAR's value is its raw text and
 # its style its quoting (None: written plain); a SEQUENCE's value is a tuple of nodes;
@@ -69,7 +68,7 @@ def _entry(text: str) -> tuple[Store, str, str] | None:
     if root is None or parser is None:
         return None
     data = text.encode("utf-8", "surrogatepass")
-    return Store(root, FOLDER), f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}{SUFFIX}", parser
+    return Store(root, FOLDER), checksum_name(data) + SUFFIX, parser
 
 
 def recall(text: str) -> RawNode | None:
@@ -98,7 +97,7 @@ def recall(text: str) -> RawNode | None:
 
 def _seal(data: bytes) -> bytes:
     """Two checksums of an entry's payload, as its last :data:`_SEAL` bytes."""
-    return f"{zlib.crc32(data):08x}{zlib.adler32(data):08x}".encode()
+    return checksum_name(data).encode()
 
 
 def _well_formed(node: object, depth: int = 0) -> bool:

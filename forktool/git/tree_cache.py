@@ -28,10 +28,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import zlib
 from pathlib import Path
 
-from forktool.cache_files import Store, cache_root, own_dir, prune
+from forktool.cache_files import Store, cache_root, checksum_name, own_dir, prune
 
 KEPT = 16  # entries (indexes and listings together) across every repository
 INDEX = ".index"
@@ -97,8 +96,7 @@ class TreeCache:
 
     def __init__(self, root: Path, objects: Path, binary: str) -> None:
         self.root = root
-        key = os.fsencode(f"{objects}\0{binary}")  # two checksums: no hashlib to import
-        self.store = Store(root, f"{zlib.crc32(key):08x}{zlib.adler32(key):08x}")
+        self.store = Store(root, checksum_name(os.fsencode(f"{objects}\0{binary}")))
         self.dir = self.store.dir
 
     @classmethod

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from forktool.config import ApplyRule
@@ -249,6 +250,12 @@ def made_twice(offset_message: str) -> str:
     )
 
 
+def made_twice_verdict(verdict: PatchVerdict) -> PatchVerdict:
+    """``verdict`` (a patch at an offset that is there already) as its refusal
+    (:func:`made_twice`): the culprit file, hunk and line kept, no hunk placed."""
+    return replace(verdict, status="fails", message=made_twice(verdict.message), hunks=())
+
+
 def refuse_made_twice(
     git: Git, base_commit: str, patches: Sequence[Patch], verdicts: Sequence[PatchVerdict]
 ) -> list[PatchVerdict]:
@@ -270,7 +277,7 @@ def refuse_made_twice(
                 break  # the series did not go on as it did before: judge no further
             verdict = found[at]
             if already_there(index, patches[at], verdict.hunks):
-                found[at] = PatchVerdict(verdict.patch, "fails", made_twice(verdict.message))
+                found[at] = made_twice_verdict(verdict)
             done = at
     return found
 

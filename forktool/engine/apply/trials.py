@@ -11,7 +11,7 @@ from pathlib import Path
 from forktool.config import ApplyRule
 from forktool.engine.apply.anchors import gnu_anchors_hold, short_of_its_end
 from forktool.engine.apply.appliers import Applier, GnuPatchApplier, touched
-from forktool.engine.apply.attempt import classify, looks_alike, made_twice
+from forktool.engine.apply.attempt import classify, looks_alike, made_twice_verdict
 from forktool.engine.apply.scratch import scratch_copy
 from forktool.engine.apply.verdict import Attempt, PatchVerdict, acceptable, allows_offset, is_exact
 from forktool.errors import FatalError
@@ -103,7 +103,7 @@ def judge(
     if verdict.status == "offset" and not reverse:  # there already? (as verify asks)
         back = trial(applier, scratch, patch, reverse=True)
         if looks_alike(verdict.hunks, back):
-            return PatchVerdict(patch.name, "fails", made_twice(verdict.message))
+            return made_twice_verdict(verdict)
     if acceptable(verdict.status, allows_offset(rule)):
         applier.attempt(scratch, patch, reverse=reverse, unanchored=placed is not None)
     return verdict

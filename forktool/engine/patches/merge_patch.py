@@ -117,19 +117,19 @@ class Merge:
     data: bytes = b""  # the regenerated patch, proven exact on ``parent``
 
 
+_BY_MERGE = "(a 3-way merge of it from its pre-image on"
+
+
 def absorbed_message(onto: str, pin_name: str) -> str:
     """What a patch whose 3-way merge onto ``onto`` changes nothing says (refresh and
     forecast alike): the change is there, whatever its lines look like now."""
-    return (
-        f"{ALREADY_APPLIED}: {onto} has the whole change (a 3-way merge of it from its "
-        f"pre-image on {pin_name} changes nothing)"
-    )
+    return f"{ALREADY_APPLIED}: {onto} has the whole change {_BY_MERGE} {pin_name} changes nothing)"
 
 
 def seen_by_merge(message: str) -> bool:
     """Whether an "already applied" message says a 3-way merge saw it (not a reverse
     apply): where the patch stopped applying is then not where the change came."""
-    return "(a 3-way merge of it from" in message
+    return message.startswith(ALREADY_APPLIED) and _BY_MERGE in message
 
 
 def merge_sides(

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from forktool.config import ApplyRule, PatchForm
-from forktool.engine.apply.attempt import already_there, made_twice
+from forktool.engine.apply.attempt import already_there, made_twice_verdict
 from forktool.engine.apply.verdict import allows_offset, says_already_applied
 from forktool.engine.patches.canonical import (
     Chain,
@@ -112,8 +112,7 @@ def _already_there(index: TempIndex, parent: str, link: Link) -> Link | None:
     if not already_there(index, link.patch, link.verdict.hunks):
         after()
         return None
-    message = made_twice(link.verdict.message)
-    return Link(link.patch, replace(link.verdict, status="fails", message=message, hunks=()), None)
+    return Link(link.patch, made_twice_verdict(link.verdict), None)
 
 
 def _mergeable(link: Link) -> bool:

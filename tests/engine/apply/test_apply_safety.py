@@ -465,7 +465,12 @@ def test_verify_refuses_a_patch_that_is_there_already_and_applies_again_at_an_of
     result = fork.cli("verify", "--base", "v2", "--format", "json")
     assert result.code == 1, result.out
     (entry,) = result.json()["patches"]  # type: ignore[misc]
-    assert entry["status"] == "fails"
+    assert (entry["status"], entry["file"], entry["hunk"], entry["hunks"]) == (
+        "fails",
+        "f.txt",
+        1,
+        [],
+    )
     assert str(entry["message"]).startswith(
         "already applied: the change is there (it reverse-applies); forward it applies only "
         "at an offset, which would make it twice: f.txt: hunk 1 applies only at offset +4"
