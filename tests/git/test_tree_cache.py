@@ -10,6 +10,7 @@ tree cannot make a run pass; ``FORKTOOL_CACHE_DIR=`` turns the cache off.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from testing.apply_support import series_fork
 
 from forktool.builder import RepoBuilder
-from forktool.cache_files import cache_root
+from forktool.cache_files import Store, cache_root
 from forktool.git import runner
 from forktool.git.tree_cache import INDEX, KEPT, SIZES, TreeCache
 
@@ -219,8 +220,14 @@ def test_a_fifo_planted_as_an_entry_is_not_read_and_does_not_hang(
     (entry,) = [p for p in entries() if p.name == pin + INDEX]
     entry.unlink()
     os.mkfifo(entry, 0o600)
+    got: list[bytes | None] = []
+    store = Store(entry.parent.parent, entry.parent.name)
+    reader = threading.Thread(target=lambda: got.append(store.read(entry.name)), daemon=True)
+    reader.start()
+    reader.join(10)  # a blocking open would never return: fail here, not hang the suite
+    assert not reader.is_alive() and got == [None]
     commands.clear()
-    assert fork.cli("verify").code == 0  # a blocking open would never return
+    assert fork.cli("verify").code == 0
     assert read_trees(commands) == [["read-tree", pin]]
 
 
