@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,7 +73,7 @@ def test_the_command_answers_as_a_verify_started_after_the_load(
     assert result.json() == verdicts_without_early(fork, jobs)
     assert len(started) == 1 and started[0] is not None
     assert (started[0].bins is not None) == (jobs == 2)
-    assert (started[0].forward is not None) == (jobs == 1)
+    assert (started[0].trip is not None) == (jobs == 1)
 
 
 def test_a_series_changed_after_git_started_is_verified_as_loaded(
@@ -85,7 +86,7 @@ def test_a_series_changed_after_git_started_is_verified_as_loaded(
     git = fork.repo.git
     commit = fork.repo.rev(fork.pin)
     with early_start(git, config, commit, 1) as started:
-        assert started is not None and started.forward is not None
+        assert started is not None and started.trip is not None
         series = fork.root / "series"
         series.write_text("".join(f"{n:04d}.patch\n" for n in (2, 4, 6)))
         loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
@@ -158,6 +159,44 @@ def test_the_revert_starts_once_the_series_went_through(builder: RepoBuilder) ->
         assert applied and trip.back is not None
         back, _ = trip.wait_back()
         assert back and index.write_tree() == tree
+
+
+def test_a_followed_trip_starts_the_revert_without_being_asked(builder: RepoBuilder) -> None:
+    """verify loads the fork while git applies, and polls nothing meanwhile: with
+    ``follow`` the revert starts the moment the forward call is through all the same,
+    and leaving the trip leaves no thread behind."""
+    fork = series_fork(builder, 3)
+    loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+    git = fork.repo.git
+    tree = git.tree_id(fork.pin)
+    with git.temp_index(tree) as index:
+        with RoundTrip(index, loaded.patches, follow=True) as trip:
+            deadline = time.monotonic() + 60
+            while trip.back is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+            assert trip.back is not None  # started by the thread: nobody polled
+            assert trip.wait_forward()[0]
+            back, _ = trip.wait_back()
+            assert back and index.write_tree() == tree
+        assert trip._follower is not None and not trip._follower.is_alive()
+
+
+def test_a_followed_trip_left_early_stops_git_and_its_thread(builder: RepoBuilder) -> None:
+    """Leaving the block before the forward call is through (an error, Ctrl-C) kills
+    it, starts no revert, and ends the thread; the index can be read again at once."""
+    fork = series_fork(builder, 6)
+    loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+    git = fork.repo.git
+    tree = git.tree_id(fork.pin)
+    with git.temp_index(tree) as index:
+        with pytest.raises(KeyboardInterrupt):
+            with RoundTrip(index, loaded.patches, follow=True) as trip:
+                raise KeyboardInterrupt
+        assert trip.stopped and trip.forward.running is not None
+        assert trip.forward.running.done()
+        assert trip._follower is not None and not trip._follower.is_alive()
+        index.read_tree(tree)
+        assert index.write_tree() == tree
 
 
 def test_no_revert_after_a_failed_series_or_once_stopped(builder: RepoBuilder) -> None:
