@@ -9,6 +9,7 @@ leniently and report what they find.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -155,8 +156,11 @@ def _read_required(config: Config, relative: str, what: str) -> bytes:
     return read_input(path, relative, follow=False)
 
 
-def patch_files_on_disk(patches_dir: Path) -> list[str]:
-    """Every patch file under ``patches/`` (notes excluded), relative, sorted."""
+def patch_files_on_disk(patches_dir: Path, *, by_content: bool = False) -> list[str]:
+    """Every patch file under ``patches/`` (notes excluded), relative, sorted: each
+    ``.patch`` and ``.diff`` file, and with ``by_content`` each other regular file
+    whose start holds a diff (Debian names many patches without a suffix:
+    ``CVE-2023-1234``, ``fix-ftbfs``)."""
     if not patches_dir.is_dir():
         return []
     found = []
@@ -164,9 +168,26 @@ def patch_files_on_disk(patches_dir: Path) -> list[str]:
         rel = path.relative_to(patches_dir)
         if rel.parts[0] == NOTES_DIR or not path.is_file():
             continue
-        if path.name.endswith(PATCH_SUFFIXES):
+        if path.name.endswith(PATCH_SUFFIXES) or (by_content and _holds_a_diff(path)):
             found.append(rel.as_posix())
     return sorted(found)
+
+
+_DIFF_START = re.compile(
+    rb"^(?:diff --git [^\n]*\n|--- [^\n]*\n\+\+\+ [^\n]*\n@@ |Index: [^\n]*\n={20,}\r?\n)", re.M
+)
+SNIFF_BYTES = 64 << 10
+
+
+def _holds_a_diff(path: Path) -> bool:
+    """Whether a regular file (never a link) starts with a diff within SNIFF_BYTES."""
+    if path.is_symlink():
+        return False
+    try:
+        with path.open("rb") as handle:
+            return _DIFF_START.search(handle.read(SNIFF_BYTES)) is not None
+    except OSError:
+        return False
 
 
 def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) -> Patch | Finding:
@@ -224,7 +245,7 @@ def _cross_check(
     # Files of any name that a "#name" line or another series names are patches too
     # (shadow's #900_testsuite_groupmems): the suffixes only find the unnamed ones.
     named = {e.name for e in series.disabled} | set(elsewhere)
-    on_disk = set(patch_files_on_disk(config.patches_dir))
+    on_disk = set(patch_files_on_disk(config.patches_dir, by_content=True))
     on_disk |= {n for n in named if (config.patches_dir / n).is_file()}
     for name in sorted(on_disk):
         if name not in listed and name not in refused:
@@ -284,6 +305,11 @@ def _unlisted(
         )
         return Finding("info", message, other, line)
     hint = f"add it to {config.series}, or delete it if it was retired"
+    if not name.endswith(PATCH_SUFFIXES):  # named as no patch: maybe kept for reference
+        message = (
+            f"{rel} holds a diff but is not listed in the series: it is neither applied nor checked"
+        )
+        return Finding("warning", message, rel, None, hint)
     if config.patch_form == "maintainers":
         message = f"{rel} is not listed in the series: it is neither applied nor checked"
         return Finding("warning", message, rel, None, hint)

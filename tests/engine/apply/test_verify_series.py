@@ -322,3 +322,34 @@ def test_an_unlisted_patch_in_a_maintainers_quilt_directory_is_a_warning(fork: M
     fork.write(patches, series="0001-edit.patch\n")
     errors = [f.message for f in load(fork).findings if f.severity == "error"]
     assert "patches/0002-edit.patch is not listed in the series" in errors
+
+
+def test_an_unlisted_file_without_a_suffix_that_holds_a_diff_is_a_warning(
+    fork: MiniFork,
+) -> None:
+    """Debian names patches without a suffix (``CVE-2023-1234``, ``fix-ftbfs``): a file
+    of any name whose start holds a diff and that no series line names is told, as a
+    warning in either form (a file named as no patch may be kept for reference). A
+    file that holds no diff (a README, a second series) is not a patch."""
+    patches = chain(fork, EDITS[:2])
+    patches["CVE-2023-1234"] = patches.pop("0002-edit.patch")
+    fork.write(patches, series="0001-edit.patch\n")
+    (fork.root / "patches" / "README").write_text("how these patches are kept\n--- and why\n")
+    (fork.root / "patches" / "old").mkdir()
+    (fork.root / "patches" / "old" / "notes.txt").write_bytes(b"nothing\n\x00binary\n")
+    found = [
+        (f.severity, f.path, f.message) for f in load(fork).findings if f.path != "upstream.map"
+    ]
+    assert found == [
+        (
+            "warning",
+            "patches/CVE-2023-1234",
+            "patches/CVE-2023-1234 holds a diff but is not listed in the series: it is "
+            "neither applied nor checked",
+        )
+    ]
+    assert statuses(verify(fork)) == ["exact"]
+    # Listed, the same file is a patch like any other.
+    fork.write(patches, series="0001-edit.patch\nCVE-2023-1234\n")
+    assert [f for f in load(fork).findings if f.severity != "info"] == []
+    assert statuses(verify(fork)) == ["exact", "exact"]
