@@ -6,16 +6,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from forktool.config import ApplyRule
 from forktool.engine.apply.applier_output import hunks_of, read_git_apply
 from forktool.engine.apply.attempt import classify, looks_alike, try_patch
 from forktool.engine.apply.precheck import precheck
+from forktool.engine.apply.series_run import apply_series
 from forktool.engine.apply.verdict import Attempt, applies_shifted, is_exact
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
+from forktool.model.patchfile import touched_paths
 
+AFTER_EARLIER = "after the series' earlier patches"
 _PATCH_FAILED = re.compile(r"^error: patch failed: (.+):[0-9]+$")
 
 
@@ -88,7 +91,13 @@ def apply_states(
     git: Git, treeish: str, patches: Sequence[Patch], base: str, rule: ApplyRule = "exact"
 ) -> dict[str, ApplyState]:
     """Forward and reverse exactness of every patch on ``treeish``: two git calls in the
-    common case, one check per patch only if the bulk output cannot be matched up."""
+    common case, one check per patch only if the bulk output cannot be matched up.
+
+    A patch that touches a file an earlier patch of the series touches too is judged
+    as the series meets it: on the tree with the earlier patches that apply there
+    applied first (:func:`_in_series_order`). Alone it would meet lines the series
+    never shows it (two patches that append to one file), and its evidence would say
+    it no longer applies where the series applies exactly."""
     states: dict[str, ApplyState] = {}
     testable: list[Patch] = []
     for patch in patches:
@@ -111,18 +120,81 @@ def apply_states(
                 if backward
                 else try_patch(index, patch, reverse=True, check=True)
             )
-            message = (
-                "" if is_exact(fwd) else classify(patch, fwd, None, is_exact(back), base).message
-            )
-            shifted = applies_shifted(back)
             per_hunk = _forward_only(patch, fwd, back) if forward and backward else None
-            # git never fuzzes without -C: an apply that succeeds is exact or shifted; a
-            # shifted one that reverse-applies nearer its own lines is no witness
-            ahead = applies_shifted(fwd) and not looks_alike(fwd.placements, back)
-            states[patch.name] = ApplyState(
-                is_exact(fwd), is_exact(back), message, shifted, ahead, per_hunk
-            )
+            states[patch.name] = _state(patch, fwd, back, base, per_hunk)
+        _in_series_order(index, patches, testable, states, base)  # index: still treeish
     return states
+
+
+def _state(
+    patch: Patch, fwd: Attempt, back: Attempt, base: str, per_hunk: tuple[int, int] | None
+) -> ApplyState:
+    message = "" if is_exact(fwd) else classify(patch, fwd, None, is_exact(back), base).message
+    # git never fuzzes without -C: an apply that succeeds is exact or shifted; a
+    # shifted one that reverse-applies nearer its own lines is no witness
+    ahead = applies_shifted(fwd) and not looks_alike(fwd.placements, back)
+    return ApplyState(
+        is_exact(fwd), is_exact(back), message, applies_shifted(back), ahead, per_hunk
+    )
+
+
+def _in_series_order(
+    index: TempIndex,
+    patches: Sequence[Patch],
+    testable: Sequence[Patch],
+    states: dict[str, ApplyState],
+    base: str,
+) -> None:
+    """Judge again, in series order, each patch that touches a file an earlier patch
+    touches: on ``index`` (the tag's tree) with every earlier patch that applies there, exactly or at
+    an offset (as the series meets it: alone or after the ones before it), applied
+    first. A patch whose change the tree has already (it reverse-applies) is not
+    applied again."""
+    dependent = _dependent(patches)
+    if not dependent:
+        return
+    pending: list[Patch] = []  # applies there: goes onto the index before the next check
+    stacked = False  # whether the index holds an earlier patch
+    can_test = {p.name for p in testable}
+    for patch in patches:
+        if patch.name in dependent and patch.name in can_test:
+            if pending and not _applied(index, pending):
+                return  # the earlier patches do not go on together: keep what was found
+            stacked = stacked or bool(pending)
+            pending = []
+            state = _checked(index, patch, base)
+            if stacked and state.message:
+                state = replace(state, message=f"{AFTER_EARLIER}: {state.message}")
+            states[patch.name] = state
+        if states[patch.name].forward or states[patch.name].forward_shifted:
+            pending.append(patch)  # at an offset too: a refresh keeps it there
+
+
+def _checked(index: TempIndex, patch: Patch, base: str) -> ApplyState:
+    """One patch's state on ``index`` as it is now (both directions, hunk by hunk)."""
+    forward = _attempts_in_bulk(index, [patch], reverse=False)
+    backward = _attempts_in_bulk(index, [patch], reverse=True)
+    fwd = forward[patch.name] if forward else try_patch(index, patch, check=True)
+    back = backward[patch.name] if backward else try_patch(index, patch, reverse=True, check=True)
+    per_hunk = _forward_only(patch, fwd, back) if forward and backward else None
+    return _state(patch, fwd, back, base, per_hunk)
+
+
+def _dependent(patches: Sequence[Patch]) -> set[str]:
+    """The patches that touch a path an earlier patch of the series touches."""
+    seen: set[str] = set()
+    found: set[str] = set()
+    for patch in patches:
+        paths = set(touched_paths(patch.parsed))
+        if paths & seen:
+            found.add(patch.name)
+        seen |= paths
+    return found
+
+
+def _applied(index: TempIndex, patches: Sequence[Patch]) -> bool:
+    """Apply ``patches`` onto ``index`` in one call; whether they all went on."""
+    return apply_series(index, patches, reverse=False)[0]
 
 
 def _forward_only(patch: Patch, fwd: Attempt, back: Attempt) -> tuple[int, int] | None:

@@ -92,8 +92,10 @@ def test_demo_release_shows_retire_keep_and_revisit(
                         {
                             "kind": "no-longer-applies",
                             "commit": None,
-                            "detail": "pulse/engine.py: hunk 1 does not apply at line 39 on v1.2.0: its lines "
-                            "are not there; it reverse-applies only at an offset: the change looks present, moved",
+                            # judged after 0002, which edits the same file
+                            "detail": "after the series' earlier patches: pulse/engine.py: hunk 1 does "
+                            "not apply at line 39 on v1.2.0: its lines are not there; it "
+                            "reverse-applies only at an offset: the change looks present, moved",
                         },
                     ],
                     "reason": f"{up.fix_utf8[:12]} not an ancestor of v1.2.0, but cherry-pick, "
@@ -448,3 +450,59 @@ def test_patch_id_evidence_is_exactly_the_commits_git_gives_the_patch_id(
     assert same and len(same) < len(copies)
     found = [e["commit"] for e in entry["evidence"] if e["kind"] == "patch-id"]
     assert sorted(found) == sorted(same)
+
+
+def test_a_patch_on_top_of_an_earlier_one_is_judged_as_the_series_meets_it(
+    builder: RepoBuilder,
+) -> None:
+    """Two fork patches append to one file, the second after the first's line (as
+    libarchive forks' README notes do): alone on the tag the second meets lines the
+    series never shows it. Its evidence comes from the tag with the first applied, so
+    at the pin it is clean (verify says exact) instead of "no longer applies; refresh",
+    and where upstream moved the file both are the same offset, which says so."""
+    news = "".join(f"news {n}\n" for n in range(1, 21))
+    builder.commit("import\n", {"NEWS": news})
+    builder.tag("v1.0.0")
+    builder.branch("fork")
+    builder.commit("upstream moves on\n", {"other.txt": "x\n"})
+    builder.tag("v1.1.0")
+    builder.commit("upstream adds a head\n", {"NEWS": "head a\nhead b\nhead c\n" + news})
+    builder.tag("v1.2.0")
+    builder.checkout("fork")
+    builder.commit("note one\n", {"NEWS": news + "one\n"})
+    builder.tag("fork-one")
+    builder.checkout("main")
+    one = make_patch(builder, "v1.0.0", {"NEWS": news + "one\n"}, "note one")
+    two = make_patch(builder, "fork-one", {"NEWS": news + "one\ntwo\n"}, "note two")
+    patches = {"0001-one.patch": one, "0002-two.patch": two}
+    fork = _fork(builder, "v1.0.0", patches, {name: "none" for name in patches})
+    assert fork.cli("verify").code == 0
+    with fork.repo.git.temp_index("v1.0.0") as index:  # alone, the second does not apply
+        alone = index.run(["apply", "--cached", "--check", str(fork.root / "patches" / "0002-two.patch")],
+                          purpose="test", check=False)  # fmt: skip
+    assert not alone.ok
+
+    def evidence(tag: str) -> dict[str, list[tuple[str, str]]]:
+        result = fork.cli("absorbed", "--tag", tag, "--format", "json")
+        assert result.code == 0, result.err
+        return {
+            p["patch"]: [(e["kind"], e["detail"]) for e in p["evidence"]]
+            for p in result.json()["patches"]  # type: ignore[index]
+        }
+
+    assert evidence("v1.0.0") == {"0001-one.patch": [], "0002-two.patch": []}
+    assert evidence("v1.1.0") == {"0001-one.patch": [], "0002-two.patch": []}
+    moved = evidence("v1.2.0")
+    assert moved["0001-one.patch"] == [
+        (
+            "offset",
+            "NEWS: hunk 1 applies only at offset +3 (line 21) on v1.2.0; run 'forktool refresh'",
+        )
+    ]
+    assert moved["0002-two.patch"] == [
+        (
+            "offset",
+            "after the series' earlier patches: NEWS: hunk 1 applies only at offset +3 "
+            "(line 22) on v1.2.0; run 'forktool refresh'",
+        )
+    ]
