@@ -313,8 +313,7 @@ def _lost_fix_findings(ctx: CheckContext) -> list[Finding]:
             lost.describe(config.pin_tag),
             config.record,
             None,
-            f"pin a tag that contains it, or restore the patch: forktool retire --undo "
-            f"{lost.patch}",
+            lost.remedy(),
         )
         for lost in lost_now
     ]

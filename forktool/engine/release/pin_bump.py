@@ -14,7 +14,7 @@ import yaml
 from forktool.config import Config, parse_config
 from forktool.engine.release.tarball import with_import_commit
 from forktool.engine.upstream.fetch import Fetched
-from forktool.errors import FatalError, Finding, InputError, command_line
+from forktool.errors import FatalError, Finding, InputError
 from forktool.fsutil import write_files, write_refusal
 from forktool.git import Git
 from forktool.model.revision import Revision
@@ -379,11 +379,7 @@ def _warn_lost(lost: Sequence[LostFix], tag: str, warn: Callable[[str], None] | 
     if warn is None:
         return
     for fix in lost:
-        warn(
-            f"{fix.describe(tag)}; restore it "
-            f"({command_line('forktool', 'retire', '--undo', fix.patch)}) "
-            "or pin a tag that contains it"
-        )
+        warn(f"{fix.describe(tag)}; {fix.remedy()}")
 
 
 def _write_bump(contents: dict[Path, bytes]) -> None:

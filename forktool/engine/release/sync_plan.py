@@ -44,6 +44,9 @@ def plan_sync(fork: Fork, git: Git, revision: Revision, tree: str | None = None)
     )
     decisions = already_carried(kept, present)
     notes = human_notes(kept)
+    # A fix retired at an earlier release that TAG lacks (a release-branch commit, or a
+    # pin moving back): the sync's check would fail on it, so the plan says so first.
+    notes += tuple(f"{lost.describe(tag)}; {lost.remedy()}" for lost in bump.lost_fixes)
     if decisions:
         notes += (decision_note(decisions, tag),)
     if fork.config.pin_import is not None and tree is None:

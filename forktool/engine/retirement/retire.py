@@ -311,6 +311,11 @@ class LostFix:
             f"{named}: a fork pinned there ships without the fix"
         )
 
+    def remedy(self) -> str:
+        """What to do about it, in one line."""
+        undo = command_line("forktool", "retire", "--undo", self.patch)
+        return f"pin a tag that contains it, or restore the patch: {undo}"
+
     def to_json(self) -> dict[str, object]:
         return {"patch": self.patch, "commits": list(self.commits), "retired_at": self.tag}
 

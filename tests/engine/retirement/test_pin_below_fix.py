@@ -96,8 +96,8 @@ def test_pin_moved_back_below_a_retired_fix_warns_and_fails_check(builder: RepoB
     assert back.code == 0, back.err
     assert back.err.splitlines() == [
         f"warning: '{PATCH}' was retired at v1.1.0, but v1.0.0 does not contain {fix[:12]}: "
-        f"a fork pinned there ships without the fix; restore it (forktool retire --undo "
-        f"{PATCH}) or pin a tag that contains it"
+        f"a fork pinned there ships without the fix; pin a tag that contains it, or restore "
+        f"the patch: forktool retire --undo {PATCH}"
     ]
     assert back.json()["lost_fixes"] == [{"patch": PATCH, "commits": [fix], "retired_at": "v1.1.0"}]
     assert fork.cli("check", "--only", "record").code == 1
@@ -108,3 +108,48 @@ def test_pin_moved_back_below_a_retired_fix_warns_and_fails_check(builder: RepoB
     assert fork.cli("check", "--only", "record").code == 0
     again = fork.cli("pin", "bump", "v1.0.0", "--dry-run")
     assert again.err == ""
+
+
+def test_a_sync_plan_to_a_tag_without_a_retired_release_branch_fix_needs_hands(
+    builder: RepoBuilder,
+) -> None:
+    """A fix retired at a release-branch tag (its commit only on that branch, as
+    openssh's V_9_9 fixes are) is lost at the next main-line tag: the sync's check
+    would fail on it, so the plan and the poll say so first (needs hands, exit 4),
+    with what to do, instead of "clean plan"."""
+    builder.commit("import\n", {"app.py": APP})
+    builder.tag("v1.0.0")
+    builder.branch("release-1.0")
+    builder.commit("main moves on\n", {"other.txt": "x\n"})
+    builder.tag("v1.1.0")
+    builder.checkout("release-1.0")
+    fix = builder.commit("fix line 7 on the branch\n", {"app.py": FIXED})
+    builder.tag("v1.0.1")
+    builder.checkout("main")
+    patch = make_patch(builder, "v1.0.0", {"app.py": FIXED}, "fix line 7")
+    fork = MiniFork(builder, "v1.0.0")
+    fork.write(
+        {PATCH: patch, "0002-fork.patch": make_patch(builder, "v1.0.0", {"fork.txt": "f\n"}, "f")},
+        commits={PATCH: fix, "0002-fork.patch": "none"},
+        extra_config="layout: overlay\nupstream:\n  remote: origin\n",
+    )
+    (fork.root / "FORK.md").write_text("# Fork\n\n" + empty_section())
+    builder.commit("fork: the series\n")
+    assert fork.cli("pin", "bump", "v1.0.1").code == 0
+    assert fork.cli("retire", "--tag", "v1.0.1").code == 0
+    builder.commit("fork: retire the fix, pin v1.0.1\n")
+    assert fork.cli("check", "--only", "record").code == 0
+
+    plan = fork.cli("sync", "v1.1.0", "--dry-run", "--format", "json")
+    assert plan.code == 0, plan.err
+    lost = (
+        f"'{PATCH}' was retired at v1.0.1, but v1.1.0 does not contain {fix[:12]}: a fork "
+        "pinned there ships without the fix; pin a tag that contains it, or restore the "
+        f"patch: forktool retire --undo {PATCH}"
+    )
+    assert plan.json()["notes"] == [lost]
+    text = fork.cli("sync", "v1.1.0", "--dry-run")
+    assert f"needs a human: {lost}" in text.out
+    poll = fork.cli("upstream", "poll", "--no-fetch", "--format", "json")
+    assert poll.code == 4, poll.out
+    assert poll.json()["plan"]["notes"] == [lost]  # type: ignore[index]
