@@ -46,6 +46,7 @@ class Witnesses:
     first: dict[str, str | None]  # patch -> first release ({} when not sought)
     picks: dict[str, list[tuple[str, str]]]
     merged_picks: dict[str, list[Evidence]]
+    origins: dict[str, list[str]]  # mapped commit -> what it was picked from, in the tag
     same: dict[str, list[str]]
     states: dict[str, ApplyState]
     reverts: dict[str, list[Revert]]
@@ -59,6 +60,7 @@ class Witnesses:
         found = patch_evidence(patch, tag, ancestor, self.picks, self.same, self.states[patch.name])
         return [
             *self.merged_picks.get(patch.name, ()),
+            *_picked_from(patch, tag, self.origins),
             *found,
             *revert_evidence(patch, tag, self.reverts),
         ]
@@ -88,6 +90,7 @@ def gather_witnesses(
         # Only a commit TAG lacks can have a cherry-pick that changes a verdict.
         picks = cherry_picks(git, tag_commit, since, sorted(missing), messages)
         merged_picks = merge_picks(fork, git, tag, patches, missing, messages)
+        origins = picked_origins(git, sorted(missing), tag_commit)
         states = states_f.result()
         # A change the tag visibly carries (the patch reverse-applies exactly) was not
         # reverted for good: only the others are sought by their inverse diff.
@@ -106,7 +109,7 @@ def gather_witnesses(
         )
         first = first_f.result() if first_f else {}
         same = same_f.result()
-    return Witnesses(missing, first, picks, merged_picks, same, states, reverts)
+    return Witnesses(missing, first, picks, merged_picks, origins, same, states, reverts)
 
 
 def cherry_picks(
@@ -134,6 +137,29 @@ def cherry_picks(
             if origin in wanted:
                 found.setdefault(origin, []).append((commit, subject))
     return found
+
+
+def picked_origins(git: Git, commits: Sequence[str], tip: str) -> dict[str, list[str]]:
+    """Commit -> the commits it says it was cherry-picked from (its own ``(cherry picked
+    from commit Y)`` lines) that ``tip`` contains: a patch mapped to a release branch's
+    backport meets the original on the next main-line release (libarchive's patch/3.7
+    91e81431, picked from master's 42565b88, which v3.8.0 holds). An origin that is not
+    a commit here (a mirror of the stable repository only) is no witness. Two processes
+    for all of them, and none when no commit names an origin."""
+    if not commits:
+        return {}
+    said = {
+        commit: [o for o in dict.fromkeys(_CHERRY.findall(message)) if o != commit]
+        for commit, message in git.commit_messages(commits).items()
+    }
+    named = {o for origins in said.values() for o in origins}
+    if not named:
+        return {}
+    here = [o for o, kind in git.object_types(sorted(named)).items() if kind == "commit"]
+    held = set(here) - git.not_ancestors(here, tip)
+    return {
+        c: [o for o in origins if o in held] for c, origins in said.items() if held & set(origins)
+    }
 
 
 def merge_picks(
@@ -322,6 +348,18 @@ def _picked(patch: Patch, tag: str, picks: Mapping[str, list[tuple[str, str]]]) 
         )
         for commit in patch.commits
         for pick, subject in picks.get(commit, ())
+    ]
+
+
+def _picked_from(patch: Patch, tag: str, origins: Mapping[str, list[str]]) -> list[Evidence]:
+    return [
+        Evidence(
+            "cherry-pick",
+            origin,
+            f"{short(commit)} was cherry-picked from {short(origin)}, which {tag} contains",
+        )
+        for commit in patch.commits
+        for origin in origins.get(commit, ())
     ]
 
 

@@ -506,3 +506,51 @@ def test_a_patch_on_top_of_an_earlier_one_is_judged_as_the_series_meets_it(
             "(line 22) on v1.2.0; run 'forktool refresh'",
         )
     ]
+
+
+def test_a_patch_mapped_to_a_backport_meets_its_origin_on_the_main_line(
+    builder: RepoBuilder,
+) -> None:
+    """The fork maps its patch to the release branch's backport (as ``export`` does for
+    a pick of a pick), and the next main-line release holds the original the backport
+    says it was picked from: ancestry keeps the patch, and the pick's own line is the
+    witness (revisit), as libarchive's patch/3.7 91e81431 meets master's 42565b88 in
+    v3.8.0. An origin that is not in the repository is no witness and no error."""
+    builder.commit("import\n", {"app.py": APP})
+    builder.tag("v1.0.0")
+    builder.branch("release-1.0")
+    fixed = _edit(APP, "line 9\n", "line nine\n")
+    fix = builder.commit("fix line 9\n", {"app.py": fixed})
+    builder.tag("v1.1.0")
+    builder.checkout("release-1.0")
+    backport = builder.cherry_pick(fix, x=True)
+    unknown = "ab" * 20
+    other = builder.commit(
+        f"fix line 16\n\n(cherry picked from commit {unknown})\n",
+        {"app.py": _edit(fixed, "line 16\n", "line sixteen\n")},
+    )
+    builder.tag("v1.0.1")
+    builder.checkout("main")
+    patch = make_patch(builder, "v1.0.0", {"app.py": fixed}, "fix line 9")
+    second = make_patch(
+        builder, "v1.0.0", {"app.py": _edit(APP, "line 16\n", "line sixteen\n")}, "12"
+    )
+    fork = _fork(
+        builder,
+        "v1.0.0",
+        {"0001-fix.patch": patch, "0002-twelve.patch": second},
+        {"0001-fix.patch": backport, "0002-twelve.patch": other},
+    )
+    result = fork.cli("absorbed", "--tag", "v1.1.0", "--format", "json")
+    assert result.code == 0, result.err
+    first, twelve = result.json()["patches"]  # type: ignore[misc]
+    assert (first["verdict"], first["ancestor"]) == ("revisit", False)
+    assert first["evidence"][0] == {
+        "kind": "cherry-pick",
+        "commit": fix,
+        "detail": f"{backport[:12]} was cherry-picked from {fix[:12]}, which v1.1.0 contains",
+    }
+    assert twelve["verdict"] == "keep"
+    assert [e["kind"] for e in twelve["evidence"]] == []
+    on_branch = fork.cli("absorbed", "--tag", "v1.0.1", "--format", "json")
+    assert [p["verdict"] for p in on_branch.json()["patches"]] == ["retire", "retire"]  # type: ignore[index, union-attr]
