@@ -190,6 +190,30 @@ class Ancestry(Remotes):
                 children.setdefault(parent, []).append(child)
         return found | (_descendants(commit, children) & set(rest))
 
+    def in_any(self, commits: Iterable[str], tips: Iterable[str]) -> set[str]:
+        """Those of ``commits`` that at least one of ``tips`` contains: for each, whether
+        ``git merge-base --is-ancestor commit tip`` holds for some tip. Every commit must
+        exist. A few commits are settled by :meth:`tips_containing` each; more by ONE
+        walk of the tips' whole history (no negative ref: nothing stops it early, so a
+        commit it does not list is in no tip), whatever their number."""
+        items = list(dict.fromkeys(commits))
+        heads = list(dict.fromkeys(tips))
+        if not items or not heads:
+            return set()
+        if len(items) <= _DIRECT_MAX:
+            return {c for c in items if self.tips_containing(c, heads)}
+        ids = self._commit_ids(items, "the release tags")
+        started = time.monotonic()
+        walk = self.run(
+            ["rev-list", "--stdin"],
+            purpose=f"read the history of {len(heads)} tips",
+            input=("\n".join(heads) + "\n").encode(),
+        ).out
+        if time.monotonic() - started > SLOW_WALK_SECONDS and not self.has_commit_graph():
+            note_missing_commit_graph(self)
+        reachable = set(walk.split())
+        return {c for c in items if ids[c] in reachable}
+
     def has_commit_graph(self) -> bool:
         """Whether git can use a commit-graph here (generation numbers, changed paths)."""
         if self._graph is None:

@@ -123,6 +123,11 @@ def test_every_pair_is_merge_base_is_ancestor(
     for c, commit in enumerate(commits):  # one commit against every tip at once
         holding = git.tips_containing(commit, commits)
         assert holding == {tip for t, tip in enumerate(commits) if c in truth[t]}, (c, specs)
+    # Which commits some tip of a set contains: a few (one per commit) or many (one walk).
+    for tips in (commits[-1:], commits[-3:], commits[::2]):
+        want = {c for c in commits if any(merge_base_says(git, c, t) for t in tips)}
+        assert git.in_any(commits, tips) == want, specs
+        assert git.in_any(commits[:2], tips) == want & set(commits[:2]), specs
 
 
 def skewed_roots(roots: int) -> list[Spec]:
@@ -159,6 +164,8 @@ def test_clock_skew_settles_what_the_walk_left_open(tmp_path: Path, roots: int) 
     assert git.not_ancestors([tip], heads[0]) == {tip}
     for head in heads:  # the other direction: which tips contain a commit
         assert git.tips_containing(head, [tip, *heads]) == {tip, head}
+    assert git.in_any(commits, [tip]) == set(commits)  # one walk, never stopped early
+    assert git.in_any(heads[:2], heads[2:]) == set()
 
 
 def test_a_missing_commit_is_an_error_never_an_ancestor(tmp_path: Path) -> None:

@@ -108,15 +108,30 @@ def from_line_refs(
         sha for sha in dict.fromkeys(shas.values()) if (names.get(sha) or ("", ""))[1] == "commit"
     ]
     messages = git.commit_messages(here)
+    named = {
+        patch.name: sha
+        for patch in patches
+        if (sha := shas.get(patch.name)) in messages and _same_subject(messages[sha], patch)
+    }
+    upstreams = _upstream_commits(git, set(named.values()), upstream)
     found = {}
     for patch in patches:
-        sha = shas.get(patch.name)
-        if sha not in messages or not _same_subject(messages[sha], patch):
-            continue
-        on_branch = upstream.branch is not None and git.is_ancestor(sha, upstream.branch)
-        if on_branch or git.tips_containing(sha, git.tag_commits(upstream.release_tags).values()):
+        sha = named.get(patch.name)
+        if sha is not None and sha in upstreams:
             source = patch.parsed.header.lines[0].rstrip("\r")
             found[patch.name] = UpstreamRef("commits", (sha,), None, source)
+    return found
+
+
+def _upstream_commits(git: Git, commits: set[str], upstream: UpstreamLine) -> set[str]:
+    """Those of ``commits`` on upstream's branch or in a release tag, in bulk: one
+    ancestry check against the branch, then one look at the tags for the rest."""
+    if not commits:
+        return set()
+    found = git.ancestors(commits, upstream.branch) if upstream.branch is not None else set()
+    rest = commits - found
+    if rest:
+        found |= git.in_any(rest, git.tag_commits(upstream.release_tags).values())
     return found
 
 
@@ -200,14 +215,22 @@ def build_suggestions(
 ) -> tuple[tuple[Suggestion, ...], list[MapEntry]]:
     """A suggestion per patch whose header says something, and the map entries to write.
 
-    With ``upstream``, a patch whose header names no upstream commit otherwise is offered
-    the commit its ``From <sha>`` line names, when that is upstream's (:func:`from_line_refs`).
+    With ``upstream``, a patch whose header names no upstream commit otherwise, or only
+    commits that are not in this repository (a stable repository's pick of a main-line
+    commit it does not hold), is offered the commit its ``From <sha>`` line names, when
+    that is upstream's (:func:`from_line_refs`).
     """
     refs = patch_refs(patches)
-    if upstream is not None:
-        silent = [p for p in patches if p.name not in refs or not refs[p.name].commits]
-        refs.update(from_line_refs(git, silent, upstream))
     resolved = resolve_refs(git, refs)
+    if upstream is not None:
+        silent = [
+            p
+            for p in patches
+            if p.name not in refs or not refs[p.name].commits or not resolved[p.name][1]
+        ]
+        found = from_line_refs(git, silent, upstream)
+        refs.update(found)
+        resolved.update(resolve_refs(git, found))
     suggestions: list[Suggestion] = []
     entries: list[MapEntry] = []
     for patch in patches:

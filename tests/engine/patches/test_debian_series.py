@@ -319,6 +319,32 @@ def test_map_suggest_offers_a_from_line_only_for_upstreams_commit_with_its_subje
     assert found[SERIES[0]]["source"] == f"From {package.fix_util} Mon Sep 17 00:00:00 2001"
 
 
+def test_a_from_line_stands_in_for_a_stated_commit_that_is_not_here(
+    package: DebianPackage,
+) -> None:
+    """A stable repository's commit says it was picked from a main-line commit the
+    stable repository does not hold (systemd-stable's picks of systemd's main): the
+    patch made from it states that absent commit, and its ``From <sha>`` line names
+    the stable commit, which is upstream's here. The one here is offered; a stated
+    commit that is here still wins over the From line."""
+    package.adopt()
+    absent = "ab" * 20
+    path = package.quilt / SERIES[0]
+    text = path.read_bytes()
+    cut = text.index(b"\n---\n")
+    path.write_bytes(text[:cut] + f"\n\n(cherry picked from commit {absent})".encode() + text[cut:])
+    suggest = package.cli("map", "suggest", "--format", "json")
+    found = {s["patch"]: s for s in suggest.json()["suggestions"] if s["commits"]}  # type: ignore[union-attr]
+    assert found[SERIES[0]]["commits"] == [package.fix_util]
+    assert found[SERIES[0]]["source"] == f"From {package.fix_util} Mon Sep 17 00:00:00 2001"
+    assert found[SERIES[0]]["present"] is True
+    here = package.pr_only  # a commit that is here, stated: the statement wins
+    path.write_bytes(text[:cut] + f"\n\n(cherry picked from commit {here})".encode() + text[cut:])
+    suggest = package.cli("map", "suggest", "--format", "json")
+    found = {s["patch"]: s for s in suggest.json()["suggestions"] if s["commits"]}  # type: ignore[union-attr]
+    assert found[SERIES[0]]["commits"] == [here]
+
+
 def test_from_line_in_a_release_tag_is_offered_when_the_branch_is_not_here(
     package: DebianPackage,
 ) -> None:
