@@ -182,8 +182,9 @@ def test_a_followed_trip_starts_the_revert_without_being_asked(builder: RepoBuil
 
 
 def test_a_followed_trip_left_early_stops_git_and_its_thread(builder: RepoBuilder) -> None:
-    """Leaving the block before the forward call is through (an error, Ctrl-C) kills
-    it, starts no revert, and ends the thread; the index can be read again at once."""
+    """Leaving the block at once (an error, Ctrl-C) kills whatever git the trip has
+    under way, forward or (if the thread got there first) back, and ends the thread;
+    the index can be read again at once."""
     fork = series_fork(builder, 6)
     loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
     git = fork.repo.git
@@ -192,8 +193,9 @@ def test_a_followed_trip_left_early_stops_git_and_its_thread(builder: RepoBuilde
         with pytest.raises(KeyboardInterrupt):
             with RoundTrip(index, loaded.patches, follow=True) as trip:
                 raise KeyboardInterrupt
-        assert trip.stopped and trip.forward.running is not None
-        assert trip.forward.running.done()
+        assert trip.stopped
+        runs = [trip.forward, *([trip.back] if trip.back is not None else [])]
+        assert all(run.running is None or run.running.done() for run in runs)  # none left
         assert trip._follower is not None and not trip._follower.is_alive()
         index.read_tree(tree)
         assert index.write_tree() == tree
