@@ -9,7 +9,8 @@ letters (OpenSSL's ``1.1.1t``, after ``1.1.1s``), a numbered patch level ``p``/`
 (openssh's portable releases, ``V_9_6_P1``, ``9.6p1``: after the release, ``9.6.post1``
 to packaging) and a pre-release marker
 (``alpha``, ``beta``, ``pre``, ``rc``, ``milestone``, ``dev``, ``a``, ``b``, ``c``, ``m``, any
-case, optionally set off by ``.``, ``_`` or ``-``, optionally numbered). Versions are
+case, optionally set off by ``.``, ``_`` or ``-``, optionally numbered, the number set off
+by ``.`` as semver writes it: ``v1.0.0-beta.1``, ``v2.0.0-rc.2``). Versions are
 ordered by ``packaging.version``: a patch letter is one more release number
 (``1.1.1t`` is ``1.1.1.20``), ``pre`` and ``c`` are release candidates, a milestone
 (redis's ``8.0-m01``) an alpha, and a development release (haproxy's ``v3.4-dev10``)
@@ -61,6 +62,7 @@ class TagVersion:
     post_separator: str = ""  # what sets a patch level off ("_" in V_9_6_P1)
     post_label: str = ""  # "p" or "P": a portable release or patch level (openssh)
     post_number: str = ""  # its number as written
+    pre_number_separator: str = ""  # "." in semver's -beta.1, -rc.2 ("" in rc1)
 
     def version(self) -> Version:
         """This version for ordering (``packaging.version``)."""
@@ -110,6 +112,7 @@ class VersionScheme:
             match["post_sep"] or "",
             match["post"] or "",
             match["post_num"] or "",
+            match["pre_num_sep"] or "",
         )
 
     def read(self, tag: str) -> Version | None:
@@ -129,7 +132,11 @@ class VersionScheme:
     def tag(self, parts: TagVersion) -> str:
         """The tag this scheme writes for ``parts`` (:meth:`parts` reads it back)."""
         release = self.separator.join(parts.release)
-        pre = f"{parts.pre_separator}{parts.pre_label}{parts.pre_number}" if parts.pre_label else ""
+        pre = (
+            f"{parts.pre_separator}{parts.pre_label}{parts.pre_number_separator}{parts.pre_number}"
+            if parts.pre_label
+            else ""
+        )
         post = (
             f"{parts.post_separator}{parts.post_label}{parts.post_number}"
             if parts.post_label
@@ -157,7 +164,7 @@ def _rest_regex(separator: str) -> re.Pattern[str]:
             rf"(?P<release>[0-9]+(?:{sep}[0-9]+)*)"
             rf"(?P<letters>(?!(?:alpha|beta|pre|rc)(?:[0-9]|$))[a-z]{{1,2}}(?![a-z0-9]))?"
             rf"(?:(?P<post_sep>[-_.]?)(?P<post>p)(?P<post_num>[0-9]+))?"
-            rf"(?:(?P<pre_sep>[-_.]?)(?P<pre>{markers})(?P<pre_num>[0-9]+)?)?",
+            rf"(?:(?P<pre_sep>[-_.]?)(?P<pre>{markers})(?:(?P<pre_num_sep>\.?)(?P<pre_num>[0-9]+))?)?",
             re.IGNORECASE,
         )
     return _REGEXES[separator]

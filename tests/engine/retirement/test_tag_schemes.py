@@ -127,7 +127,11 @@ def _tag_versions(draw: st.DrawFn) -> TagVersion:
     separator = draw(st.sampled_from(["", "-", "_", "."]))
     if not separator and letters and not post:
         separator = "-"  # '1.1.1arc1' reads as nothing: letters then a marker need a break
-    return TagVersion(release, letters, separator, label, number, post_separator, post, post_number)
+    number_separator = draw(st.sampled_from(["", "."])) if number else ""  # semver: -beta.1
+    return TagVersion(
+        release, letters, separator, label, number, post_separator, post, post_number,
+        number_separator,
+    )  # fmt: skip
 
 
 _SCHEMES = st.builds(
@@ -369,6 +373,25 @@ def test_haproxy_development_tags_read_as_pre_releases_not_as_a_prefix() -> None
         "v3.5-dev0",
     ]
     assert VersionScheme("v", ".").read("v3.4-dev10").is_prerelease  # type: ignore[union-attr]
+
+
+def test_semver_pre_releases_with_a_dotted_number_read_as_pre_releases() -> None:
+    """semver's ``v1.0.0-beta.1`` and ``v2.0.0-rc.2`` (npm, Cargo and Go projects):
+    ``init`` read ``v1.0.0-beta.`` as the prefix, so v1.0.0 and every later release
+    stayed hidden from a fork pinned at a beta."""
+    assert scheme_for_tag("v1.0.0-beta.1") == VersionScheme("v", ".")
+    assert pattern_for_tag("v1.0.0-rc.2") == "v*"
+    tags = ["v1.0.0", "v1.0.0-rc.2", "v1.0.0-beta.10", "v1.0.0-beta.2", "v0.9.1", "v1.0.0-rc.1"]
+    assert _names(tags, "v*", VersionScheme("v", ".")) == [
+        "v0.9.1",
+        "v1.0.0-beta.2",
+        "v1.0.0-beta.10",
+        "v1.0.0-rc.1",
+        "v1.0.0-rc.2",
+        "v1.0.0",
+    ]
+    parts = VersionScheme("v", ".").parts("v1.0.0-beta.10")
+    assert parts is not None and VersionScheme("v", ".").tag(parts) == "v1.0.0-beta.10"
 
 
 def test_openssh_portable_tags_read_and_order_by_release_then_level() -> None:
