@@ -10,7 +10,9 @@ letters (OpenSSL's ``1.1.1t``, after ``1.1.1s``), a numbered patch level ``p``/`
 to packaging) and a pre-release marker
 (``alpha``, ``beta``, ``pre``, ``rc``, ``milestone``, ``dev``, ``a``, ``b``, ``c``, ``m``, any
 case, optionally set off by ``.``, ``_`` or ``-``, optionally numbered, the number set off
-by ``.`` as semver writes it: ``v1.0.0-beta.1``, ``v2.0.0-rc.2``). Versions are
+by ``.`` as semver writes it: ``v1.0.0-beta.1``, ``v2.0.0-rc.2``; a ``preview`` is a beta:
+PowerShell's and .NET's previews come before their release candidates) and semver's build metadata (``+build.5``, never ordered
+by). Versions are
 ordered by ``packaging.version``: a patch letter is one more release number
 (``1.1.1t`` is ``1.1.1.20``), ``pre`` and ``c`` are release candidates, a milestone
 (redis's ``8.0-m01``) an alpha, and a development release (haproxy's ``v3.4-dev10``)
@@ -35,13 +37,14 @@ if TYPE_CHECKING:
 # version scheme, and verify reads it before git starts without reading a version.
 
 SEPARATORS = (".", "_", "-")
-PRE_MARKERS = ("alpha", "beta", "pre", "rc", "milestone", "dev", "a", "b", "c", "m")
+PRE_MARKERS = ("alpha", "beta", "preview", "pre", "rc", "milestone", "dev", "a", "b", "c", "m")
 _PACKAGING_LABEL = {
     "milestone": "a",  # redis's 8.0-m01 < 8.0-rc1 < 8.0.0
     "m": "a",
     "alpha": "a",
     "beta": "b",
     "pre": "rc",
+    "preview": "b",  # before the rcs: PowerShell's and .NET's previews precede their rc.1
     "rc": "rc",
     "a": "a",
     "b": "b",
@@ -63,6 +66,7 @@ class TagVersion:
     post_label: str = ""  # "p" or "P": a portable release or patch level (openssh)
     post_number: str = ""  # its number as written
     pre_number_separator: str = ""  # "." in semver's -beta.1, -rc.2 ("" in rc1)
+    build: str = ""  # semver's build metadata ("+build.5"): written back, never ordered by
 
     def version(self) -> Version:
         """This version for ordering (``packaging.version``)."""
@@ -113,6 +117,7 @@ class VersionScheme:
             match["post"] or "",
             match["post_num"] or "",
             match["pre_num_sep"] or "",
+            match["build"] or "",
         )
 
     def read(self, tag: str) -> Version | None:
@@ -142,7 +147,7 @@ class VersionScheme:
             if parts.post_label
             else ""
         )
-        return f"{self.prefix}{release}{parts.letters}{post}{pre}"
+        return f"{self.prefix}{release}{parts.letters}{post}{pre}{parts.build}"
 
     @property
     def glob(self) -> str:
@@ -164,7 +169,8 @@ def _rest_regex(separator: str) -> re.Pattern[str]:
             rf"(?P<release>[0-9]+(?:{sep}[0-9]+)*)"
             rf"(?P<letters>(?!(?:alpha|beta|pre|rc)(?:[0-9]|$))[a-z]{{1,2}}(?![a-z0-9]))?"
             rf"(?:(?P<post_sep>[-_.]?)(?P<post>p)(?P<post_num>[0-9]+))?"
-            rf"(?:(?P<pre_sep>[-_.]?)(?P<pre>{markers})(?:(?P<pre_num_sep>\.?)(?P<pre_num>[0-9]+))?)?",
+            rf"(?:(?P<pre_sep>[-_.]?)(?P<pre>{markers})(?:(?P<pre_num_sep>\.?)(?P<pre_num>[0-9]+))?)?"
+            r"(?P<build>\+[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?",
             re.IGNORECASE,
         )
     return _REGEXES[separator]

@@ -97,7 +97,7 @@ def test_postgres_betas_and_rcs_come_before_the_release() -> None:
 
 
 _PRE = st.sampled_from(
-    ["", "rc", "RC", "pre", "alpha", "beta", "a", "b", "milestone", "m", "M", "dev", "DEV"]
+    ["", "rc", "RC", "pre", "preview", "alpha", "beta", "a", "b", "milestone", "m", "M", "dev"]
 )
 
 
@@ -128,9 +128,10 @@ def _tag_versions(draw: st.DrawFn) -> TagVersion:
     if not separator and letters and not post:
         separator = "-"  # '1.1.1arc1' reads as nothing: letters then a marker need a break
     number_separator = draw(st.sampled_from(["", "."])) if number else ""  # semver: -beta.1
+    build = draw(st.sampled_from(["", "+build.5", "+20240101", "+sha-1a2b"]))
     return TagVersion(
         release, letters, separator, label, number, post_separator, post, post_number,
-        number_separator,
+        number_separator, build,
     )  # fmt: skip
 
 
@@ -392,6 +393,17 @@ def test_semver_pre_releases_with_a_dotted_number_read_as_pre_releases() -> None
     ]
     parts = VersionScheme("v", ".").parts("v1.0.0-beta.10")
     assert parts is not None and VersionScheme("v", ".").tag(parts) == "v1.0.0-beta.10"
+    # PowerShell's previews come before its release candidates; build metadata is kept
+    # and never ordered by.
+    assert scheme_for_tag("v7.4.0-preview.5") == VersionScheme("v", ".")
+    assert scheme_for_tag("v2.6.0-rc.1+build.5") == VersionScheme("v", ".")
+    assert _names(
+        ["v7.4.0", "v7.4.0-preview.5", "v7.4.0-rc.1+b2"], "v*", VersionScheme("v", ".")
+    ) == [
+        "v7.4.0-preview.5",
+        "v7.4.0-rc.1+b2",
+        "v7.4.0",
+    ]
 
 
 def test_openssh_portable_tags_read_and_order_by_release_then_level() -> None:
