@@ -286,10 +286,21 @@ def _need(parsed: PatchFile) -> Need:
     return Need(files, named, tuple(dirs) if dirs is not None else None)
 
 
+# The lines of a file diff's header that say what the diff is: all git patch-id is
+# given besides the hunks. Anything else a patch file carries between its diffs (the
+# next mail's ``From <sha>`` line in a file of several mails, a ``Submodule x a..b:``
+# line of ``git diff --submodule=log``) would start a commit of its own there.
+_DIFF_HEADER = re.compile(
+    r"(diff --git |--- |\+\+\+ |index |old mode |new mode |deleted file mode |new file mode "
+    r"|similarity index |dissimilarity index |rename from |rename to |copy from |copy to "
+    r"|Binary files )"
+)
+
+
 def _diff_bytes(parsed: PatchFile) -> bytes:
     lines: list[str] = []
     for diff in parsed.files:
-        lines += diff.header_lines
+        lines += [line for line in diff.header_lines if _DIFF_HEADER.match(line)]
         for hunk in diff.hunks:
             lines.append(hunk.header)
             lines += hunk.lines
@@ -308,10 +319,17 @@ def same_changes(git: Git, patches: Sequence[Patch], tip: str, since: str) -> di
     """
     if not patches:
         return {}
+    # Placeholders from 1: git names what it reads before any commit line all zeros.
+    placeholders = {f"{index:040x}": p.name for index, p in enumerate(patches, start=1)}
     stream = b"".join(
-        f"commit {index:040x}\n".encode() + _diff_bytes(p.parsed) for index, p in enumerate(patches)
+        f"commit {placeholder}\n".encode() + _diff_bytes(patches[index].parsed)
+        for index, placeholder in enumerate(placeholders)
     )
-    own = {patches[int(placeholder, 16)].name: pid for pid, placeholder in git.patch_ids(stream)}
+    own = {
+        placeholders[placeholder]: pid
+        for pid, placeholder in git.patch_ids(stream)
+        if placeholder in placeholders
+    }
     needs = {p.name: _need(p.parsed) for p in patches}
     candidates = range_patch_ids(git, tip, [since], needs.values())
     found: dict[str, list[str]] = {}

@@ -554,3 +554,45 @@ def test_a_patch_mapped_to_a_backport_meets_its_origin_on_the_main_line(
     assert [e["kind"] for e in twelve["evidence"]] == []
     on_branch = fork.cli("absorbed", "--tag", "v1.0.1", "--format", "json")
     assert [p["verdict"] for p in on_branch.json()["patches"]] == ["retire", "retire"]  # type: ignore[index, union-attr]
+
+
+def test_lines_between_diffs_never_reach_patch_id_as_commits(builder: RepoBuilder) -> None:
+    """git patch-id reads a ``From <sha>`` line (the next mail of a file of several
+    format-patch mails, as gnutls28's and qemu's Debian patches are) and what it reads
+    before any commit line (after qemu's ``Submodule x a..b:`` line) as commits of their
+    own. Neither may crash absorbed nor lend one patch another's patch-id: the first
+    patch, whose change upstream made only on a side branch, stays ``keep`` with no
+    witness, although the second patch's tail is exactly v1.1.0's commit."""
+    other = "".join(f"b line {n}\n" for n in range(1, 21))
+    builder.commit("import\n", {"app.py": APP, "b.txt": other})
+    builder.tag("v1.0.0")
+    builder.branch("side")
+    builder.commit("line 30 upstream\n", {"app.py": APP + "line 30\n"})
+    builder.tag("v1.1.0")
+    tail = builder.git.run(["diff", "v1.0.0", "v1.1.0"], purpose="test").stdout
+    builder.checkout("side")
+    fix = builder.commit(
+        "fix line 5 on a side branch\n", {"app.py": _edit(APP, "line 5\n", "line five\n")}
+    )
+    builder.checkout("main")
+    first = make_patch(builder, "v1.0.0", {"app.py": _edit(APP, "line 5\n", "line five\n")}, "five")
+    b_mail = make_patch(
+        builder, "v1.0.0", {"b.txt": other.replace("b line 3\n", "b line three\n")}, "b"
+    )
+    b_diff = b_mail[b_mail.index(b"diff --git") :].split(b"\n-- \n")[0] + b"\n"
+    second = b_diff + b"Submodule sub 1111111..2222222:\n" + tail
+    patches = {"0001-five.patch": first, "0002-tail.patch": second}
+    fork = _fork(builder, "v1.0.0", patches, {"0001-five.patch": fix, "0002-tail.patch": "none"})
+    result = fork.cli("absorbed", "--tag", "v1.1.0", "--format", "json")
+    assert result.code == 0, result.err
+    five = result.json()["patches"][0]  # type: ignore[index]
+    assert (five["verdict"], [e["kind"] for e in five["evidence"]]) == ("keep", [])
+    # Two mails in one file: the second mail's From line sits between the diffs.
+    mails = first + b_mail
+    fork.write(
+        {"0001-five.patch": mails, "0002-tail.patch": second},
+        commits={"0001-five.patch": fix, "0002-tail.patch": "none"},
+    )
+    result = fork.cli("absorbed", "--tag", "v1.1.0", "--format", "json")
+    assert result.code == 0, result.err
+    assert result.json()["patches"][0]["verdict"] == "keep"  # type: ignore[index]
