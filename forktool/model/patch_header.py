@@ -27,6 +27,11 @@ _MBOX_FROM = re.compile(r"^From ([0-9a-fA-F]{40}) ")
 _PATCH_TAG = re.compile(r"^\[PATCH[^\]]*\]\s*", re.IGNORECASE)
 
 
+# The line that starts each mail git format-patch writes (its fixed date included):
+# what starts the second and later mails of a file that holds several.
+_MAIL_START = re.compile(r"^From ([0-9a-fA-F]{40}) Mon Sep 17 00:00:00 2001$")
+
+
 _TRAILER = re.compile(
     r"^(upstream-pr|upstream-merge|exit-criterion)[ \t]*:[ \t]*(.*?)[ \t]*$", re.IGNORECASE
 )
@@ -122,3 +127,20 @@ class HeaderReader:
                 f"Upstream-Merge must be 40-hex commits or 'none', not '{trailer.value}'",
                 trailer.line,
             )
+
+
+def mails(lines: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Each ``git format-patch`` mail in a patch file's lines, in order: (the commit id
+    its ``From <sha>`` line names, its subject without ``[PATCH n/m]``). A file of
+    several mails (gnutls28's and dovecot's Debian patches: a CVE fix as the upstream
+    commits that made it) gives one pair per mail; a file of no mail gives none."""
+    found: list[tuple[str, str | None]] = []
+    for index, line in enumerate(lines):
+        match = _MAIL_START.match(bare(line))
+        if match is None:
+            continue
+        subject = rfc822_fields(lines[index:])[0].get("subject")
+        if subject is not None:
+            subject = _PATCH_TAG.sub("", decode_rfc2047(subject))
+        found.append((match.group(1).lower(), subject))
+    return found

@@ -22,6 +22,7 @@ from forktool.engine.patches.map_edit import MapChange, apply_map_changes, entry
 from forktool.engine.upstream.resolve import branch_ref
 from forktool.fork import Fork, Patch
 from forktool.git import Git
+from forktool.model.patch_header import mails
 from forktool.model.upstream_map import MapEntry
 from forktool.model.upstream_refs import RefKind, UpstreamRef, read_refs
 
@@ -95,32 +96,43 @@ class UpstreamLine:
 def from_line_refs(
     git: Git, patches: Sequence[Patch], upstream: UpstreamLine
 ) -> dict[str, UpstreamRef]:
-    """The ``From <sha>`` first lines (git format-patch's) that name an upstream commit:
-    the commit is here, on upstream's branch or in a release tag, and its subject is the
-    patch's. Never a commit only on another branch (a PR's) or one not here."""
-    shas = {
-        p.name: sha
-        for p in patches
-        if (sha := p.parsed.header.from_sha) and sha != "0" * 40 and p.parsed.header.subject
-    }
-    names = git.resolve_names(shas.values())
-    here = [
-        sha for sha in dict.fromkeys(shas.values()) if (names.get(sha) or ("", ""))[1] == "commit"
-    ]
+    """The ``From <sha>`` lines (git format-patch's) that name upstream commits: each
+    commit is here, on upstream's branch or in a release tag, with its mail's subject.
+    A file of several mails names the commit of every mail, or nothing: its first
+    commit alone would retire the patch at a release that lacks the others. Never a
+    commit only on another branch (a PR's) or one not here."""
+    each = {p.name: found for p in patches if (found := _mail_commits(p))}
+    wanted = list(dict.fromkeys(sha for found in each.values() for sha, _ in found))
+    names = git.resolve_names(wanted)
+    here = [sha for sha in wanted if (names.get(sha) or ("", ""))[1] == "commit"]
     messages = git.commit_messages(here)
     named = {
-        patch.name: sha
-        for patch in patches
-        if (sha := shas.get(patch.name)) in messages and _same_subject(messages[sha], patch)
+        name: tuple(sha for sha, _ in found)
+        for name, found in each.items()
+        if all(sha in messages and _same_subject(messages[sha], said) for sha, said in found)
     }
-    upstreams = _upstream_commits(git, set(named.values()), upstream)
-    found = {}
+    upstreams = _upstream_commits(git, {sha for shas in named.values() for sha in shas}, upstream)
+    refs = {}
     for patch in patches:
-        sha = named.get(patch.name)
-        if sha is not None and sha in upstreams:
+        shas = named.get(patch.name)
+        if shas is not None and upstreams.issuperset(shas):
             source = patch.parsed.header.lines[0].rstrip("\r")
-            found[patch.name] = UpstreamRef("commits", (sha,), None, source)
-    return found
+            if len(shas) > 1:
+                source += f" (and the From lines of {len(shas) - 1} more mails)"
+            refs[patch.name] = UpstreamRef("commits", shas, None, source)
+    return refs
+
+
+def _mail_commits(patch: Patch) -> list[tuple[str, str]]:
+    """(commit, subject) of each mail of the patch file; [] when one names no commit
+    (an all-zero id) or has no subject: then no From line is taken."""
+    header = patch.parsed.header
+    if not header.from_sha:
+        return []
+    found = mails(patch.data.decode("utf-8", "surrogateescape").split("\n"))
+    if not found or any(sha == "0" * 40 or not subject for sha, subject in found):
+        return []
+    return [(sha, subject or "") for sha, subject in found]
 
 
 def _upstream_commits(git: Git, commits: set[str], upstream: UpstreamLine) -> set[str]:
@@ -135,9 +147,9 @@ def _upstream_commits(git: Git, commits: set[str], upstream: UpstreamLine) -> se
     return found
 
 
-def _same_subject(message: str, patch: Patch) -> bool:
+def _same_subject(message: str, subject: str) -> bool:
     first = " ".join(message.strip().split("\n", 1)[0].split())
-    return first == " ".join((patch.parsed.header.subject or "").split())
+    return first == " ".join(subject.split())
 
 
 def resolve_refs(
@@ -221,6 +233,13 @@ def build_suggestions(
     that is upstream's (:func:`from_line_refs`).
     """
     refs = patch_refs(patches)
+    for patch in patches:  # a statement in the first of several mails is that mail's only
+        if (
+            refs.get(patch.name) is not None
+            and refs[patch.name].commits
+            and len(_mail_commits(patch)) > 1
+        ):
+            del refs[patch.name]
     resolved = resolve_refs(git, refs)
     if upstream is not None:
         silent = [

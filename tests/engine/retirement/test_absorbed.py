@@ -596,3 +596,37 @@ def test_lines_between_diffs_never_reach_patch_id_as_commits(builder: RepoBuilde
     result = fork.cli("absorbed", "--tag", "v1.1.0", "--format", "json")
     assert result.code == 0, result.err
     assert result.json()["patches"][0]["verdict"] == "keep"  # type: ignore[index]
+
+
+def test_a_file_of_several_mails_maps_every_mails_commit_or_none(builder: RepoBuilder) -> None:
+    """gnutls28's and dovecot's Debian patches hold a CVE fix as the upstream commits
+    that made it, one format-patch mail each. The first mail's commit alone retired
+    the patch at a release that holds it and not the others (the second fix dropped):
+    map suggest names every mail's commit, so absorbed keeps the patch until all are
+    in; a statement in the first mail speaks for that mail only."""
+    other = "".join(f"b line {n}\n" for n in range(1, 21))
+    builder.commit("import\n", {"app.py": APP, "b.txt": other})
+    builder.tag("v1.0.0")
+    fixed = _edit(APP, "line 3\n", "line three\n")
+    first = builder.commit("fix part one\n", {"app.py": fixed})
+    builder.tag("v1.1.0")
+    b_fixed = other.replace("b line 9\n", "b line nine\n")
+    second = builder.commit("fix part two\n", {"b.txt": b_fixed})
+    builder.tag("v1.2.0")
+    both = builder.git.run(["format-patch", "--stdout", "v1.0.0..v1.2.0"], purpose="test").stdout
+    fork = _fork(builder, "v1.0.0", {"0001-cve.patch": both}, {"0001-cve.patch": "pending"})
+    suggest = fork.cli("map", "suggest", "--format", "json")
+    assert suggest.code == 0, suggest.err
+    [found] = suggest.json()["suggestions"]  # type: ignore[index]
+    assert found["commits"] == [first, second]
+    assert found["source"].endswith("(and the From lines of 1 more mails)")
+    assert fork.cli("map", "suggest", "--write").code == 0
+    kept = fork.cli("absorbed", "--tag", "v1.1.0", "--format", "json").json()["patches"][0]  # type: ignore[index]
+    assert (kept["verdict"], kept["ancestor"]) == ("keep", False)
+    retired = fork.cli("absorbed", "--tag", "v1.2.0", "--format", "json").json()["patches"][0]  # type: ignore[index]
+    assert retired["verdict"] == "retire"
+    # A cherry-pick line in the first mail names that mail's commit only: not the map.
+    picked = both.replace(b"\n---\n", f"\n\n(cherry picked from commit {first})\n---\n".encode(), 1)
+    fork.write({"0001-cve.patch": picked}, commits={"0001-cve.patch": "pending"})
+    [found] = fork.cli("map", "suggest", "--format", "json").json()["suggestions"]  # type: ignore[index]
+    assert found["commits"] == [first, second]
