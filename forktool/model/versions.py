@@ -167,7 +167,7 @@ def _rest_regex(separator: str) -> re.Pattern[str]:
         markers = "|".join(PRE_MARKERS)
         _REGEXES[separator] = re.compile(
             rf"(?P<release>[0-9]+(?:{sep}[0-9]+)*)"
-            rf"(?P<letters>(?!(?:alpha|beta|pre|rc)(?:[0-9]|$))[a-z]{{1,2}}(?![a-z0-9]))?"
+            rf"(?P<letters>(?!(?:alpha|beta|pre|rc)(?:[0-9]|$|\+))[a-z]{{1,2}}(?![a-z0-9]))?"
             rf"(?:(?P<post_sep>[-_.]?)(?P<post>p)(?P<post_num>[0-9]+))?"
             rf"(?:(?P<pre_sep>[-_.]?)(?P<pre>{markers})(?:(?P<pre_num_sep>\.?)(?P<pre_num>[0-9]+))?)?"
             r"(?P<build>\+[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?",
