@@ -5,7 +5,8 @@ Forks that exist before forktool keep what a patch is in upstream in its header:
 - Debian DEP-3: ``Origin: upstream, <url>/commit/<sha>``, ``Origin: <url>/commit/<sha>``,
   ``Origin: upstream, commit:<sha>`` (abbreviated or not),
   ``Applied-Upstream: <version>, <url>/commit/<sha>``, ``Bug: <url>``,
-  ``Forwarded: <url> | not-needed``;
+  ``Forwarded: <url> | not-needed`` (``pending``, not ``none``, when the Origin says the
+  change is upstream's: ``upstream``, ``backport`` or a revision URL);
 - Yocto/OpenEmbedded: ``Upstream-Status: Backport [<url>/commit/<sha> | <sha>]``,
   ``Submitted [<url>]``, ``Pending``, ``Accepted``, ``Inappropriate [reason]``, ``Denied``,
   ``Inactive-Upstream``;
@@ -35,7 +36,15 @@ _SHA = r"[0-9a-fA-F]{7,40}"
 _FULL = re.compile(r"^[0-9a-fA-F]{40}$")
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)[ \t]*:[ \t]*(.*?)[ \t]*$")
 _URL = re.compile(r"https?://[^\s\]\)>,]+")
-_URL_SHA = re.compile(r"(?:/commits?/|[?&;](?:id|h)=)(" + _SHA + r")(?![0-9a-fA-F])")
+# A commit in a URL: GitHub's and GitLab's /commit/<id>, SourceForge's /ci/<id>, cgit's
+# /commit/?id=<id> and gitweb's ?a=commit;h=<id>. An "id=" elsewhere is no commit
+# (Bugzilla's attachment.cgi?id=1073339 is all digits, and so a hex abbreviation).
+_URL_SHA = re.compile(
+    r"(?:/commits?/|/ci/|/commit/?\?(?:[^\s#]*?[&;])?id=|[?&;]a=commit(?:diff)?[&;](?:[^\s#]*?[&;])?h=)"
+    r"(" + _SHA + r")(?![0-9a-fA-F])"
+)
+# git describe's name of a commit, as file's DEP-3 Origin lines give it: FILE5_44-5-g813b3304.
+_DESCRIBED = re.compile(r"(?:^|[\s/,])[A-Za-z0-9._-]+-[0-9]+-g(" + _SHA + r")(?![0-9a-zA-Z])")
 _BARE_SHA = re.compile(r"(?:^|[\s\[,])(?:commit[: ]?\s*)?([0-9a-fA-F]{40})(?![0-9a-fA-F])")
 # DEP-3's own form, ``commit:<id>``, where the id is often abbreviated: the prefix says it
 # is a commit, so an abbreviation is taken (to be resolved by the caller, never guessed).
@@ -46,6 +55,12 @@ _STABLE = re.compile(
     re.IGNORECASE,
 )
 _BRACKET = re.compile(r"\[(.*)\]")
+# A DEP-3 Origin naming upstream: its category (``upstream``, ``backport``) or a revision
+# URL (Mercurial's /rev/, a changeset, a commit). "Forwarded: not-needed" beside it means
+# "upstream has it already", not "this fork's own for good".
+_UPSTREAM_ORIGIN = re.compile(
+    r"^(?:(?:upstream|backport)\b|\S*https?://\S*/(?:rev|changeset|commits?|ci)/)", re.IGNORECASE
+)
 _FROMLIST = re.compile(r"^(?:\[[^\]]*\]\s*)?FROMLIST:", re.IGNORECASE)
 
 # Where a PR / bug URL may come from, best first.
@@ -72,6 +87,7 @@ class _Found:
     merge: tuple[tuple[str, ...], str] | None  # forktool's Upstream-Merge, (commits, line)
     states: list[tuple[RefKind, str]]  # none / pending markers, in order
     prs: dict[str, str]  # key -> URL (first of each key)
+    from_upstream: bool = False  # DEP-3 Origin says upstream's: upstream, backport, a revision
 
 
 def _clean(line: str) -> str:
@@ -88,14 +104,16 @@ def _first_url(value: str) -> str | None:
 
 
 def _commits_in(value: str) -> list[str]:
-    """Commits named in a field value: in a commit URL, as a bare 40-hex id, or as
-    DEP-3's ``commit:<id>`` (7 to 40 hex digits)."""
+    """Commits named in a field value: in a commit URL, as a bare 40-hex id, as DEP-3's
+    ``commit:<id>`` (7 to 40 hex digits), or in git describe's ``<tag>-<n>-g<id>``."""
     found = [m.group(1) for m in _URL_SHA.finditer(value)]
     if not found:
         found = [m.group(1) for m in _BARE_SHA.finditer(value)]
     if not found:
         found = [m.group(1) for m in _DEP3_COMMIT.finditer(value)]
-    return [c.lower() for c in found]
+    if not found:
+        found = [m.group(1) for m in _DESCRIBED.finditer(value)]
+    return [c.lower() for c in dict.fromkeys(found)]
 
 
 def _merge_value(value: str) -> tuple[str, ...] | None:
@@ -147,6 +165,8 @@ def _field(found: _Found, key: str, value: str, line: str) -> None:
         found.commits.append((value.lower(), line))
     elif key in ("origin", "applied-upstream", "git-commit"):
         found.commits += [(c, line) for c in _commits_in(value)]
+        if key == "origin" and _UPSTREAM_ORIGIN.match(value):
+            found.from_upstream = True
     elif key == "forwarded":
         lowered = value.lower()
         if lowered == "not-needed":
@@ -194,6 +214,8 @@ def read_refs(lines: Sequence[str], subject: str | None = None) -> UpstreamRef |
         return UpstreamRef("commits", unique, pr, named[0][1])
     if found.states:
         kind, line = found.states[0]
+        if kind == "none" and found.from_upstream:
+            kind = "pending"  # upstream's change, its commit not named: never "fork-only"
         return UpstreamRef(kind, (), pr, line)
     return None
 

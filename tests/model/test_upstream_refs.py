@@ -14,6 +14,9 @@ _url = st.sampled_from(
         "https://gitlab.com/o/r/-/commit/{}",
         "https://git.kernel.org/pub/scm/x.git/commit/?id={}",
         "https://sourceware.org/git/?p=x.git;a=commit;h={}",
+        "https://sourceware.org/git/gitweb.cgi?p=x.git;a=commitdiff;h={}",
+        "https://git.savannah.gnu.org/cgit/x.git/commit/?h=master&id={}",
+        "https://sourceforge.net/p/zsh/code/ci/{}/",
     ]
 )
 FORMS = [
@@ -139,3 +142,41 @@ def test_a_header_statement_wins_over_the_cherry_pick_line_beside_it() -> None:
     assert ref is not None
     assert ref.commits == (branch,)
     assert ref.source.startswith("Origin: backport, ")
+
+
+def test_an_id_in_a_url_that_names_no_commit_is_no_commit() -> None:
+    """Bugzilla's ``attachment.cgi?id=1073339`` (unzip's DEP-3 Origin) is all digits,
+    so a hex abbreviation: it was read as a commit, and once a commit starting with
+    those digits was here, written to the map. Only a commit URL's ``id=``/``h=`` is."""
+    for line in (
+        "Origin: other, https://bugzilla.redhat.com/attachment.cgi?id=1073339",
+        "Bug: https://bugzilla.example.org/show_bug.cgi?id=1234567",
+        "Origin: https://example.org/viewtopic.php?f=3&h=abcdef12",
+    ):
+        ref = read_refs([line], "subject")
+        assert ref is None or ref.commits == (), line
+
+
+def test_git_describe_names_its_commit() -> None:
+    """file's Origin lines name commits as git describe does: ``FILE5_44-5-g813b3304``."""
+    ref = read_refs(
+        ["Origin: FILE5_44-5-g813b3304 <https://github.com/file/file/commit/FILE5_44-5-g813b3304>"]
+    )
+    assert ref is not None and ref.commits == ("813b3304",)
+
+
+def test_not_needed_beside_an_upstream_origin_is_pending_not_fork_only() -> None:
+    """DEP-3's ``Forwarded: not-needed`` on a backport (nginx's CVE fixes with an
+    hg.nginx.org revision as Origin, gnutls28's ``Origin: backport``) means upstream has
+    the change already: ``pending`` (its commit to be named), never ``none``, which
+    says no upstream commit can ever retire the patch. A Debian-only patch keeps none."""
+    for origin in (
+        "Origin: http://hg.nginx.org/nginx/rev/9f2f0a4e8a1c",
+        "Origin: backport, https://gitlab.com/gnutls/gnutls/-/merge_requests/1",
+        "Origin: upstream, https://sqlite.org/src/info/5508b56fd2",
+    ):
+        ref = read_refs([origin, "Forwarded: not-needed"], "subject")
+        assert ref is not None and (ref.kind, ref.commits) == ("pending", ()), origin
+    for origin in ("Origin: vendor", "Origin: other, https://bugs.example.org/1", ""):
+        ref = read_refs([origin, "Forwarded: not-needed"], "subject")
+        assert ref is not None and ref.kind == "none", origin
