@@ -4,6 +4,8 @@ and deleted, copies, changes GNU patch cannot represent)."""
 
 from __future__ import annotations
 
+import re
+
 from forktool.config import ApplyRule
 from forktool.engine.apply.verdict import PatchVerdict, allows_offset
 from forktool.fork import Patch
@@ -170,12 +172,38 @@ def precheck(
     for diff in parsed.files:
         if diff.is_copy:
             return PatchVerdict(patch.name, "unsupported", copy_refusal(diff), file=diff.path)
+        if no_binary_data(diff):
+            return PatchVerdict(
+                patch.name, "fails", binary_refusal(diff), file=diff.path, line=diff.line
+            )
     if engine == "patch":
         unsupported = gnu_patch_unsupported(parsed)
         if unsupported:
             path, reason = unsupported
             return PatchVerdict(patch.name, "unsupported", reason, file=path)
     return None
+
+
+_FULL_INDEX = re.compile(r"^index [0-9a-fA-F]{40}\.\.[0-9a-fA-F]{40}(?: [0-7]{6})?$")
+
+
+def no_binary_data(diff: FileDiff) -> bool:
+    """A binary file diff that carries no data and no full ``index`` line (``Binary
+    files a/X and b/X differ``: qemu's stable diffs): nothing says what the file
+    becomes. With full object ids git may still find the new file in the repository."""
+    if not diff.is_binary or "GIT binary patch" in diff.header_lines:
+        return False
+    return not any(_FULL_INDEX.match(line) for line in diff.header_lines)
+
+
+def binary_refusal(diff: FileDiff) -> str:
+    return (
+        f"{diff.path}: the patch says only 'Binary files ... differ' (no binary data, no "
+        "full index line), so nothing says what the file becomes: git refuses it, and GNU "
+        "patch (so quilt and dpkg-source) skips it and leaves the file as it is; drop the "
+        "stanza if the file is not meant to change, or regenerate the patch with "
+        "'git diff --binary --full-index'"
+    )
 
 
 def copy_refusal(diff: FileDiff) -> str:

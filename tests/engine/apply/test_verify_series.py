@@ -353,3 +353,29 @@ def test_an_unlisted_file_without_a_suffix_that_holds_a_diff_is_a_warning(
     fork.write(patches, series="0001-edit.patch\nCVE-2023-1234\n")
     assert [f for f in load(fork).findings if f.severity != "info"] == []
     assert statuses(verify(fork)) == ["exact", "exact"]
+
+
+def test_a_binary_stanza_without_data_fails_saying_what_each_tool_does(fork: MiniFork) -> None:
+    """qemu's stable diffs carry ``Binary files a/X and b/X differ`` with an abbreviated
+    index line: nothing says what X becomes. git refuses it ("without full index
+    line"), GNU patch skips it; every engine says so in the same words, with the two
+    ways out, instead of git's message (or, with --engine patch, "use --engine git")."""
+    patches = chain(fork, EDITS[:1])
+    patches["0002-bin.patch"] = (
+        b"diff --git a/data.bin b/data.bin\n"
+        b"index 1234567..89abcde 100644\n"
+        b"Binary files a/data.bin and b/data.bin differ\n"
+    )
+    fork.write(patches)
+    result = verify(fork)
+    assert statuses(result) == ["exact", "fails"]
+    message = result.patches[1].message
+    assert message.startswith("data.bin: the patch says only 'Binary files ... differ'")
+    assert "GNU patch (so quilt and dpkg-source) skips it" in message
+    for engine in ("git", "patch"):
+        target = fork.root.parent / f"target-{engine}"
+        fork.repo.git.run(["worktree", "add", "-q", "--detach", str(target), fork.pin], purpose="t")
+        out = fork.cli("apply", "--target", str(target), "--engine", engine, "--format", "json")
+        assert out.code == 1, out.out
+        verdicts = {p["patch"]: p for p in out.json()["patches"]}  # type: ignore[index, union-attr]
+        assert verdicts["0002-bin.patch"]["message"] == message, engine
