@@ -57,11 +57,10 @@ def parse_patch(data: bytes, *, strip: int = 1) -> PatchFile:
 
 
 def parse_header(data: bytes, *, strip: int = 1) -> PatchHeader:
-    """``parse_patch(data).header``, without reading the diffs.
-
-    Only the lines up to the first ``diff --git`` line (that line included) are read:
-    the header ends there or before (a diff in another format may start it earlier,
-    and none of its three lines can be that line)."""
+    """``parse_patch(data).header``, without reading the diffs: only the lines up to
+    the first ``diff --git`` line (that line included) are read. The header ends there
+    or before (a diff in another format may start it earlier, and none of its three
+    lines can be that line)."""
     cut = data.find(b"\ndiff --git ")
     if cut != -1:
         end = data.find(b"\n", cut + 1)
@@ -448,8 +447,9 @@ class _Parser(HeaderReader):
             self.report(builder, "cannot tell which file this diff changes", builder.line)
         elif old_path is None and new_path is None and not builder.unsafe_reasons:
             self.report(builder, "both sides of the diff are /dev/null", builder.line)
-        elif not (builder.reported or builder.unsafe_reasons or any(moves)):  # else said, or stated
-            if why := names_disagree(builder.git_names, builder.minus, builder.plus, self.strip):
+        elif not (builder.reported or builder.unsafe_reasons):  # else said already
+            said = (builder.git_names, builder.minus, builder.plus, self.strip, moves)
+            if why := names_disagree(*said):
                 self.report(builder, f"'{builder.label}': {why}", builder.line)
         old_mode = builder.old_mode or builder.index_mode
         new_mode = builder.new_mode or builder.index_mode

@@ -206,15 +206,23 @@ def shown_name(names: Sequence[str | None], strip: int, fallback: str) -> str:
 
 
 def names_disagree(
-    git_names: tuple[str, str] | None, minus: str | None, plus: str | None, strip: int
+    git_names: tuple[str, str] | None,
+    minus: str | None,
+    plus: str | None,
+    strip: int,
+    moves: tuple[str | None, str | None, str | None, str | None] = (None, None, None, None),
 ) -> str | None:
-    """Why a ``diff --git`` file diff with no rename or copy line means one thing to git
-    and another to GNU patch: its ``---`` or ``+++`` line names another file than its
-    ``diff --git`` line. git takes the ``---``/``+++`` names and reads a rename the
-    patch never states; GNU patch (so quilt and dpkg-source) patches whichever of the
-    names exists. None when the names agree (a ``/dev/null`` side aside)."""
+    """Why a ``diff --git`` file diff means one thing to git and another to GNU patch:
+    its ``---`` or ``+++`` line names another file than its ``diff --git`` line with no
+    rename or copy line saying so (git reads a rename the patch never states; GNU patch,
+    so quilt and dpkg-source, patches whichever of the names exists), or a rename or
+    copy line (``moves``: rename from, rename to, copy from, copy to) names another file
+    than the ``diff --git`` line (git refuses the patch, GNU patch follows the rename
+    line: qemu's v7.2.13.diff). None when the names agree (a ``/dev/null`` side aside)."""
     if git_names is None:
         return None
+    if any(moves):
+        return _moves_disagree(git_names, moves, strip)
     for side, mark, named in ((0, "---", minus), (1, "+++", plus)):
         if named is None or paths.is_dev_null(named):
             continue
@@ -223,6 +231,27 @@ def names_disagree(
                 f"its '{mark} {named}' line names another file than its 'diff --git' line "
                 f"({git_names[side]}) and no rename line says so: git reads a rename, GNU "
                 "patch patches whichever name exists; make the names agree"
+            )
+    return None
+
+
+def _moves_disagree(
+    git_names: tuple[str, str],
+    moves: tuple[str | None, str | None, str | None, str | None],
+    strip: int,
+) -> str | None:
+    rename_from, rename_to, copy_from, copy_to = moves
+    for side, kind, named in (
+        (0, "from", rename_from or copy_from),
+        (1, "to", rename_to or copy_to),
+    ):
+        said = paths.strip_components(git_names[side], strip)
+        if named is not None and said is not None and named != said:
+            what = "rename" if (rename_from or rename_to) else "copy"
+            return (
+                f"its '{what} {kind} {named}' line names another file than its 'diff --git' "
+                f"line ({git_names[side]}): git refuses the patch, GNU patch follows the "
+                f"{what} line; make the names agree"
             )
     return None
 

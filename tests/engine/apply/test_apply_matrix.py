@@ -554,6 +554,27 @@ def test_a_minus_line_naming_another_file_than_diff_git_is_malformed(
     )
 
 
+def test_a_rename_line_naming_another_file_than_diff_git_is_malformed(
+    fork: MiniFork, tmp_path: Path
+) -> None:
+    """qemu's v7.2.13.diff: 'diff --git a/tests/.../fedora-35.yml b/...fedora-37.yml' over
+    'rename from lcitool/facts/...' (a path inside a submodule). git refuses the patch
+    ("inconsistent old filename"), GNU patch follows the rename line: malformed in every
+    engine, naming the line, instead of git's raw message as a hunk failure."""
+    fork.write({P: b"diff --git a/src/app.py b/src/moved.py\n"
+                   b"similarity index 100%\n"
+                   b"rename from lib/app.py\n"
+                   b"rename to src/moved.py\n"})  # fmt: skip
+    runs = run_all(fork, tmp_path)
+    status, *_ = agree(runs)
+    assert status == "malformed"
+    assert runs["verify"].verdict(P)["message"] == (
+        "'src/moved.py': its 'rename from lib/app.py' line names another file than its "
+        "'diff --git' line (a/src/app.py): git refuses the patch, GNU patch follows the "
+        "rename line; make the names agree"
+    )
+
+
 def test_no_newline_at_end_of_file_is_exact(builder: RepoBuilder, tmp_path: Path) -> None:
     fork = mini_fork(builder, {"tail.txt": "a\nb\nc"})
     patch = patch_of(builder, "v1", writes({"tail.txt": "a\nb\nC"}))
