@@ -221,9 +221,12 @@ class RoundTrip:
     def __exit__(self, *exc: object) -> None:
         with self._lock:
             self.stopped = True
-            self.forward.__exit__(*exc)
-            if self.back is not None:
-                self.back.__exit__(*exc)
+            runs = [self.forward, *([self.back] if self.back is not None else [])]
+            stopped = any(run.running is not None and not run.running.done() for run in runs)
+            for run in runs:
+                run.__exit__(*exc)
+            if stopped:  # a git killed at once may not have removed its lock yet
+                self.index.unlock()
         if self._follower is not None:
             self._follower.join()
 
