@@ -21,6 +21,7 @@ version, so the bytes depend on the patch and the tree alone.
 from __future__ import annotations
 
 import difflib
+import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
@@ -106,13 +107,23 @@ class CommitMeta:
         }
 
 
+_IDENT = re.compile(r"^(.*?)\s*<([^<>\n]*)>\s*$")
+
+
 def _identity(text: str | None) -> tuple[str, str] | None:
+    """(name, email) of ``Name <email>`` as git reads an identity: the email may be
+    empty or no address at all (sqlite3's ``drh <>``, ``dan <Dan Kennedy>``: git commits
+    and format-patches both), the name may not; a bare address stands for both."""
     if not text:
         return None
-    name, email = parseaddr(text)
-    if not email or "@" not in email:
-        return None
-    return (name or email.split("@", 1)[0]), email
+    if (ident := _IDENT.match(text.strip())) is not None:
+        name, email = ident.group(1).strip().strip('"'), ident.group(2).strip()
+    else:
+        name, email = parseaddr(text)
+        if "@" not in email:
+            return None
+    name = name or email.split("@", 1)[0]
+    return (name, email) if name else None
 
 
 def commit_meta(patch: Patch) -> CommitMeta | str:

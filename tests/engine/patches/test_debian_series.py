@@ -621,6 +621,8 @@ def test_import_names_a_patch_without_an_author_once_and_says_what_to_add(
     """A patch whose mail header names no author cannot become a commit: import says so
     naming the patch once, and the hint says what to add (fmt keeps a maintainer's
     header byte for byte, so it is no way out)."""
+    path = package.quilt / SERIES[2]
+    path.write_bytes(path.read_bytes().replace(b"\nFrom: drh <>\n", b"\nFrom: drh\n", 1))
     package.adopt()
     refused = package.cli("import", "--branch", "pq")
     assert refused.code == 2
@@ -630,6 +632,24 @@ def test_import_names_a_patch_without_an_author_once_and_says_what_to_add(
         "a 'Date:' line to be regenerated"
     )
     assert errors[1].startswith("hint: give it a 'From: Name <email>' and a 'Date:' line")
+
+
+def test_an_author_git_accepts_is_one_import_and_fmt_accept(package: DebianPackage) -> None:
+    """sqlite3's fossil exports name ``drh <>`` (an empty email) and ``dan <Dan Kennedy>``
+    (no address): git commits and format-patches both, so import makes the commit and
+    export gives the file back; canonical fmt regenerates the header with the same author."""
+    path = package.quilt / SERIES[2]
+    package.adopt()
+    assert package.cli("import", "--branch", "pq").code == 0
+    authors = package.repo.git.out(["log", "--format=%an <%ae>", "v1..pq"], purpose="t")
+    assert "drh <>" in authors.splitlines()
+    package.configure("patch_form: maintainers\n", "patch_form: canonical\n")
+    path.write_bytes(
+        path.read_bytes().replace(b"\nFrom: drh <>\n", b"\nFrom: dan <Dan Kennedy>\n", 1)
+    )
+    result = package.cli("fmt")
+    assert result.code == 0, result.out + result.err
+    assert b"\nFrom: dan <Dan Kennedy>\n" in path.read_bytes()
 
 
 def test_import_then_export_keeps_the_maintainers_bytes_and_the_disabled_patches(
