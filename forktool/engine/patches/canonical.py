@@ -21,12 +21,10 @@ version, so the bytes depend on the patch and the tree alone.
 from __future__ import annotations
 
 import difflib
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from email.utils import parseaddr
 from functools import partial
 from pathlib import Path
 
@@ -35,6 +33,7 @@ from forktool.engine.apply.anchors import short_of_its_end
 from forktool.engine.apply.attempt import classify, placed_without_anchors, reverse_state, try_patch
 from forktool.engine.apply.precheck import precheck
 from forktool.engine.apply.verdict import PatchVerdict, acceptable, allows_offset
+from forktool.engine.patches.commit_meta import CommitMeta, commit_meta
 from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex
@@ -80,87 +79,8 @@ FORMAT_PATCH_ARGS = (
     "--filename-max-length=64",
 )
 
+
 # A plain-diff patch has no author or date; its commit gets these (they never reach its file).
-PLACEHOLDER_NAME = "forktool"
-PLACEHOLDER_EMAIL = "forktool@localhost"
-PLACEHOLDER_DATE = "@0 +0000"
-
-
-@dataclass(frozen=True)
-class CommitMeta:
-    """What a patch's commit carries: author, author date, message."""
-
-    name: str
-    email: str
-    date: str
-    message: str
-
-    def env(self) -> dict[str, str]:
-        # Committer = author: the same patch always makes the same commit id.
-        return {
-            "GIT_AUTHOR_NAME": self.name,
-            "GIT_AUTHOR_EMAIL": self.email,
-            "GIT_AUTHOR_DATE": self.date,
-            "GIT_COMMITTER_NAME": self.name,
-            "GIT_COMMITTER_EMAIL": self.email,
-            "GIT_COMMITTER_DATE": self.date,
-        }
-
-
-_IDENT = re.compile(r"^(.*?)\s*<([^<>\n]*)>\s*$")
-
-
-def _identity(text: str | None) -> tuple[str, str] | None:
-    """(name, email) of ``Name <email>`` as git reads an identity: the email may be
-    empty or no address at all (sqlite3's ``drh <>``, ``dan <Dan Kennedy>``: git commits
-    and format-patches both), the name may not; a bare address stands for both."""
-    if not text:
-        return None
-    if (ident := _IDENT.match(text.strip())) is not None:
-        name, email = ident.group(1).strip().strip('"'), ident.group(2).strip()
-    else:
-        name, email = parseaddr(text)
-        if "@" not in email:
-            return None
-    name = name or email.split("@", 1)[0]
-    return (name, email) if name else None
-
-
-def commit_meta(patch: Patch) -> CommitMeta | str:
-    """The commit metadata a patch's header declares, or why it cannot be read (said of
-    the patch, which the caller names)."""
-    header = patch.parsed.header
-    if header.style == "mbox":
-        who = _identity(header.author)
-        if who is None or not header.date:
-            return (
-                "the mail header needs a 'From: Name <email>' and a 'Date:' line to be regenerated"
-            )
-        body = header.message
-        message = (header.subject or "") + "\n" + (f"\n{body}\n" if body else "")
-        return CommitMeta(who[0], who[1], header.date, message)
-    name, email = _identity(header.author) or (PLACEHOLDER_NAME, PLACEHOLDER_EMAIL)
-    text = "\n".join(header.lines).strip()
-    subject = header.subject or Path(patch.name).stem
-    message = subject + "\n" + (f"\n{text}\n" if text else "")
-    return CommitMeta(name, email, PLACEHOLDER_DATE, message)
-
-
-def lenient_meta(patch: Patch) -> CommitMeta:
-    """The patch's own metadata, or placeholders when its header lacks them: in the
-    maintainers' form the commit never reaches the file (only its diff does)."""
-    meta = commit_meta(patch)
-    if isinstance(meta, CommitMeta):
-        return meta
-    subject = patch.parsed.header.subject or Path(patch.name).stem
-    return CommitMeta(PLACEHOLDER_NAME, PLACEHOLDER_EMAIL, PLACEHOLDER_DATE, subject + "\n")
-
-
-def meta_for_form(form: PatchForm) -> Callable[[Patch], CommitMeta | str]:
-    """How a chain's commits get their metadata in ``form``."""
-    return lenient_meta if form == "maintainers" else commit_meta
-
-
 def loose_patch(name: str, path: Path, data: bytes | None = None) -> Patch:
     """A patch read from ``path`` that is not (yet) part of the fork's series."""
     raw = path.read_bytes() if data is None else data

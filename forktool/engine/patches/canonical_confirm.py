@@ -32,13 +32,8 @@ from email.utils import mktime_tz, parsedate_tz
 from pathlib import Path
 
 from forktool.engine.apply.precheck import precheck
-from forktool.engine.patches.canonical import (
-    FORMAT_PATCH_ARGS,
-    PLACEHOLDER_DATE,
-    CommitMeta,
-    commit_meta,
-    with_source_header,
-)
+from forktool.engine.patches.canonical import FORMAT_PATCH_ARGS, with_source_header
+from forktool.engine.patches.commit_meta import PLACEHOLDER_DATE, CommitMeta, commit_meta
 from forktool.errors import FatalError
 from forktool.fork import Patch
 from forktool.git import Git, TempIndex

@@ -22,10 +22,10 @@ from forktool.engine.patches.canonical import (
     chain_bytes,
     format_range,
     loose_patch,
-    meta_for_form,
     range_diff,
     with_from_sha,
 )
+from forktool.engine.patches.commit_meta import meta_for_form
 from forktool.engine.patches.history_contract import HistoryResult, check_history
 from forktool.engine.patches.map_suggest import resolve_refs
 from forktool.errors import FatalError, command_line

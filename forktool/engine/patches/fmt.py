@@ -24,10 +24,10 @@ from forktool.engine.patches.canonical import (
     build_chain,
     chain_bytes,
     cosmetic_only,
-    meta_for_form,
     rewrite_diff,
 )
 from forktool.engine.patches.canonical_confirm import regenerate_if_canonical
+from forktool.engine.patches.commit_meta import meta_for_form
 from forktool.errors import FatalError
 from forktool.fork import Fork
 from forktool.fsutil import write_files

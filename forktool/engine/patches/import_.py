@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.engine.apply.verdict import acceptable, allows_offset
-from forktool.engine.patches.canonical import CommitMeta, build_chain, commit_meta
+from forktool.engine.patches.canonical import build_chain
+from forktool.engine.patches.commit_meta import CommitMeta, commit_meta
 from forktool.errors import FatalError
 from forktool.faults import faultpoint
 from forktool.fork import Fork, Patch

@@ -27,14 +27,16 @@ from forktool.config import ApplyRule
 from forktool.engine.apply.attempt import try_patch
 from forktool.engine.apply.verdict import ALREADY_APPLIED, is_exact
 from forktool.engine.patches.canonical import (
+    apply_and_commit,
+    format_range,
+    loose_patch,
+    with_source_header,
+)
+from forktool.engine.patches.commit_meta import (
     PLACEHOLDER_DATE,
     PLACEHOLDER_EMAIL,
     PLACEHOLDER_NAME,
-    apply_and_commit,
-    format_range,
     lenient_meta,
-    loose_patch,
-    with_source_header,
 )
 from forktool.fork import Patch
 from forktool.git import MergeTreeResult, TempIndex

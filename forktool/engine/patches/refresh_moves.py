@@ -11,13 +11,8 @@ from dataclasses import dataclass, replace
 from forktool.config import ApplyRule, PatchForm
 from forktool.engine.apply.attempt import already_there, made_twice_verdict
 from forktool.engine.apply.verdict import allows_offset, says_already_applied
-from forktool.engine.patches.canonical import (
-    Chain,
-    Link,
-    apply_and_commit,
-    commit_tree,
-    meta_for_form,
-)
+from forktool.engine.patches.canonical import Chain, Link, apply_and_commit, commit_tree
+from forktool.engine.patches.commit_meta import meta_for_form
 from forktool.engine.patches.merge_patch import (
     PreImages,
     absorbed_message,

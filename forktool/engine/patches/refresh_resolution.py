@@ -9,7 +9,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from forktool.engine.apply.verdict import PatchVerdict
-from forktool.engine.patches.canonical import Chain, Link, chain_bytes, commit_meta, commit_tree
+from forktool.engine.patches.canonical import Chain, Link, chain_bytes, commit_tree
+from forktool.engine.patches.commit_meta import commit_meta
 from forktool.engine.patches.refresh_moves import (
     Series,
     already_on,

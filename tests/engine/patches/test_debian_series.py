@@ -293,6 +293,39 @@ def test_fmt_in_canonical_form_keeps_the_upstream_commit_id(package: DebianPacka
     assert package.cli("fmt", "--check").code == 0
 
 
+def test_canonical_fmt_erases_no_fact(package: DebianPackage) -> None:
+    """Regenerating a mail in the canonical form writes git's own header: a DEP-3 field a
+    maintainer put among the mail's fields (nginx's ``Origin:`` and ``Forwarded:`` after
+    ``Subject:``) moves to the end of the message instead of being lost; a file of
+    several mails (gnutls28's CVE fixes, one upstream commit each) is refused, since one
+    commit would lose every later mail's commit id, author and message."""
+    package.adopt()
+    package.configure("patch_form: maintainers\n", "patch_form: canonical\n")
+    package.keep_only(SERIES[0])
+    path = package.quilt / SERIES[0]
+    origin = f"Origin: upstream, https://example.org/commit/{package.fix_util}"
+    data = path.read_bytes()
+    subject = data.index(b"\nSubject: ")
+    end = data.index(b"\n", subject + 1)
+    path.write_bytes(data[:end] + f"\n{origin}\nForwarded: not-needed".encode() + data[end:])
+    result = package.cli("fmt")
+    assert result.code == 0, result.out + result.err
+    text = path.read_text()  # the message's last lines, right before the diff
+    assert f"\n\n{origin}\nForwarded: not-needed\n\ndiff --git " in text
+    assert package.cli("fmt", "--check").code == 0
+    mails = (
+        data
+        + package.repo.git.run(
+            ["format-patch", "--stdout", "-1", package.fix_main], purpose="a second mail"
+        ).stdout
+    )
+    path.write_bytes(mails)
+    refused = package.cli("fmt")
+    assert refused.code != 0
+    assert "holds 2 format-patch mails, a commit each" in refused.out + refused.err
+    assert path.read_bytes() == mails  # nothing was written
+
+
 def test_refresh_keeps_the_upstream_commit_id(package: DebianPackage) -> None:
     package.adopt()
     package.configure("patch_form: maintainers\n", "patch_form: canonical\n")
