@@ -370,11 +370,6 @@ class Started:
     def done(self) -> bool:
         return self._proc.poll() is not None
 
-    def exited(self) -> None:
-        """Block until git exits (safe beside :meth:`wait` or ``__exit__`` in another
-        thread: the process is reaped once, by whichever gets there first)."""
-        self._proc.wait()
-
     def wait(self, *, check: bool = True) -> GitResult:
         """git's result, once it is done (waited for once; later calls give it again)."""
         result = self._result

@@ -3,8 +3,7 @@
 Loading the fork (every patch's header, the map, the ledger) and importing the parts
 of forktool that judge patches take longer than git needs to load the base tree and
 start applying. So ``verify`` reads only the series file first, starts git on the
-files it names (the temporary index, and on the serial path the series' round trip:
-its forward call, and its revert the moment that is through),
+files it names (the temporary index, and on the serial path the series' forward call),
 and loads the fork and the rest of the engine while git works. Nothing here reads a
 patch: what git is given is exactly what the series names, as regular files inside
 the fork; the fork load that follows checks the rest, and :func:`verify_series` uses
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forktool.config import Config
-from forktool.engine.apply.series_run import RoundTrip
+from forktool.engine.apply.series_run import SeriesRun
 from forktool.git import Git, TempIndex
 from forktool.inputs import UnreadableInput, linked_directory, read_input, read_regular
 from forktool.model.series import parse_series
@@ -91,12 +90,12 @@ class SeriesFile:
 class EarlyStart:
     """git's work started before the fork was loaded: the temporary index holding
     the base tree, and either the bins running side by side (``bins``) or the series'
-    round trip on the index (``trip``: forward, then back as soon as it applied)."""
+    forward call running on the index (``forward``)."""
 
     index: TempIndex
     base_tree: str
     files: tuple[Path, ...]
-    trip: RoundTrip | None
+    forward: SeriesRun | None
     bins: StartedBins | None = None
 
     def serves(self, paths: Sequence[Path]) -> bool:
@@ -105,8 +104,8 @@ class EarlyStart:
 
     def stop(self) -> None:
         """Stop every git started here (what it did is not used)."""
-        if self.trip is not None:
-            self.trip.__exit__(None, None, None)
+        if self.forward is not None:
+            self.forward.stop()
         if self.bins is not None:
             self.bins.stop()
 
@@ -169,9 +168,9 @@ def early_start(
                 stack.close()
                 yield None
                 return
-        trip = None
+        forward = None
         if bins is None:
             loaded()
-            trip = stack.enter_context(RoundTrip(index, files, follow=True))
+            forward = stack.enter_context(SeriesRun(index, files, reverse=False))
         base_tree = git.tree_id(base_commit)  # asked while git applies
-        yield EarlyStart(index, base_tree, names, trip, bins)
+        yield EarlyStart(index, base_tree, names, forward, bins)

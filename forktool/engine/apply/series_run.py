@@ -3,7 +3,6 @@ chunks of bounded size one after the other on a long series (memory stays flat).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -139,96 +138,58 @@ class SeriesRun:
 class RoundTrip:
     """The series forward on ``index`` and, as soon as every forward call applied, back
     again, both in the background: the revert does not wait for the caller (who reads
-    the patches meanwhile). Use as a context manager, like :class:`SeriesRun`.
-
-    With ``follow`` a thread starts the revert the moment the forward calls are done,
-    even while the caller does not :meth:`poll` (verify loading the fork): git's two
-    calls then run back to back. Every method takes the trip's lock, so the thread and
-    the caller never act on it at once."""
+    the patches meanwhile). Use as a context manager, like :class:`SeriesRun`."""
 
     def __init__(
         self,
         index: TempIndex,
         patches: Sequence[PatchFileArg],
         forward: SeriesRun | None = None,
-        *,
-        follow: bool = False,
     ) -> None:
         self.index = index
         self.patches = patches
         self.forward = forward or SeriesRun(index, patches, reverse=False)
         self.back: SeriesRun | None = None
         self.stopped = False
-        self._lock = threading.RLock()
-        self._follower: threading.Thread | None = None
-        if follow:
-            self._follower = threading.Thread(
-                target=self._follow, name="forktool-revert", daemon=True
-            )
-            self._follower.start()
-
-    def _follow(self) -> None:
-        """Wait for each forward call to exit (git is reaped by whoever gets there
-        first; nothing is read here), then start what follows it."""
-        while True:
-            with self._lock:
-                running = self.forward.running
-                if self.stopped or running is None:
-                    return
-            running.exited()
-            with self._lock:
-                if self.stopped:
-                    return
-                self.poll()
-                if self.forward.finished:
-                    return
 
     def poll(self) -> None:
         """Collect what finished, and start the revert once the series is through."""
-        with self._lock:
-            self.forward.poll()
-            if self.back is not None:
-                self.back.poll()
-            elif self.forward.finished and self.forward.ok and not self.stopped:
-                self.back = SeriesRun(self.index, self.patches, reverse=True)
+        self.forward.poll()
+        if self.back is not None:
+            self.back.poll()
+        elif self.forward.finished and self.forward.ok and not self.stopped:
+            self.back = SeriesRun(self.index, self.patches, reverse=True)
 
     def wait_forward(self) -> tuple[bool, str]:
         """Whether the series applied, and git's output (the revert then under way)."""
-        with self._lock:
-            forward = self.forward.wait()
-            self.poll()
-            return forward
+        forward = self.forward.wait()
+        self.poll()
+        return forward
 
     def wait_back(self) -> tuple[bool, str]:
         """Whether the revert went through, and git's output (after the series applied)."""
-        with self._lock:
-            if self.back is None:
-                raise RuntimeError("the series did not apply: there is nothing to revert")
-            return self.back.wait()
+        if self.back is None:
+            raise RuntimeError("the series did not apply: there is nothing to revert")
+        return self.back.wait()
 
     def stop_back(self) -> None:
         """Kill the revert under way, if any, and start none: the caller takes the
         index over (in whatever state the revert left it)."""
-        with self._lock:
-            self.stopped = True
-            if self.back is not None:
-                self.back.stop()
-                self.index.unlock()
+        self.stopped = True
+        if self.back is not None:
+            self.back.stop()
+            self.index.unlock()
 
     def __enter__(self) -> RoundTrip:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self.stopped = True
-            runs = [self.forward, *([self.back] if self.back is not None else [])]
-            stopped = any(run.running is not None and not run.running.done() for run in runs)
-            for run in runs:
-                run.__exit__(*exc)
-            if stopped:  # a git killed at once may not have removed its lock yet
-                self.index.unlock()
-        if self._follower is not None:
-            self._follower.join()
+        runs = [self.forward, *([self.back] if self.back is not None else [])]
+        stopped = any(run.running is not None and not run.running.done() for run in runs)
+        for run in runs:
+            run.__exit__(*exc)
+        if stopped:  # a git killed at once may not have removed its lock yet
+            self.index.unlock()
 
 
 def apply_series(

@@ -159,7 +159,7 @@ def _answer_on(
 ) -> Answer:
     index, base_tree = started.index, started.base_tree
     side = started.bins is not None or (
-        started.trip is None and side_by_side(workers, len(patches))
+        started.forward is None and side_by_side(workers, len(patches))
     )
     if side:
         from forktool.engine.apply.side_by_side import verify_side_by_side  # bins: only here
@@ -174,7 +174,7 @@ def _answer_on(
             return _series_verdicts(
                 index, base_tree, patches, surveys, trip, base, keep_going, rule
             )
-    with started.trip or RoundTrip(index, patches) as trip:
+    with RoundTrip(index, patches, started.forward) as trip:
         for patch in patches:
             surveys.append(survey_of(patch, rule))
             trip.poll()
