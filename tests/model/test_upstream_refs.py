@@ -172,6 +172,7 @@ def test_not_needed_beside_an_upstream_origin_is_pending_not_fork_only() -> None
     says no upstream commit can ever retire the patch. A Debian-only patch keeps none."""
     for origin in (
         "Origin: http://hg.nginx.org/nginx/rev/9f2f0a4e8a1c",
+        "Origin: https://hg.nginx.org/nginx/raw-rev/49e7db44b57c",
         "Origin: backport, https://gitlab.com/gnutls/gnutls/-/merge_requests/1",
         "Origin: upstream, https://sqlite.org/src/info/5508b56fd2",
     ):
