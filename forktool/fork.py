@@ -18,6 +18,7 @@ from forktool.config import Config
 from forktool.errors import FatalError, Finding, require_no_errors
 from forktool.inputs import UnreadableInput, read_input
 from forktool.model.ledger import Ledger, parse_ledger
+from forktool.model.patch_header import mails
 from forktool.model.patch_parser import parse_header, parse_patch
 from forktool.model.patchfile import PatchFile, PatchHeader, parse_upstream_merge
 from forktool.model.series import Series, SeriesEntry, parse_series
@@ -280,7 +281,7 @@ def _cross_check(
                 )
             )
     for patch in patches:
-        findings += _trailer_vs_map(patch)
+        findings += _trailer_vs_map(patch) + _mails_vs_map(config, patch)
     return findings
 
 
@@ -356,6 +357,38 @@ def _trailer_vs_map(patch: Patch) -> list[Finding]:
             patch.rel,
             trailer.line,
             "make the trailer and the map name the same upstream commit(s)",
+        )
+    ]
+
+
+_MAIL_DATE = b" Mon Sep 17 00:00:00 2001\n"  # on every mail's first line git format-patch writes
+
+
+def _mails_vs_map(config: Config, patch: Patch) -> list[Finding]:
+    """A file of several format-patch mails whose map line names some of their commits
+    but not all (what forktool's own suggestion made of such a file before it mapped
+    every mail): a release holding only those would retire the patch without the
+    others' fixes. A map naming none of them (upstream's ids for a packaging branch's
+    mails) is not judged."""
+    mapping = patch.mapping
+    if mapping is None or not mapping.commits or patch.data.count(_MAIL_DATE) < 2:
+        return []
+    shas = [sha for sha, _ in mails(patch.data.decode("utf-8", "surrogateescape").split("\n"))]
+    mapped = set(mapping.commits)
+    missing = [sha for sha in dict.fromkeys(shas) if sha not in mapped]
+    if len(shas) < 2 or not missing or not mapped.intersection(shas):
+        return []
+    named = ", ".join(sha[:12] for sha in missing)
+    return [
+        Finding(
+            "warning",
+            f"'{patch.name}' holds {len(shas)} format-patch mails, but its map line names "
+            f"only some of their commits (not {named}): a release holding those alone would "
+            "retire it without the others' fixes",
+            config.upstream_map,
+            mapping.line,
+            f"map every mail's commit: '{patch.name} {','.join(dict.fromkeys(shas))}' "
+            "('forktool map suggest' offers it)",
         )
     ]
 

@@ -8,7 +8,9 @@ import pytest
 from testing.helpers import MiniFork, make_patch, run_cli, snapshot_tree
 
 from forktool.builder import RepoBuilder
+from forktool.config import load_config
 from forktool.demo import DemoUpstream
+from forktool.fork import load_fork
 
 P1 = "0001-config-do-not-crash-on-an-empty-config-file.patch"
 P2 = "0002-engine-retry-on-timeout.patch"
@@ -625,6 +627,16 @@ def test_a_file_of_several_mails_maps_every_mails_commit_or_none(builder: RepoBu
     assert (kept["verdict"], kept["ancestor"]) == ("keep", False)
     retired = fork.cli("absorbed", "--tag", "v1.2.0", "--format", "json").json()["patches"][0]  # type: ignore[index]
     assert retired["verdict"] == "retire"
+    # A map made before (the first mail's commit only) is told, with the line to write.
+    fork.write({"0001-cve.patch": both}, commits={"0001-cve.patch": first})
+    loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+    [told] = [f for f in loaded.findings if f.severity == "warning"]
+    assert told.message == (
+        "'0001-cve.patch' holds 2 format-patch mails, but its map line names only some of "
+        f"their commits (not {second[:12]}): a release holding those alone would retire it "
+        "without the others' fixes"
+    )
+    assert told.hint is not None and f"0001-cve.patch {first},{second}" in told.hint
     # A cherry-pick line in the first mail names that mail's commit only: not the map.
     picked = both.replace(b"\n---\n", f"\n\n(cherry picked from commit {first})\n---\n".encode(), 1)
     fork.write({"0001-cve.patch": picked}, commits={"0001-cve.patch": "pending"})
