@@ -59,7 +59,8 @@ _BRACKET = re.compile(r"\[(.*)\]")
 # URL (Mercurial's /rev/, a changeset, a commit). "Forwarded: not-needed" beside it means
 # "upstream has it already", not "this fork's own for good".
 _UPSTREAM_ORIGIN = re.compile(
-    r"^(?:(?:upstream|backport)\b|\S*https?://\S*/(?:rev|raw-rev|changeset|commits?|ci)/)", re.IGNORECASE
+    r"^(?:(?:upstream|backport)\b|\S*https?://\S*/(?:rev|raw-rev|changeset|commits?|ci)/)",
+    re.IGNORECASE,
 )
 _FROMLIST = re.compile(r"^(?:\[[^\]]*\]\s*)?FROMLIST:", re.IGNORECASE)
 
