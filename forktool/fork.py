@@ -18,7 +18,7 @@ from forktool.config import Config
 from forktool.errors import FatalError, Finding, require_no_errors
 from forktool.inputs import UnreadableInput, read_input
 from forktool.model.ledger import Ledger, parse_ledger
-from forktool.model.patch_header import mails
+from forktool.model.patch_header import mail_count, mails_in
 from forktool.model.patch_parser import parse_header, parse_patch
 from forktool.model.patchfile import PatchFile, PatchHeader, parse_upstream_merge
 from forktool.model.series import Series, SeriesEntry, parse_series
@@ -67,6 +67,11 @@ class Patch:
         if "data" in self.__dict__:
             return self.data
         return read_input(self.path, self.rel, follow=False, limit=MAX_PATCH_BYTES)
+
+    def mails(self) -> list[tuple[str, str | None]]:
+        """(commit, subject) of each git format-patch mail in the file (several for a fix
+        made of several upstream commits); read each time, never kept."""
+        return mails_in(self.read())
 
     @cached_property
     def size(self) -> int:
@@ -361,9 +366,6 @@ def _trailer_vs_map(patch: Patch) -> list[Finding]:
     ]
 
 
-_MAIL_DATE = b" Mon Sep 17 00:00:00 2001\n"  # on every mail's first line git format-patch writes
-
-
 def _mails_vs_map(config: Config, patch: Patch) -> list[Finding]:
     """A file of several format-patch mails whose map line names some of their commits
     but not all (what forktool's own suggestion made of such a file before it mapped
@@ -371,9 +373,11 @@ def _mails_vs_map(config: Config, patch: Patch) -> list[Finding]:
     others' fixes. A map naming none of them (upstream's ids for a packaging branch's
     mails) is not judged."""
     mapping = patch.mapping
-    if mapping is None or not mapping.commits or patch.data.count(_MAIL_DATE) < 2:
+    if mapping is None or not mapping.commits or patch.header.style != "mbox":
+        return []  # a file of mails starts with one: others are not read again
+    if mail_count(patch.read()) < 2:
         return []
-    shas = [sha for sha, _ in mails(patch.data.decode("utf-8", "surrogateescape").split("\n"))]
+    shas = [sha for sha, _ in patch.mails()]
     mapped = set(mapping.commits)
     missing = [sha for sha in dict.fromkeys(shas) if sha not in mapped]
     if len(shas) < 2 or not missing or not mapped.intersection(shas):

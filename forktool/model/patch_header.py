@@ -129,6 +129,22 @@ class HeaderReader:
             )
 
 
+_MAIL_DATE = b" Mon Sep 17 00:00:00 2001"  # no line end: a CR LF file too
+
+
+def mail_count(data: bytes) -> int:
+    """How many git format-patch mails a patch file may hold, at most: one count of
+    their first line's fixed date, no decoding (a fork load asks it of every patch)."""
+    return data.count(_MAIL_DATE)
+
+
+def mails_in(data: bytes) -> list[tuple[str, str | None]]:
+    """:func:`mails` of a patch file's bytes; no decoding when no line can start a mail."""
+    if not mail_count(data):
+        return []
+    return mails(data.decode("utf-8", "surrogateescape").split("\n"))
+
+
 def mails(lines: Sequence[str]) -> list[tuple[str, str | None]]:
     """Each ``git format-patch`` mail in a patch file's lines, in order: (the commit id
     its ``From <sha>`` line names, its subject without ``[PATCH n/m]``). A file of
@@ -136,7 +152,7 @@ def mails(lines: Sequence[str]) -> list[tuple[str, str | None]]:
     commits that made it) gives one pair per mail; a file of no mail gives none."""
     found: list[tuple[str, str | None]] = []
     for index, line in enumerate(lines):
-        match = _MAIL_START.match(bare(line))
+        match = _MAIL_START.match(bare(line)) if line.startswith("From ") else None
         if match is None:
             continue
         subject = rfc822_fields(lines[index:])[0].get("subject")

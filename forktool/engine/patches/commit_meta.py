@@ -11,7 +11,6 @@ from pathlib import Path
 
 from forktool.config import PatchForm
 from forktool.fork import Patch
-from forktool.model.patch_header import mails
 
 PLACEHOLDER_NAME = "forktool"
 PLACEHOLDER_EMAIL = "forktool@localhost"
@@ -105,7 +104,7 @@ def canonical_meta(patch: Patch) -> CommitMeta | str:
     per patch: a file of several format-patch mails (a commit each, as gnutls28's Debian
     patches are) is refused, since one commit would lose every later mail's commit id,
     author and message."""
-    count = len(mails(patch.data.decode("utf-8", "surrogateescape").split("\n")))
+    count = len(patch.mails())
     if count > 1:
         return (
             f"the file holds {count} format-patch mails, a commit each, and the canonical "

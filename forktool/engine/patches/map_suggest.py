@@ -22,7 +22,6 @@ from forktool.engine.patches.map_edit import MapChange, apply_map_changes, entry
 from forktool.engine.upstream.resolve import branch_ref
 from forktool.fork import Fork, Patch
 from forktool.git import Git
-from forktool.model.patch_header import mails
 from forktool.model.upstream_map import MapEntry
 from forktool.model.upstream_refs import RefKind, UpstreamRef, read_refs
 
@@ -129,7 +128,7 @@ def _mail_commits(patch: Patch) -> list[tuple[str, str]]:
     header = patch.parsed.header
     if not header.from_sha:
         return []
-    found = mails(patch.data.decode("utf-8", "surrogateescape").split("\n"))
+    found = patch.mails()
     if not found or any(sha == "0" * 40 or not subject for sha, subject in found):
         return []
     return [(sha, subject or "") for sha, subject in found]
@@ -234,11 +233,9 @@ def build_suggestions(
     """
     refs = patch_refs(patches)
     for patch in patches:  # a statement in the first of several mails is that mail's only
-        if (
-            refs.get(patch.name) is not None
-            and refs[patch.name].commits
-            and len(_mail_commits(patch)) > 1
-        ):
+        ref = refs.get(patch.name)
+        mail = patch.parsed.header.style == "mbox"
+        if ref is not None and ref.commits and mail and len(patch.mails()) > 1:
             del refs[patch.name]
     resolved = resolve_refs(git, refs)
     if upstream is not None:

@@ -379,7 +379,7 @@ def _warn_lost(lost: Sequence[LostFix], tag: str, warn: Callable[[str], None] | 
     if warn is None:
         return
     for fix in lost:
-        warn(f"{fix.describe(tag)}; {fix.remedy()}")
+        warn(fix.told(tag))
 
 
 def _write_bump(contents: dict[Path, bytes]) -> None:

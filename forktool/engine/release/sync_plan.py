@@ -46,7 +46,7 @@ def plan_sync(fork: Fork, git: Git, revision: Revision, tree: str | None = None)
     notes = human_notes(kept)
     # A fix retired at an earlier release that TAG lacks (a release-branch commit, or a
     # pin moving back): the sync's check would fail on it, so the plan says so first.
-    notes += tuple(f"{lost.describe(tag)}; {lost.remedy()}" for lost in bump.lost_fixes)
+    notes += tuple(lost.told(tag) for lost in bump.lost_fixes)
     if decisions:
         notes += (decision_note(decisions, tag),)
     if fork.config.pin_import is not None and tree is None:

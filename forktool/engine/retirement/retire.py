@@ -316,6 +316,10 @@ class LostFix:
         undo = command_line("forktool", "retire", "--undo", self.patch)
         return f"pin a tag that contains it, or restore the patch: {undo}"
 
+    def told(self, pin_tag: str) -> str:
+        """What it is and what to do, in one line (a warning, or a plan's note)."""
+        return f"{self.describe(pin_tag)}; {self.remedy()}"
+
     def to_json(self) -> dict[str, object]:
         return {"patch": self.patch, "commits": list(self.commits), "retired_at": self.tag}
 
