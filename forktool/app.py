@@ -47,12 +47,17 @@ class App:
     _forks: dict[bool, Fork] = field(default_factory=dict, repr=False)
 
     def config(self) -> Config:
-        from forktool.config import find_config, load_config
+        from forktool.config import config_of
 
         if self._config is None:
-            path = self.config_file or find_config(self.cwd, stop=lambda d: (d / ".git").exists())
-            self._config = load_config(path)
+            self._config = config_of(self.cwd, self.config_file)
         return self._config
+
+    def use_config(self, config: Config) -> None:
+        """Take ``config`` as this run's configuration (read before the command line
+        was parsed, by :mod:`forktool.head_start`, for the same directory and file)."""
+        self._config = config
+        self._forks.clear()
 
     def fork(self, *, strict: bool = True) -> Fork:
         """The fork's files, read once per command. :meth:`lock` forgets them: a fork
@@ -64,11 +69,9 @@ class App:
         return self._forks[strict]
 
     def git(self) -> Git:
-        from forktool.git import Git
+        from forktool.git import repository
 
-        git = Git(self.config().root)
-        git.toplevel()  # refuses early, with a hint, outside a repository
-        return git
+        return repository(self.config().root)
 
     @contextmanager
     def lock(self, git: Git | None = None, root: Path | None = None) -> Iterator[None]:

@@ -22,7 +22,6 @@ import click
 from forktool import __version__
 from forktool.app import App, notice
 from forktool.error_handler import current_app, fail, handled
-from forktool.errors import FatalError
 from forktool.faults import faultpoint
 
 if TYPE_CHECKING:
@@ -135,16 +134,11 @@ def cli(
       forktool status               pin, series, and each patch's state
       forktool -C ../myfork check   the CI gate, for the fork in ../myfork
     """
+    from forktool.config import run_location
     from forktool.git import set_graph_notice, set_observer
     from forktool.output import Output
 
-    cwd = Path.cwd()
-    if directory is not None:
-        if not directory.is_dir():
-            raise FatalError(f"-C {directory}: no such directory")
-        cwd = directory.resolve()
-    if config_file is not None and not config_file.is_absolute():
-        config_file = (cwd / config_file).resolve()
+    cwd, config_file = run_location(directory, config_file)
     ctx.obj = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
     current_app.set(ctx.obj)
     set_observer(_git_narrator(ctx.obj.output) if verbose else None)

@@ -1,10 +1,16 @@
 from __future__ import annotations
 
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import TYPE_CHECKING
 
 import click
 
 from forktool.app import App, format_option, pass_app
+
+if TYPE_CHECKING:
+    from forktool.engine.apply.early import EarlyStart
+    from forktool.git import Git
 
 
 @click.command("status")
@@ -18,19 +24,10 @@ def command(app: App, fmt: str) -> int:
       forktool status
       forktool status --format json | jq '.patches[].patch'
     """
-    from forktool.engine.apply.early import default_jobs, early_start, resolve_base
-    from forktool.errors import FatalError
-
-    git = app.git()
-    try:
-        _, commit = resolve_base(app.config(), git, None)
-    except FatalError:  # fork_status refuses it, after what a strict load would refuse
-        commit = None
-    # As verify does: git starts at the pin on the series file alone, and the fork is
-    # loaded while it works (forktool.engine.apply.early).
-    with (
-        early_start(git, app.config(), commit, default_jobs()) if commit else nullcontext() as early
-    ):
+    # As verify does: git starts at the pin on the series file alone (before the
+    # command line was parsed, when it is a plain one: forktool.head_start), and the
+    # fork is loaded while it works (forktool.engine.apply.early).
+    with _started(app) as (git, early):
         fork = app.fork(strict=False)  # fork_status refuses what a strict load would
         from forktool.engine.status import fork_status
         from forktool.report import status as report_status
@@ -38,3 +35,28 @@ def command(app: App, fmt: str) -> int:
         result = fork_status(fork, git, early=early)
     app.emit(result, fmt, report_status.render_status)
     return 0
+
+
+@contextmanager
+def _started(app: App) -> Iterator[tuple[Git, EarlyStart | None]]:
+    """The repository, and git's work on the series at the pin: taken over from the
+    head start, or started now; None when the pin cannot be resolved (fork_status
+    refuses it, after what a strict load would refuse)."""
+    from forktool.engine.apply.early import started_on
+    from forktool.errors import FatalError
+    from forktool.head_start import take
+
+    taken = take("status", app.cwd, app.config_file, None, None)
+    if taken is not None:
+        app.use_config(taken.config)
+        with taken as run:
+            yield run.git, run.early
+        return
+    git = app.git()
+    with ExitStack() as stack:
+        try:
+            run = stack.enter_context(started_on(app.config(), git, None, None))
+        except FatalError:
+            yield git, None
+            return
+        yield git, run.early

@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING
 
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.apply.early import default_jobs, early_start, resolve_base
+from forktool.engine.apply.early import Verifying, started_on
 from forktool.errors import FatalError, require_no_errors
+from forktool.head_start import take
 
 if TYPE_CHECKING:
     from forktool.engine.apply.verify import VerifyResult
@@ -57,34 +60,46 @@ def command(
       forktool verify --base v1.2.0 --format json
       forktool verify --keep-going
     """
-    try:
-        git = app.git()
-        name, commit = resolve_base(app.config(), git, base)
-    except FatalError:  # the fork's own problems are said first, as a load says them
-        require_no_errors(app.fork(strict=False).findings)
-        raise
-    workers = default_jobs() if jobs is None else jobs
-    # git starts on the series file alone; the fork is loaded, and the engine that
+    # git starts on the series file alone (before the command line was parsed, when
+    # it is a plain one: forktool.head_start); the fork is loaded, and the engine that
     # judges its patches imported, while git works (forktool.engine.apply.early).
-    with early_start(git, app.config(), commit, workers) as early:
+    with _started(app, base, jobs) as run:
         fork = app.fork(strict=False)
         require_no_errors(fork.findings)
         from forktool.engine.apply.verify import verify_series
 
-        with app.output.progress(len(fork.patches), f"verifying on {name}") as tick:
+        with app.output.progress(len(fork.patches), f"verifying on {run.name}") as tick:
             result = verify_series(
                 fork,
-                git,
-                base=name,
-                base_commit=commit,
+                run.git,
+                base=run.name,
+                base_commit=run.commit,
                 allow_offset=allow_offset,
                 progress=tick,
                 keep_going=keep_going,
-                jobs=workers,
-                early=early,
+                jobs=run.workers,
+                early=run.early,
             )
     app.emit(result, fmt, _render)
     return 0 if result.ok else 1
+
+
+@contextmanager
+def _started(app: App, base: str | None, jobs: int | None) -> Iterator[Verifying]:
+    """git's work on the series: taken over from the head start, or started now."""
+    taken = take("verify", app.cwd, app.config_file, base, jobs)
+    if taken is not None:
+        app.use_config(taken.config)
+        with taken as run:
+            yield run
+        return
+    with ExitStack() as stack:
+        try:
+            run = stack.enter_context(started_on(app.config(), app.git(), base, jobs))
+        except FatalError:  # the fork's own problems are said first, as a load says them
+            require_no_errors(app.fork(strict=False).findings)
+            raise
+        yield run
 
 
 def _render(output: Output, result: VerifyResult) -> None:

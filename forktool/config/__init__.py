@@ -86,6 +86,27 @@ def refuse_linked_directories(config: Config) -> None:
             )
 
 
+def run_location(directory: Path | None, config_file: Path | None) -> tuple[Path, Path | None]:
+    """(working directory, config file) of a run given ``-C directory`` and ``--config
+    config_file``: the directory resolved (it must exist), a relative config file taken
+    against it."""
+    cwd = Path.cwd()
+    if directory is not None:
+        if not directory.is_dir():
+            raise FatalError(f"-C {directory}: no such directory")
+        cwd = directory.resolve()
+    if config_file is not None and not config_file.is_absolute():
+        config_file = (cwd / config_file).resolve()
+    return cwd, config_file
+
+
+def config_of(cwd: Path, config_file: Path | None) -> Config:
+    """The configuration a run in ``cwd`` uses: ``config_file``, or the nearest
+    forktool.yaml at or above ``cwd`` within its repository."""
+    path = config_file or find_config(cwd, stop=lambda d: (d / ".git").exists())
+    return load_config(path)
+
+
 def find_config(start: Path, stop: Callable[[Path], bool] | None = None) -> Path:
     """The nearest forktool.yaml at or above ``start`` (not above ``stop``'s directory)."""
     here = start.resolve()
@@ -111,10 +132,12 @@ __all__ = [
     "Layout",
     "PatchForm",
     "PinSite",
+    "config_of",
     "find_config",
     "load_config",
     "parse_config",
     "refuse_linked_directories",
     "remote_name_problem",
+    "run_location",
     "url_problem",
 ]

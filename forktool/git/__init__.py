@@ -5,6 +5,8 @@ indexes), worktrees, patch_tools (git apply in a plain directory, GNU patch).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from forktool.git.ancestry import SLOW_WALK_SECONDS
 from forktool.git.changes import PATCH_ID_DIFF_ARGS
 from forktool.git.history import LogEntry
@@ -34,6 +36,14 @@ class Git(Worktrees):
     """Typed questions to one repository: every concept's methods, one object."""
 
 
+def repository(root: Path) -> Git:
+    """The repository the fork at ``root`` is in; refuses (exit 2, with a hint) when
+    ``root`` is not inside one."""
+    git = Git(root)
+    git.toplevel()
+    return git
+
+
 __all__ = [
     "APPLY_CACHED_ARGS",
     "GRAPH_FIX",
@@ -56,6 +66,7 @@ __all__ = [
     "is_revision_expression",
     "note_missing_commit_graph",
     "rejected_refs",
+    "repository",
     "run",
     "run_gnu_patch",
     "set_graph_notice",

@@ -370,6 +370,11 @@ class Started:
     def done(self) -> bool:
         return self._proc.poll() is not None
 
+    def exited(self) -> None:
+        """Block until git has exited (for a thread that waits on it while another may
+        stop it: ``Popen`` collects a process once, whichever thread gets there first)."""
+        self._proc.wait()
+
     def wait(self, *, check: bool = True) -> GitResult:
         """git's result, once it is done (waited for once; later calls give it again)."""
         result = self._result

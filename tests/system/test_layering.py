@@ -58,7 +58,7 @@ LAYERS = (
     ),
     ("engine", "docker_client", "registry"),
     ("report", "output", "console"),
-    ("app", "error_handler", "commands", "cli", "demo", "__main__"),
+    ("app", "error_handler", "commands", "cli", "demo", "head_start", "__main__"),
 )
 
 

@@ -70,12 +70,20 @@ class CliResult:
 
 
 def run_cli(*args: str | Path) -> CliResult:
-    """Run forktool in-process, capturing stdout and stderr (plain, no colour)."""
+    """Run forktool in-process as the ``forktool`` command runs (a plain ``verify`` or
+    ``status`` line gets its head start first: forktool.head_start), capturing stdout
+    and stderr (plain, no colour). What was started and not taken is stopped after."""
     from forktool.cli import run
+    from forktool.head_start import begin, release
 
+    argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = run([str(a) for a in args])
+        try:
+            begin(argv)
+            code = run(argv)
+        finally:
+            release()
     return CliResult(code, out.getvalue(), err.getvalue())
 
 

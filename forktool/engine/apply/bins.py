@@ -1,5 +1,6 @@
 """Side by side, the git half: a series' file diffs planned into file-disjoint bins
-and each bin through git in its own temporary index, in a thread of its own.
+and each bin through git in its own temporary index, in a thread of its own
+(:class:`RoundTrip`).
 
 Planning reads each patch's outline (:func:`diff_outline`: where its file diffs start
 and the paths they name), not its parse, so git starts before any patch is parsed;
@@ -11,14 +12,13 @@ fork is loaded (:mod:`forktool.engine.apply.early`).
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from forktool.engine.apply.series_run import SeriesRun
+from forktool.engine.apply.series_run import RoundTrip
 from forktool.git import TempIndex
 from forktool.model.patch_text import diff_git_lines, diff_outline
 
@@ -225,14 +225,12 @@ def outlines_of(patches: Sequence[PatchSource]) -> list[Diffs] | None:
 
 @dataclass
 class StartedBins:
-    """Bins under way: the outlines they were planned from, each bin's parts and run,
-    and a function that waits for every bin to be done (each one's forward output,
-    None unless it applied)."""
+    """Bins under way: the outlines they were planned from, each bin's parts, and each
+    bin's round trip (forward, back, the tree it leaves, in a thread of its own)."""
 
     outlines: list[Diffs]
     parts: list[list[Part]]
-    runs: list[BinRun]
-    results: Callable[[], list[str | None]]
+    runs: list[RoundTrip]
 
     def stop(self) -> None:
         for run in self.runs:
@@ -241,9 +239,12 @@ class StartedBins:
     def forwards(self) -> list[str | None]:
         """Each bin's forward output (None unless it applied), as soon as every bin went
         forward: the bins are reverting meanwhile."""
+        return [out if ok else None for ok, out in (run.wait_forward() for run in self.runs)]
+
+    def results(self) -> None:
+        """Wait until every bin is done (its tree written), raising what one raised."""
         for run in self.runs:
-            run.went_forward.wait()
-        return [run.forward for run in self.runs]
+            run.finish()
 
 
 @contextmanager
@@ -273,89 +274,9 @@ def running_bins(
     parts = write_parts(index.path.parent, patches, planned, units, bins)
     if loaded is not None:
         loaded()
-    runs = [BinRun(index.twin(f"bin{n}"), part) for n, part in enumerate(parts)]
-    with _bins_running(runs) as results:
-        yield StartedBins(planned, parts, runs, results)
-
-
-class BinRun:
-    """One bin's parts through git on its own index: forward, then (once that applied)
-    back, then the tree the index holds. Called in a thread of its own, so the bins go
-    side by side and each goes back as soon as it went forward."""
-
-    def __init__(self, index: TempIndex, parts: Sequence[Part]) -> None:
-        self.index = index
-        self.parts = parts
-        self.current: SeriesRun | None = None
-        self.stopped = False
-        self.tree: str | None = None
-        self.forward: str | None = None  # the forward call's output, once it applied
-        self.went_forward = threading.Event()  # set when the forward call is over
-
-    def __call__(self) -> str | None:
-        """The forward call's output; None unless every part applied."""
-        try:
-            self.forward = self._through(reverse=False)
-        finally:
-            self.went_forward.set()
-        if self.forward is not None and self._through(reverse=True) is not None:
-            self.tree = self.index.write_tree()
-        return self.forward
-
-    def _through(self, reverse: bool) -> str | None:
-        if self.stopped:
-            return None
-        with SeriesRun(self.index, self.parts, reverse) as run:
-            self.current = run
-            ok, err = run.wait()
-        return err if ok else None
-
-    def stop(self) -> None:
-        """Kill the git call under way and start no other."""
-        self.stopped = True
-        if self.current is not None:
-            self.current.stop()
-
-
-@contextmanager
-def _bins_running(runs: Sequence[BinRun]) -> Iterator[Callable[[], list[str | None]]]:
-    """Start every bin's run in a thread of its own; yields a function that waits for
-    them all and gives each forward output (None unless the bin applied), raising what
-    a run raised. Leaving early (an error, Ctrl-C) stops every git now, not when it is
-    done. Plain threads: ``concurrent.futures`` would import ``logging`` (7 ms) on
-    the way to git's start."""
-    threads = [_Worker(run) for run in runs]
-    try:
-        for thread in threads:
-            thread.start()
-        yield lambda: [thread.result() for thread in threads]
-    except BaseException:
-        for run in runs:
-            run.stop()
-        raise
-    finally:
-        for thread in threads:
-            if thread.is_alive():
-                thread.join()
-
-
-class _Worker(threading.Thread):
-    """One bin's run in a thread: its result, or what it raised, for the caller."""
-
-    def __init__(self, run: BinRun) -> None:
-        super().__init__(name=f"forktool-{run.index.path.name}", daemon=True)
-        self.run_bin = run
-        self.value: str | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.value = self.run_bin()
-        except BaseException as exc:  # handed to the caller, raised there
-            self.error = exc
-
-    def result(self) -> str | None:
-        self.join()
-        if self.error is not None:
-            raise self.error
-        return self.value
+    with ExitStack() as stack:
+        runs = [
+            stack.enter_context(RoundTrip(index.twin(f"bin{n}"), part))
+            for n, part in enumerate(parts)
+        ]
+        yield StartedBins(planned, parts, runs)

@@ -3,7 +3,7 @@
 Loading the fork (every patch's header, the map, the ledger) and importing the parts
 of forktool that judge patches take longer than git needs to load the base tree and
 start applying. So ``verify`` reads only the series file first, starts git on the
-files it names (the temporary index, and on the serial path the series' forward call),
+files it names (the temporary index, and on the serial path the series' round trip),
 and loads the fork and the rest of the engine while git works. Nothing here reads a
 patch: what git is given is exactly what the series names, as regular files inside
 the fork; the fork load that follows checks the rest, and :func:`verify_series` uses
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from forktool.config import Config
-from forktool.engine.apply.series_run import SeriesRun
+from forktool.engine.apply.series_run import RoundTrip
 from forktool.git import Git, TempIndex
 from forktool.inputs import UnreadableInput, linked_directory, read_input, read_regular
 from forktool.model.series import parse_series
@@ -90,12 +90,12 @@ class SeriesFile:
 class EarlyStart:
     """git's work started before the fork was loaded: the temporary index holding
     the base tree, and either the bins running side by side (``bins``) or the series'
-    forward call running on the index (``forward``)."""
+    round trip running on the index (``trip``: forward, back, the tree it leaves)."""
 
     index: TempIndex
     base_tree: str
     files: tuple[Path, ...]
-    forward: SeriesRun | None
+    trip: RoundTrip | None
     bins: StartedBins | None = None
 
     def serves(self, paths: Sequence[Path]) -> bool:
@@ -104,8 +104,8 @@ class EarlyStart:
 
     def stop(self) -> None:
         """Stop every git started here (what it did is not used)."""
-        if self.forward is not None:
-            self.forward.stop()
+        if self.trip is not None:
+            self.trip.stop()
         if self.bins is not None:
             self.bins.stop()
 
@@ -140,6 +140,31 @@ def series_files(config: Config) -> list[SeriesFile] | None:
     return files
 
 
+@dataclass
+class Verifying:
+    """What a verify (or status) run starts git on: the repository, the base's name
+    and commit, how many git processes go side by side, and git's work under way
+    (None when the series file gives nothing to start on)."""
+
+    git: Git
+    name: str
+    commit: str
+    workers: int
+    early: EarlyStart | None
+
+
+@contextmanager
+def started_on(config: Config, git: Git, base: str | None, jobs: int | None) -> Iterator[Verifying]:
+    """git started on the series onto ``base`` (default: the pin's tree), with ``jobs``
+    git processes side by side (default :func:`default_jobs`): what ``verify`` and
+    ``status`` do before the fork is loaded, and :mod:`forktool.head_start` before
+    the command line is parsed. Refuses (exit 2) a base that cannot be resolved."""
+    name, commit = resolve_base(config, git, base)
+    workers = default_jobs() if jobs is None else jobs
+    with early_start(git, config, commit, workers) as early:
+        yield Verifying(git, name, commit, workers, early)
+
+
 @contextmanager
 def early_start(
     git: Git, config: Config, base_commit: str, workers: int
@@ -168,9 +193,9 @@ def early_start(
                 stack.close()
                 yield None
                 return
-        forward = None
+        trip = None
         if bins is None:
             loaded()
-            forward = stack.enter_context(SeriesRun(index, files, reverse=False))
+            trip = stack.enter_context(RoundTrip(index, files))
         base_tree = git.tree_id(base_commit)  # asked while git applies
-        yield EarlyStart(index, base_tree, names, forward, bins)
+        yield EarlyStart(index, base_tree, names, trip, bins)

@@ -39,6 +39,7 @@ def round_trip_answer(
     base_tree: str,
     back: bool,
     rule: ApplyRule,
+    tree: str | None = None,
 ) -> Answer:
     """The round trip's answer once the revert ran on ``index`` (``back``: git took every
     patch back): whether it holds the base tree again, and why not.
@@ -48,10 +49,11 @@ def round_trip_answer(
     backup, not from the diff. A file a plain diff creates comes back empty: nothing in
     the diff says the file did not exist, and dpkg-source unapplies with ``patch -E``,
     which removes it. Under dpkg-source's rule those alone are accepted, and the
-    patch's message says so; under the exact rule they are why the round trip failed."""
+    patch's message says so; under the exact rule they are why the round trip failed.
+    ``tree``: what the index holds, when the revert's own thread wrote it already."""
     if not back:
         return verdicts, False, "reverting the series failed: git apply -R cannot take it back"
-    tree = index.write_tree()
+    tree = tree or index.write_tree()
     if tree != base_tree:
         tree = _taken_back_in_order(index, patches, base_tree) or tree
     if tree == base_tree:

@@ -3,6 +3,7 @@ chunks of bounded size one after the other on a long series (memory stays flat).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -85,6 +86,7 @@ class SeriesRun:
         self.config = LONG_SERIES_CONFIG if len(self.pending) > 1 else ()
         self.errs: list[str] = []
         self.ok = True
+        self.stopped = False
         self.running: Started | None = None
         self._start_next()
 
@@ -113,6 +115,7 @@ class SeriesRun:
 
     def stop(self) -> None:
         """Kill the call under way and start no other."""
+        self.stopped = True
         self.pending = []
         if self.running is not None:
             self.running.__exit__(None, None, None)
@@ -136,60 +139,118 @@ class SeriesRun:
 
 
 class RoundTrip:
-    """The series forward on ``index`` and, as soon as every forward call applied, back
-    again, both in the background: the revert does not wait for the caller (who reads
-    the patches meanwhile). Use as a context manager, like :class:`SeriesRun`."""
+    """The series forward on ``index``, then (once every forward call applied) back,
+    then the tree the index holds: all in a thread of its own, so neither the revert
+    nor its tree waits for the caller, who reads the patches (or is still importing
+    the code that judges them) meanwhile. The forward call starts here, in the
+    caller's thread. Use as a context manager: leaving the block stops git at once
+    (an error, Ctrl-C), or waits for the thread to end."""
 
-    def __init__(
-        self,
-        index: TempIndex,
-        patches: Sequence[PatchFileArg],
-        forward: SeriesRun | None = None,
-    ) -> None:
+    def __init__(self, index: TempIndex, patches: Sequence[PatchFileArg]) -> None:
         self.index = index
         self.patches = patches
-        self.forward = forward or SeriesRun(index, patches, reverse=False)
+        self.forward = SeriesRun(index, patches, reverse=False)
         self.back: SeriesRun | None = None
-        self.stopped = False
+        self.tree: str | None = None  # what the index holds once the revert went through
+        self.went_forward = threading.Event()  # set when the forward calls are over
+        self._forward: tuple[bool, str] = (False, "")
+        self._back: tuple[bool, str] = (False, "")
+        self._error: BaseException | None = None
+        self._lock = threading.Lock()  # taken to start or stop a call
+        self._stopped = False  # every call stopped, none to start
+        self._no_back = False  # no revert to start
+        self._thread = threading.Thread(
+            target=self._drive, name=f"forktool-{index.path.name}", daemon=True
+        )
+        self._thread.start()
 
-    def poll(self) -> None:
-        """Collect what finished, and start the revert once the series is through."""
-        self.forward.poll()
-        if self.back is not None:
-            self.back.poll()
-        elif self.forward.finished and self.forward.ok and not self.stopped:
-            self.back = SeriesRun(self.index, self.patches, reverse=True)
+    def _drive(self) -> None:
+        try:
+            self._forward = self._through(self.forward)
+            self.went_forward.set()
+            with self._lock:
+                if not self._forward[0] or self._stopped or self._no_back:
+                    return
+                self.back = SeriesRun(self.index, self.patches, reverse=True)
+            self._back = self._through(self.back)
+            if self._back[0]:
+                self.tree = self.index.write_tree()
+        except BaseException as exc:  # handed to the caller, raised there
+            self._error = exc
+        finally:
+            self.went_forward.set()
+
+    def _through(self, run: SeriesRun) -> tuple[bool, str]:
+        """``run``'s calls, each collected as it exits (git is waited for outside the
+        lock, so a stop can kill it meanwhile)."""
+        while True:
+            with self._lock:
+                running = run.running
+                if running is None or run.stopped:
+                    break
+            running.exited()
+            with self._lock:
+                if not run.stopped:
+                    run.poll()
+        return run.ok and not run.stopped, "\n".join(run.errs)
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
 
     def wait_forward(self) -> tuple[bool, str]:
         """Whether the series applied, and git's output (the revert then under way)."""
-        forward = self.forward.wait()
-        self.poll()
-        return forward
+        self.went_forward.wait()
+        self._raise()
+        return self._forward
+
+    def finish(self) -> None:
+        """Wait until the thread is done (the tree written when the revert went
+        through), raising what it raised."""
+        self._thread.join()
+        self._raise()
 
     def wait_back(self) -> tuple[bool, str]:
         """Whether the revert went through, and git's output (after the series applied)."""
+        self.finish()
         if self.back is None:
             raise RuntimeError("the series did not apply: there is nothing to revert")
-        return self.back.wait()
+        return self._back
+
+    def stop(self) -> None:
+        """Kill the call under way, if any, and start none; the thread ends. The caller
+        takes the index over (in whatever state a killed call left it)."""
+        with self._lock:
+            self._stopped = True
+            runs = self._runs()
+        self._stopped_now(runs)
 
     def stop_back(self) -> None:
-        """Kill the revert under way, if any, and start none: the caller takes the
-        index over (in whatever state the revert left it)."""
-        self.stopped = True
-        if self.back is not None:
-            self.back.stop()
+        """Kill the revert under way, if any, and start none (the forward call goes
+        on); the thread ends, and the caller takes the index over."""
+        with self._lock:
+            self._no_back = True
+            runs = [self.back] if self.back is not None else []
+        self._stopped_now(runs)
+
+    def _stopped_now(self, runs: list[SeriesRun]) -> None:
+        for run in runs:
+            with self._lock:
+                run.stop()
+        self._thread.join()
+        if runs:  # a git killed at once may not have removed its lock yet
             self.index.unlock()
+
+    def _runs(self) -> list[SeriesRun]:
+        return [self.forward, *([self.back] if self.back is not None else [])]
 
     def __enter__(self) -> RoundTrip:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        runs = [self.forward, *([self.back] if self.back is not None else [])]
-        stopped = any(run.running is not None and not run.running.done() for run in runs)
-        for run in runs:
-            run.__exit__(*exc)
-        if stopped:  # a git killed at once may not have removed its lock yet
-            self.index.unlock()
+        if exc[0] is None:
+            self._thread.join()
+        self.stop()
 
 
 def apply_series(

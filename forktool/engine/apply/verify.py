@@ -159,7 +159,7 @@ def _answer_on(
 ) -> Answer:
     index, base_tree = started.index, started.base_tree
     side = started.bins is not None or (
-        started.forward is None and side_by_side(workers, len(patches))
+        started.trip is None and side_by_side(workers, len(patches))
     )
     if side:
         from forktool.engine.apply.side_by_side import verify_side_by_side  # bins: only here
@@ -174,10 +174,9 @@ def _answer_on(
             return _series_verdicts(
                 index, base_tree, patches, surveys, trip, base, keep_going, rule
             )
-    with RoundTrip(index, patches, started.forward) as trip:
+    with started.trip or RoundTrip(index, patches) as trip:
         for patch in patches:
             surveys.append(survey_of(patch, rule))
-            trip.poll()
             if progress:
                 progress(1)
         return _series_verdicts(index, base_tree, patches, surveys, trip, base, keep_going, rule)
@@ -300,11 +299,13 @@ def _series_verdicts(
             index.read_tree(base_tree, cache=True)
 
         verdicts = _verdicts_applied(index, restore, patches, surveys, err, base, rule)
+        tree = None
         if restored:  # the patches were applied again one by one: revert them now
             back, _ = apply_series(index, patches, reverse=True)
         else:
             back, _ = trip.wait_back()
-        return round_trip_answer(index, patches, verdicts, base_tree, back, rule)
+            tree = trip.tree
+        return round_trip_answer(index, patches, verdicts, base_tree, back, rule, tree)
     trip.stop_back()
     index.read_tree(base_tree, cache=True)
     verdicts = _with_failures(index, patches, surveys, forward, early, base, keep_going, rule)

@@ -67,13 +67,13 @@ def test_the_command_answers_as_a_verify_started_after_the_load(
 ) -> None:
     monkeypatch.setattr(early, "PARALLEL_MIN_PATCHES", 1)
     fork = series_fork(builder)
-    started = record_early_starts(monkeypatch, "forktool.commands.verify.early_start")
+    started = record_early_starts(monkeypatch, "forktool.engine.apply.early.early_start")
     result = fork.cli("verify", "--format", "json", "--jobs", str(jobs))
     assert result.code == 0, result.err
     assert result.json() == verdicts_without_early(fork, jobs)
     assert len(started) == 1 and started[0] is not None
     assert (started[0].bins is not None) == (jobs == 2)
-    assert (started[0].forward is not None) == (jobs == 1)
+    assert (started[0].trip is not None) == (jobs == 1)
 
 
 def test_a_series_changed_after_git_started_is_verified_as_loaded(
@@ -86,7 +86,7 @@ def test_a_series_changed_after_git_started_is_verified_as_loaded(
     git = fork.repo.git
     commit = fork.repo.rev(fork.pin)
     with early_start(git, config, commit, 1) as started:
-        assert started is not None and started.forward is not None
+        assert started is not None and started.trip is not None
         series = fork.root / "series"
         series.write_text("".join(f"{n:04d}.patch\n" for n in (2, 4, 6)))
         loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
@@ -156,9 +156,23 @@ def test_the_revert_starts_once_the_series_went_through(builder: RepoBuilder) ->
     tree = git.tree_id(fork.pin)
     with git.temp_index(tree) as index, RoundTrip(index, loaded.patches) as trip:
         applied, _ = trip.wait_forward()
-        assert applied and trip.back is not None
+        assert applied
         back, _ = trip.wait_back()
-        assert back and index.write_tree() == tree
+        assert back and trip.back is not None
+        assert trip.tree == tree and index.write_tree() == tree
+
+
+def test_the_trip_goes_on_while_the_caller_does_not_look(builder: RepoBuilder) -> None:
+    """The revert and its tree do not wait for the caller: a caller busy elsewhere
+    (importing the code that judges the patches) asks nothing, and the trip is done."""
+    fork = series_fork(builder, 4)
+    loaded = load_fork(load_config(fork.root / "forktool.yaml"), strict=False)
+    git = fork.repo.git
+    tree = git.tree_id(fork.pin)
+    with git.temp_index(tree) as index, RoundTrip(index, loaded.patches) as trip:
+        trip._thread.join(timeout=60)  # nothing asked of the trip meanwhile
+        assert not trip._thread.is_alive()
+        assert trip.back is not None and trip.back.ok and trip.tree == tree
 
 
 def test_a_trip_left_at_once_stops_git_and_leaves_no_lock(
@@ -202,9 +216,11 @@ def test_no_revert_after_a_failed_series_or_once_stopped(builder: RepoBuilder) -
                 trip.wait_back()
         fine = [p for p in loaded.patches if p.name != "0002.patch"]
         with RoundTrip(index, fine) as trip:
-            trip.stop_back()
+            trip.stop_back()  # the revert may have started by now, or not
             assert trip.wait_forward()[0]
-            assert trip.back is None
+            assert not trip._thread.is_alive()  # nothing runs, and nothing will start
+            back = trip.back
+            assert back is None or back.running is None or back.running.done()
 
 
 def test_a_background_git_call_gives_its_result_again() -> None:

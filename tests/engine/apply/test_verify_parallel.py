@@ -205,13 +205,13 @@ def test_an_outline_the_parse_does_not_confirm_stops_the_bins_and_answers_serial
     patches["0004.patch"] += plain
     fork.write(patches)
     stopped: list[int] = []
-    stop = bins.BinRun.stop
+    stop = series_run.RoundTrip.stop
 
-    def counting_stop(self: bins.BinRun) -> None:
+    def counting_stop(self: series_run.RoundTrip) -> None:
         stopped.append(1)
         stop(self)
 
-    monkeypatch.setattr(bins.BinRun, "stop", counting_stop)
+    monkeypatch.setattr(series_run.RoundTrip, "stop", counting_stop)
     serial, side = run(fork, 1), run(fork, 2)
     assert eager == [False]
     assert stopped, "the bins were not stopped when the outline did not hold"
@@ -497,12 +497,12 @@ def test_side_by_side_cli_imports_no_logging_or_version_reader(builder: RepoBuil
     fork = disjoint_fork(builder)
     code = (
         "import sys\n"
-        "from forktool.engine.apply import bins, early\n"
+        "from forktool.engine.apply import bins, early, series_run\n"
         "early.PARALLEL_MIN_PATCHES = 1\n"
         "bins.PARALLEL_MIN_SHARE = 0.0\n"
         "went = []\n"
-        "call = bins.BinRun.__call__\n"
-        "bins.BinRun.__call__ = lambda self: went.append(1) or call(self)\n"
+        "call = series_run.RoundTrip._drive\n"
+        "series_run.RoundTrip._drive = lambda self: went.append(1) or call(self)\n"
         "from forktool.cli import run\n"
         f"code = run(['-C', {str(fork.root)!r}, 'verify', '--jobs', '2', '--format', 'json'])\n"
         "sys.stdout.flush()\n"

@@ -1,0 +1,285 @@
+"""A plain ``verify`` or ``status`` starts git before click is imported.
+
+The entry point reads the command line for the few shapes it knows
+(:func:`forktool.head_start.read_line`), starts git as the command would, and the
+command takes that work over once click parsed the same line. click alone decides
+what the line means: where the head start read a line, click reads the same
+directory, config file, base and jobs (a property test below), and what was started
+for another line is stopped, its temporary index removed. The answers are the ones a
+run without a head start gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from testing.apply_support import series_fork
+
+from forktool import head_start
+from forktool.builder import RepoBuilder
+from forktool.cli import cli, run
+from forktool.head_start import CommandLine, begin, read_line, release, take
+
+
+def leftover_indexes() -> list[str]:
+    scratch = Path(os.environ["TMPDIR"])
+    return [p.name for p in scratch.iterdir() if p.name.startswith("forktool-index-")]
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["verify"], CommandLine("verify")),
+        (["-C", "f", "verify", "--format", "json"], CommandLine("verify", directory="f")),
+        (["-Cf", "-q", "verify", "--format=json"], CommandLine("verify", directory="f")),
+        (["--config=x.yaml", "status"], CommandLine("status", config_file="x.yaml")),
+        (
+            ["verify", "--base", "v2", "--jobs", "2", "--keep-going", "--allow-offset"],
+            CommandLine("verify", base="v2", jobs=2),
+        ),
+        (["status", "--format", "json"], CommandLine("status")),
+        (["-v", "verify"], None),  # -v narrates every git call: click's run sets that up
+        (["verify", "--help"], None),
+        (["verify", "--jobs", "0"], None),
+        (["verify", "--jobs", "+2"], None),
+        (["verify", "--base", "a", "--base", "b"], None),  # click takes the last: not read
+        (["verify", "--base", "--jobs"], None),  # a value that looks like an option
+        (["verify", "--base="], None),
+        (["verify", "--"], None),
+        (["verify", "extra"], None),
+        (["status", "--base", "v2"], None),  # not an option of status
+        (["check"], None),
+        (["-C"], None),
+        ([], None),
+        (["verify", "-q"], None),  # a global option after the command
+    ],
+)
+def test_the_lines_read(argv: list[str], line: CommandLine | None) -> None:
+    assert read_line(argv) == line
+
+
+GLOBAL = st.sampled_from(
+    [
+        ["-C", "dir"],
+        ["-Cdir"],
+        ["-C=dir"],
+        ["--config", "c.yaml"],
+        ["--config=c.yaml"],
+        ["-q"],
+        ["--quiet"],
+    ]
+)
+OPTION = st.sampled_from(
+    [
+        ["--base", "v1"],
+        ["--base=v2"],
+        ["--jobs", "2"],
+        ["--jobs=3"],
+        ["--jobs", "03"],
+        ["--format", "json"],
+        ["--format=text"],
+        ["--allow-offset"],
+        ["--keep-going"],
+    ]
+)
+ODD = st.sampled_from(
+    [
+        ["-v"],
+        ["-C", "--quiet"],
+        ["--config"],
+        ["-qCdir"],
+        ["--base"],
+        ["--base", "-x"],
+        ["--jobs", "0"],
+        ["--jobs", "+2"],
+        ["--jobs", "x"],
+        ["--format", "xml"],
+        ["--keep-going=1"],
+        ["--"],
+        ["-q"],
+        ["extra"],
+        ["--help"],
+        ["check"],
+        ["--version"],
+    ]
+)
+
+
+@st.composite
+def command_lines(draw: st.DrawFn) -> list[str]:
+    """Lines shaped like the ones the head start reads, some with an odd word put in."""
+    parts = draw(st.lists(GLOBAL, max_size=3))
+    parts.append([draw(st.sampled_from(["verify", "status"]))])
+    parts += draw(st.lists(OPTION, max_size=4))
+    if draw(st.booleans()):
+        parts.insert(draw(st.integers(0, len(parts))), draw(ODD))
+    return [word for part in parts for word in part]
+
+
+def _click_reads(argv: list[str]) -> CommandLine | None:
+    """What click reads from ``argv``: the group's options, the command, its options
+    (None when click refuses the line, or it names no command)."""
+    try:
+        ctx = cli.make_context("forktool", list(argv), resilient_parsing=False)
+        rest = [*getattr(ctx, "_protected_args", []), *ctx.args]
+        if not rest:
+            return None
+        command = cli.get_command(ctx, rest[0])
+        if command is None:
+            return None
+        sub = command.make_context(rest[0], rest[1:], parent=ctx)
+    except (click.ClickException, click.exceptions.Exit):
+        return None
+    directory, config = ctx.params["directory"], ctx.params["config_file"]
+    return CommandLine(
+        rest[0],
+        directory=None if directory is None else str(directory),
+        config_file=None if config is None else str(config),
+        base=sub.params.get("base"),
+        jobs=sub.params.get("jobs"),
+    )
+
+
+@settings(max_examples=400, deadline=None)
+@given(command_lines())
+def test_a_line_read_is_the_line_click_reads(argv: list[str]) -> None:
+    """Wherever the head start reads a line, click reads the same command, directory,
+    config file, base and jobs, or refuses the line (then the command never runs, and
+    what was started is stopped)."""
+    line = read_line(argv)
+    if line is None:
+        return
+    read = _click_reads(argv)
+    assert read is None or read == line, (argv, read, line)
+
+
+def _in_a_fresh_interpreter(code: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    return done.stdout.splitlines()
+
+
+def test_git_runs_before_click_is_imported(builder: RepoBuilder) -> None:
+    fork = series_fork(builder, 3)
+    code = (
+        "import sys\n"
+        "from forktool import head_start\n"
+        f"head_start.begin(['-C', {str(fork.root)!r}, 'verify', '--format', 'json'])\n"
+        "started = head_start._started\n"
+        "print('click' in sys.modules, 'rich' in sys.modules)\n"
+        "print(started is not None and started.verifying.early is not None)\n"
+        "print(started.verifying.early.trip is not None)\n"
+    )
+    assert _in_a_fresh_interpreter(code) == ["False False", "True", "True"]
+
+
+@pytest.mark.parametrize("command", ["verify", "status"])
+def test_the_command_takes_it_and_answers_as_without(builder: RepoBuilder, command: str) -> None:
+    """``forktool -C FORK verify`` (and status) as a user runs it: what was started
+    is taken by the command, and the answer is the one of a run without a head start."""
+    fork = series_fork(builder, 4)
+    code = (
+        "import sys\n"
+        "from forktool import head_start\n"
+        "real = head_start.take\n"
+        "def take(*args):\n"
+        "    found = real(*args)\n"
+        "    print('taken' if found is not None else 'not taken', file=sys.stderr)\n"
+        "    return found\n"
+        "head_start.take = take\n"
+        f"sys.argv = ['forktool', '-C', {str(fork.root)!r}, {command!r}, '--format', 'json']\n"
+        "from forktool.__main__ import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines()[-1] == "taken", done.stderr
+    plain = run_without_head_start("-C", str(fork.root), command, "--format", "json")
+    assert json.loads(done.stdout) == plain
+    assert leftover_indexes() == []
+
+
+def run_without_head_start(*argv: str) -> object:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert run(list(argv)) == 0
+    return json.loads(out.getvalue())
+
+
+def test_what_another_line_asks_for_is_stopped(builder: RepoBuilder) -> None:
+    """Started for one base, asked for another: nothing is taken, git is stopped and
+    the temporary index removed at once."""
+    fork = series_fork(builder, 3)
+    begin(["-C", str(fork.root), "verify"])
+    started = head_start._started
+    assert started is not None and started.verifying.early is not None
+    assert leftover_indexes() != []
+    assert take("verify", started.cwd, started.config_file, "v1", None) is None
+    assert head_start._started is None
+    assert leftover_indexes() == []
+    trip = started.verifying.early.trip
+    assert trip is not None and not trip._thread.is_alive()
+
+
+def test_a_line_click_refuses_leaves_nothing(builder: RepoBuilder) -> None:
+    fork = series_fork(builder, 3)
+    done = subprocess.run(
+        [sys.executable, "-m", "forktool", "-C", str(fork.root), "verify", "--format", "xml"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "xml" in done.stderr and "Traceback" not in done.stderr
+    assert leftover_indexes() == []
+
+
+def test_a_problem_on_the_way_starts_nothing_and_the_command_says_it(
+    builder: RepoBuilder,
+) -> None:
+    """A pin that is not there: nothing is started, and the command says what is
+    wrong as it does without a head start."""
+    fork = series_fork(builder, 3)
+    config = fork.root / "forktool.yaml"
+    config.write_text(config.read_text().replace("tag: v1", "tag: v9"))
+    begin(["-C", str(fork.root), "verify"])
+    assert head_start._started is None
+    assert leftover_indexes() == []
+    with_start = fork.cli("verify")
+    release()
+    assert with_start.code == 2 and "v9" in with_start.err
+
+
+def test_ctrl_c_while_the_cli_loads_stops_what_was_started(builder: RepoBuilder) -> None:
+    """A Ctrl-C after git started, while click and the command load: exit 130, no
+    traceback, every git stopped and the temporary index removed."""
+    fork = series_fork(builder, 3)
+    code = (
+        "import sys\n"
+        "import forktool.faults as faults\n"
+        "real = faults.faultpoint\n"
+        "def press(name, **kw):\n"
+        "    if name == 'cli.import':\n"
+        "        raise KeyboardInterrupt\n"
+        "    return real(name, **kw)\n"
+        "faults.faultpoint = press\n"
+        f"sys.argv = ['forktool', '-C', {str(fork.root)!r}, 'verify']\n"
+        "from forktool.__main__ import main\n"
+        "main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
+    assert leftover_indexes() == []
