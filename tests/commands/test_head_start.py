@@ -161,6 +161,16 @@ def test_a_line_read_is_the_line_click_reads(argv: list[str]) -> None:
     assert read is None or read == line, (argv, read, line)
 
 
+def forktool_after(code: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``forktool ARGV`` as the command runs it, in a fresh interpreter that first runs
+    ``code`` (which may replace a function to watch or to interrupt the run)."""
+    script = f"import sys\n{code}sys.argv = ['forktool', *{list(argv)!r}]\n"
+    script += "from forktool.__main__ import main\nmain()\n"
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+
+
 def _in_a_fresh_interpreter(code: str) -> list[str]:
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
@@ -187,8 +197,7 @@ def test_the_command_takes_it_and_answers_as_without(builder: RepoBuilder, comma
     """``forktool -C FORK verify`` (and status) as a user runs it: what was started
     is taken by the command, and the answer is the one of a run without a head start."""
     fork = series_fork(builder, 4)
-    code = (
-        "import sys\n"
+    told = (
         "from forktool import head_start\n"
         "real = head_start.take\n"
         "def take(*args):\n"
@@ -196,11 +205,8 @@ def test_the_command_takes_it_and_answers_as_without(builder: RepoBuilder, comma
         "    print('taken' if found is not None else 'not taken', file=sys.stderr)\n"
         "    return found\n"
         "head_start.take = take\n"
-        f"sys.argv = ['forktool', '-C', {str(fork.root)!r}, {command!r}, '--format', 'json']\n"
-        "from forktool.__main__ import main\n"
-        "main()\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = forktool_after(told, "-C", str(fork.root), command, "--format", "json")
     assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines()[-1] == "taken", done.stderr
     plain = run_without_head_start("-C", str(fork.root), command, "--format", "json")
@@ -266,8 +272,7 @@ def test_ctrl_c_while_the_cli_loads_stops_what_was_started(builder: RepoBuilder)
     """A Ctrl-C after git started, while click and the command load: exit 130, no
     traceback, every git stopped and the temporary index removed."""
     fork = series_fork(builder, 3)
-    code = (
-        "import sys\n"
+    press = (
         "import forktool.faults as faults\n"
         "real = faults.faultpoint\n"
         "def press(name, **kw):\n"
@@ -275,11 +280,8 @@ def test_ctrl_c_while_the_cli_loads_stops_what_was_started(builder: RepoBuilder)
         "        raise KeyboardInterrupt\n"
         "    return real(name, **kw)\n"
         "faults.faultpoint = press\n"
-        f"sys.argv = ['forktool', '-C', {str(fork.root)!r}, 'verify']\n"
-        "from forktool.__main__ import main\n"
-        "main()\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = forktool_after(press, "-C", str(fork.root), "verify")
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr
     assert leftover_indexes() == []
