@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from forktool.config import Config
@@ -114,7 +114,13 @@ class HeadStart:
     def __enter__(self) -> Verifying:
         return self.verifying
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, *exc: Any) -> None:
+        self.stack.__exit__(*exc)  # an error in the command stops git at once
+
+    def stop(self) -> None:
+        """Stop git now (not once it is done) and remove the temporary index."""
+        if self.verifying.early is not None:
+            self.verifying.early.stop()
         self.stack.close()
 
 
@@ -172,7 +178,7 @@ def take(
         line.base,
         line.jobs,
     ):
-        started.stack.close()
+        started.stop()
         return None
     return started
 
@@ -182,4 +188,4 @@ def release() -> None:
     global _started
     started, _started = _started, None
     if started is not None:
-        started.stack.close()
+        started.stop()
