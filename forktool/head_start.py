@@ -131,6 +131,7 @@ def begin(argv: Sequence[str]) -> None:
     """Start git for the command line ``argv`` when it is a plain ``verify`` or
     ``status`` (:func:`read_line`); else, or on any problem, start nothing."""
     global _started
+    release()  # what an earlier begin in this process left (the tests begin often)
     line = read_line(argv)
     if line is None:
         return
