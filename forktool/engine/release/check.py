@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from forktool.config import Config
 from forktool.errors import FatalError, Finding
@@ -20,6 +22,9 @@ from forktool.git import Git
 from forktool.inputs import read_text
 from forktool.model.record import parse_record, section_state
 
+if TYPE_CHECKING:
+    from forktool.engine.apply.early import EarlyStart
+
 
 @dataclass
 class CheckContext:
@@ -27,6 +32,7 @@ class CheckContext:
 
     config: Config
     git: Git
+    early: EarlyStart | None = None  # the apply check's git work, started at once
 
     @cached_property
     def fork(self) -> Fork:
@@ -228,7 +234,7 @@ def check_apply(ctx: CheckContext) -> list[Finding]:
 
     fork = ctx.fork
     name, commit = ctx.tree
-    result = verify_series(fork, ctx.git, base=name, base_commit=commit)
+    result = verify_series(fork, ctx.git, base=name, base_commit=commit, early=ctx.early)
     if result.message:
         return [Finding("error", result.message, ctx.config.series, None)]
     findings = []
@@ -411,6 +417,29 @@ def run_checks(
     progress: Callable[[int], None] | None = None,
 ) -> GateResult:
     ctx = CheckContext(config, git)
+    with ExitStack() as stack:
+        if any(spec.id == "apply" for spec in specs):
+            ctx.early = _apply_started(stack, ctx)
+        return GateResult(tuple(_results(ctx, specs, progress)))
+
+
+def _apply_started(stack: ExitStack, ctx: CheckContext) -> EarlyStart | None:
+    """The apply check's git work started at once, on the series file alone, so that
+    it runs while the checks before it read the fork (as ``verify`` starts it:
+    :mod:`forktool.engine.apply.early`); None when the pin does not resolve (the pin
+    check says why)."""
+    from forktool.engine.apply.early import default_jobs, early_start
+
+    try:
+        _, commit = ctx.tree
+    except FatalError:
+        return None
+    return stack.enter_context(early_start(ctx.git, ctx.config, commit, default_jobs()))
+
+
+def _results(
+    ctx: CheckContext, specs: Sequence[CheckSpec], progress: Callable[[int], None] | None
+) -> list[CheckResult]:
     results = []
     for spec in specs:
         started = time.perf_counter()
@@ -426,4 +455,4 @@ def run_checks(
         results.append(CheckResult(spec.id, spec.title, tuple(findings), elapsed, reason))
         if progress:
             progress(1)
-    return GateResult(tuple(results))
+    return results

@@ -208,3 +208,51 @@ def test_history_check_runs_only_for_forks_that_export_from_commits(
     [check] = result.json()["checks"]  # type: ignore[misc]
     messages = [f["message"] for f in check["findings"]]
     assert any("Upstream-Merge" in m for m in messages), messages
+
+
+def _without_timings(data: object) -> object:
+    if isinstance(data, dict):
+        return {k: _without_timings(v) for k, v in data.items() if k != "seconds"}
+    if isinstance(data, list):
+        return [_without_timings(v) for v in data]
+    return data
+
+
+@pytest.mark.parametrize("offset", [False, True])
+def test_the_apply_check_starts_git_at_once_and_answers_as_without(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch, offset: bool
+) -> None:
+    """The apply check's git work starts before the first check reads the fork (as
+    verify's does); the gate's answer is the one of a gate that started it later."""
+    from forktool.engine.apply import early
+    from forktool.engine.release import check
+
+    if offset:
+        _break_p2_with_an_offset(example_fork.path)
+    started: list[object] = []
+    real = early.early_start
+
+    def spy(*args: object, **kwargs: object) -> object:
+        started.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(early, "early_start", spy)
+    at_once = run_cli("-C", example_fork.path, "check", "--format", "json")
+    assert len(started) == 1
+    monkeypatch.setattr(check, "_apply_started", lambda stack, ctx: None)
+    later = run_cli("-C", example_fork.path, "check", "--format", "json")
+    assert len(started) == 1
+    assert at_once.code == later.code == (1 if offset else 0)
+    assert _without_timings(at_once.json()) == _without_timings(later.json())
+
+
+def test_no_apply_check_starts_no_git_early(
+    example_fork: RepoBuilder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from forktool.engine.apply import early
+
+    started: list[object] = []
+    monkeypatch.setattr(early, "early_start", lambda *a, **k: started.append(a))
+    result = run_cli("-C", example_fork.path, "check", "--skip", "apply", "--format", "json")
+    assert result.code == 0, result.out
+    assert started == []
