@@ -21,13 +21,14 @@ import anyway.
 from __future__ import annotations
 
 import atexit
-from collections.abc import Sequence
-from contextlib import ExitStack
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from forktool.app import App
     from forktool.config import Config
     from forktool.engine.apply.early import Verifying
 
@@ -182,6 +183,24 @@ def take(
         started.stop()
         return None
     return started
+
+
+@contextmanager
+def verifying(command: str, app: App, base: str | None, jobs: int | None) -> Iterator[Verifying]:
+    """git's work on the series for ``command``: what the head start began for this
+    very line (the run then uses the configuration it read), or started now
+    (:func:`forktool.engine.apply.early.started_on`, which refuses a base that
+    cannot be resolved)."""
+    taken = take(command, app.cwd, app.config_file, base, jobs)
+    if taken is not None:
+        app.use_config(taken.config)
+        with taken as run:
+            yield run
+        return
+    from forktool.engine.apply.early import started_on
+
+    with started_on(app.config(), app.git(), base, jobs) as run:
+        yield run
 
 
 def release() -> None:

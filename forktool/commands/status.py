@@ -42,21 +42,13 @@ def _started(app: App) -> Iterator[tuple[Git, EarlyStart | None]]:
     """The repository, and git's work on the series at the pin: taken over from the
     head start, or started now; None when the pin cannot be resolved (fork_status
     refuses it, after what a strict load would refuse)."""
-    from forktool.engine.apply.early import started_on
     from forktool.errors import FatalError
-    from forktool.head_start import take
+    from forktool.head_start import verifying
 
-    taken = take("status", app.cwd, app.config_file, None, None)
-    if taken is not None:
-        app.use_config(taken.config)
-        with taken as run:
-            yield run.git, run.early
-        return
-    git = app.git()
     with ExitStack() as stack:
         try:
-            run = stack.enter_context(started_on(app.config(), git, None, None))
-        except FatalError:
-            yield git, None
+            run = stack.enter_context(verifying("status", app, None, None))
+        except FatalError:  # outside a repository, app.git() refuses it again here
+            yield app.git(), None
             return
-        yield git, run.early
+        yield run.git, run.early

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 import click
 
 from forktool.app import App, format_option, pass_app
-from forktool.engine.apply.early import Verifying, started_on
 from forktool.errors import FatalError, require_no_errors
-from forktool.head_start import take
+from forktool.head_start import verifying
 
 if TYPE_CHECKING:
+    from forktool.engine.apply.early import Verifying
     from forktool.engine.apply.verify import VerifyResult
     from forktool.output import Output
 
@@ -87,15 +87,9 @@ def command(
 @contextmanager
 def _started(app: App, base: str | None, jobs: int | None) -> Iterator[Verifying]:
     """git's work on the series: taken over from the head start, or started now."""
-    taken = take("verify", app.cwd, app.config_file, base, jobs)
-    if taken is not None:
-        app.use_config(taken.config)
-        with taken as run:
-            yield run
-        return
     with ExitStack() as stack:
         try:
-            run = stack.enter_context(started_on(app.config(), app.git(), base, jobs))
+            run = stack.enter_context(verifying("verify", app, base, jobs))
         except FatalError:  # the fork's own problems are said first, as a load says them
             require_no_errors(app.fork(strict=False).findings)
             raise

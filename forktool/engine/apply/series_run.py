@@ -120,11 +120,6 @@ class SeriesRun:
         if self.running is not None:
             self.running.__exit__(None, None, None)
 
-    @property
-    def finished(self) -> bool:
-        """Whether every call is done (or one failed and no other will start)."""
-        return self.running is None
-
     def wait(self) -> tuple[bool, str]:
         while self.running is not None:
             self._collect()

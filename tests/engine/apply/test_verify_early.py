@@ -286,14 +286,14 @@ def test_what_runs_before_git_starts_imports_no_parser_and_no_verdicts() -> None
 
     code = (
         "import sys\n"
-        "import forktool.cli, forktool.commands.verify\n"
+        "import forktool.cli, forktool.commands.verify, forktool.head_start\n"
+        "import forktool.engine.apply.early\n"
         "print('\\n'.join(sorted(sys.modules)))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     loaded = set(done.stdout.splitlines())
-    assert "forktool.engine.apply.early" in loaded
     heavy = {
         "forktool.fork",
         "forktool.model.patch_parser",

@@ -236,9 +236,18 @@ def test_the_apply_check_starts_git_at_once_and_answers_as_without(
         started.append(args)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
+    served: list[bool] = []
+    serves = early.EarlyStart.serves
+
+    def used(self: early.EarlyStart, paths: object) -> bool:
+        served.append(serves(self, paths))  # type: ignore[arg-type]
+        return served[-1]
+
     monkeypatch.setattr(early, "early_start", spy)
+    monkeypatch.setattr(early.EarlyStart, "serves", used)
     at_once = run_cli("-C", example_fork.path, "check", "--format", "json")
     assert len(started) == 1
+    assert served == [True]  # the apply check took what was started, not a fresh start
     monkeypatch.setattr(check, "_apply_started", lambda stack, ctx: None)
     later = run_cli("-C", example_fork.path, "check", "--format", "json")
     assert len(started) == 1
