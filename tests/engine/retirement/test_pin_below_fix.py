@@ -34,6 +34,14 @@ def _fork(builder: RepoBuilder) -> tuple[MiniFork, str]:
     return fork, fix
 
 
+def _pin_and_retire(builder: RepoBuilder, fork: MiniFork, tag: str) -> None:
+    """Pin ``tag``, retire what it absorbed, commit that: the record check passes."""
+    assert fork.cli("pin", "bump", tag).code == 0
+    assert fork.cli("retire", "--tag", tag).code == 0
+    builder.commit(f"fork: retire the fix, pin {tag}\n")
+    assert fork.cli("check", "--only", "record").code == 0
+
+
 def test_retire_refuses_while_the_pin_lacks_the_fix(builder: RepoBuilder) -> None:
     fork, fix = _fork(builder)
     before = snapshot_tree(fork.root)
@@ -87,10 +95,7 @@ def test_forced_retirement_without_the_fix_in_the_pin_fails_check(builder: RepoB
 
 def test_pin_moved_back_below_a_retired_fix_warns_and_fails_check(builder: RepoBuilder) -> None:
     fork, fix = _fork(builder)
-    assert fork.cli("pin", "bump", "v1.1.0").code == 0
-    assert fork.cli("retire", "--tag", "v1.1.0").code == 0
-    builder.commit("fork: retire the fix, pin v1.1.0\n")
-    assert fork.cli("check", "--only", "record").code == 0
+    _pin_and_retire(builder, fork, "v1.1.0")
 
     back = fork.cli("pin", "bump", "v1.0.0", "--format", "json")
     assert back.code == 0, back.err
@@ -135,10 +140,7 @@ def test_a_sync_plan_to_a_tag_without_a_retired_release_branch_fix_needs_hands(
     )
     (fork.root / "FORK.md").write_text("# Fork\n\n" + empty_section())
     builder.commit("fork: the series\n")
-    assert fork.cli("pin", "bump", "v1.0.1").code == 0
-    assert fork.cli("retire", "--tag", "v1.0.1").code == 0
-    builder.commit("fork: retire the fix, pin v1.0.1\n")
-    assert fork.cli("check", "--only", "record").code == 0
+    _pin_and_retire(builder, fork, "v1.0.1")
 
     plan = fork.cli("sync", "v1.1.0", "--dry-run", "--format", "json")
     assert plan.code == 0, plan.err
