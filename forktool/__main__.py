@@ -1,25 +1,16 @@
-"""The ``forktool`` command (and ``python -m forktool``).
+"""The ``forktool`` command (and ``python -m forktool``): :func:`forktool.entry.main`.
 
 Loading the CLI takes a noticeable moment: a plain ``verify`` or ``status`` starts
-git before it (:mod:`forktool.head_start`). A Ctrl-C in it exits 130 quietly, as one
-anywhere else does, never with a ``KeyboardInterrupt`` traceback.
+git before it (:mod:`forktool.head_start`) and runs without it
+(:mod:`forktool.plain`). A Ctrl-C anywhere exits 130 quietly, never with a
+``KeyboardInterrupt`` traceback.
 """
 
 from __future__ import annotations
 
-import sys
+from forktool.entry import main
 
-
-def main() -> None:
-    try:
-        from forktool.head_start import begin
-
-        begin(sys.argv[1:])
-        from forktool.cli import main as cli_main
-    except KeyboardInterrupt:
-        sys.exit(130)
-    cli_main()
-
+__all__ = ["main"]
 
 if __name__ == "__main__":
     main()

@@ -1,30 +1,29 @@
-"""What every command module needs from the CLI: the App, its options, one emitter.
+"""What every command needs: the App (where the fork is, how to talk to the user),
+one emitter, and the one-line notice.
 
-Command modules import this module, never ``forktool.cli`` (which loads them).
-It imports only click at start-up: the fork's configuration, git, the lock and the
-terminal (rich) are loaded when a command first asks for them, so that
-``forktool --help`` stays close to a bare interpreter.
+Free of click: a plain ``verify`` or ``status`` line runs without it
+(:mod:`forktool.plain`); the click options commands share are in
+:mod:`forktool.options`. Command modules import these two, never ``forktool.cli``
+(which loads them). The fork's configuration, git, the lock and the terminal (rich)
+are loaded when a command first asks for them, so that ``forktool --help`` stays
+close to a bare interpreter.
 """
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
-
-import click
 
 if TYPE_CHECKING:
     from forktool.config import Config
     from forktool.fork import Fork
     from forktool.git import Git
     from forktool.output import Output
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Result(Protocol):
@@ -117,84 +116,40 @@ class App:
             render(self.output, result)
 
 
-def exclusive(options: Mapping[str, object], *, required: bool = False) -> None:
-    """The one check of options that exclude each other: a usage error (exit 2) when
-    more than one of ``options`` (shown name -> value) is given, or, ``required``, when
-    not exactly one is."""
-    given = [name for name, value in options.items() if value not in (None, False, (), "")]
-    names = list(options)
-    if required and len(given) != 1:
-        raise click.UsageError(f"give exactly one of {', '.join(names)}")
-    if len(given) > 1:
-        raise click.UsageError(f"{', '.join(given[:-1])} and {given[-1]} are mutually exclusive")
-
-
-def together(option: str, value: object, needs: str, present: object) -> None:
-    """A usage error when ``option`` is given without ``needs`` (``--worktree`` goes
-    with ``--onto``)."""
-    if value not in (None, False, (), "") and present in (None, False, (), ""):
-        raise click.UsageError(f"{option} goes with {needs}")
+# The App of the running command (set by :func:`start_app`): where the user's files
+# live, for the error handler's messages.
+current_app: ContextVar[App | None] = ContextVar("forktool_app", default=None)
 
 
 def notice(message: str) -> None:
     """One line on stderr about something forktool did on its own (never wrapped)."""
-    from forktool.escape import terminal
+    from forktool.output import say
 
-    click.echo(f"notice: {terminal(message)}", err=True)
-
-
-pass_app = click.make_pass_decorator(App)
+    say("notice", message)
 
 
-def format_option(*choices: str) -> Callable[[F], F]:
-    names = choices or ("text", "json")
-    return click.option(
-        "--format",
-        "fmt",
-        type=click.Choice(names),
-        default="text",
-        show_default=True,
-        help="Output format: " + ", ".join(names) + ".",
-    )
+def start_app(cwd: Path, config_file: Path | None, *, quiet: bool, verbose: bool) -> App:
+    """The run's App for ``cwd`` and ``config_file`` (as :func:`forktool.config.run_location`
+    gives them), made the current one, with git's narration (``-v``) and the
+    commit-graph notice (not with ``-q``) set up: what ``forktool``'s global options
+    do, with click (:mod:`forktool.cli`) or for a plain line (:mod:`forktool.plain`)."""
+    from forktool.git import set_graph_notice, set_observer
+    from forktool.output import Output
+
+    app = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
+    current_app.set(app)
+    set_observer(_git_narrator(app.output) if verbose else None)
+    set_graph_notice(None if quiet else notice)
+    return app
 
 
-def drop_file_option() -> Callable[[F], F]:
-    """``--drop-file PATH`` for ``refresh --continue`` and ``sync --continue``."""
-    return click.option(
-        "--drop-file",
-        "drop_files",
-        multiple=True,
-        metavar="PATH",
-        help="With --continue: the resolution leaves out this file of the patch, on purpose "
-        "(repeatable).",
-    )
+def _git_narrator(output: Output) -> Callable[[str, Sequence[str], int], None]:
+    """With -v, each git command forktool runs, on stderr: what for, what, and its exit."""
 
+    import shlex
 
-class UserPath(click.Path):
-    """A path option or argument, made absolute against ``-C DIR`` (the working
-    directory the command runs as if started in), then checked like ``click.Path``."""
+    def narrate(purpose: str, args: Sequence[str], code: int) -> None:
+        shown = " ".join(shlex.quote(a) for a in args)
+        output.detail(f"git {shown}  # {purpose} (exit {code})")
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        app = ctx.find_object(App) if ctx is not None else None
-        if app is not None and isinstance(value, str | bytes | os.PathLike):
-            given = os.fsdecode(value)
-            if not os.path.isabs(given):
-                value = app.cwd / given
-        return super().convert(value, param, ctx)
-
-
-def user_path(*, file_okay: bool = True, dir_okay: bool = True) -> UserPath:
-    """A ``UserPath`` that yields a ``pathlib.Path``."""
-    return UserPath(file_okay=file_okay, dir_okay=dir_okay, path_type=Path)
-
-
-def tarball_option(what: str) -> Callable[[F], F]:
-    """``--tarball FILE`` (repeatable, into ``tarballs``): TAG's release tarball and its
-    component tarballs; ``what`` says what the command does with them."""
-    return click.option(
-        "--tarball",
-        "tarballs",
-        multiple=True,
-        type=user_path(dir_okay=False),
-        help=f"TAG's release tarball (repeat for component tarballs): {what}",
-    )
+    return narrate

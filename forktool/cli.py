@@ -7,25 +7,17 @@ optional ``hint:`` line on stderr, never a traceback).
 
 from __future__ import annotations
 
-import io
-import os
-import signal
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from importlib import import_module
 from keyword import iskeyword
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
 
 import click
 
 from forktool import __version__
-from forktool.app import App, notice
-from forktool.error_handler import current_app, fail, handled
+from forktool.app import current_app, start_app
+from forktool.error_handler import fail, handled, interrupted
 from forktool.faults import faultpoint
-
-if TYPE_CHECKING:
-    from forktool.output import Output
 
 # Every command: its name and the first line of its help, shown by 'forktool --help'
 # without importing any command. The module is forktool/commands/<name>.py ('-' as
@@ -135,99 +127,57 @@ def cli(
       forktool -C ../myfork check   the CI gate, for the fork in ../myfork
     """
     from forktool.config import run_location
-    from forktool.git import set_graph_notice, set_observer
-    from forktool.output import Output
 
     cwd, config_file = run_location(directory, config_file)
-    ctx.obj = App(cwd=cwd, config_file=config_file, output=Output(quiet=quiet, verbose=verbose))
-    current_app.set(ctx.obj)
-    set_observer(_git_narrator(ctx.obj.output) if verbose else None)
-    set_graph_notice(None if quiet else notice)
+    ctx.obj = start_app(cwd, config_file, quiet=quiet, verbose=verbose)
 
 
 # Commands are added on first use: see ForktoolGroup.
 
 
-def _git_narrator(output: Output) -> Callable[[str, Sequence[str], int], None]:
-    """With -v, each git command forktool runs, on stderr: what for, what, and its exit."""
-
-    import shlex
-
-    def narrate(purpose: str, args: Sequence[str], code: int) -> None:
-        shown = " ".join(shlex.quote(a) for a in args)
-        output.detail(f"git {shown}  # {purpose} (exit {code})")
-
-    return narrate
-
-
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (also used by the tests)."""
     current_app.set(None)
-    return handled(
-        lambda: cli.main(
+    return handled(lambda: _clicked(argv))
+
+
+def _clicked(argv: Sequence[str] | None) -> int:
+    """click's parse and the command, click's own errors turned into exit codes (the
+    rest is :func:`forktool.error_handler.handled`'s)."""
+    try:
+        result = cli.main(
             args=list(argv) if argv is not None else None,
             prog_name="forktool",
             standalone_mode=False,
         )
-    )
+    except click.exceptions.Exit as exc:
+        return int(exc.exit_code)
+    except click.UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "forktool"
+        return fail(exc.format_message(), usage_hint(exc, command))
+    except click.ClickException as exc:
+        return fail(exc.format_message(), None)
+    except click.Abort as exc:  # click's word for a Ctrl-C
+        return interrupted(exc)
+    return result if isinstance(result, int) else 0
 
 
-def _escape_unencodable() -> None:
-    """A patch name the output encoding cannot show (``PYTHONIOENCODING=ascii``, a
-    latin-1 locale) is written escaped (``\\xe9``), never a crash."""
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(errors="backslashreplace")
+# Options of ``forktool`` itself, with the value each takes.
+GLOBAL_OPTIONS = {
+    "-C": " DIR",
+    "--config": " FILE",
+    "-q": "",
+    "--quiet": "",
+    "-v": "",
+    "--verbose": "",
+}
 
 
-def main() -> None:
-    _escape_unencodable()
-    signal.signal(signal.SIGINT, _on_sigint)
-    try:
-        code = run()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader went away (e.g. `| head`); do not print a traceback.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        code = 1
-    if _sigint_seen and code != 130:
-        # Python drops an exception raised in a finalizer (Popen.__del__, an import
-        # lock's callback): the Ctrl-C that landed there did not stop the run, which
-        # went on to the end. It still exits as an interrupted run does.
-        code = fail("interrupted (the run had finished: its output is complete)", None, 130)
-    leave(code)
-
-
-_sigint_seen = False
-
-
-def _on_sigint(signum: int, frame: object) -> None:
-    """Python's own Ctrl-C handler (a KeyboardInterrupt), remembering it came."""
-    global _sigint_seen
-    _sigint_seen = True
-    raise KeyboardInterrupt
-
-
-def leave(code: int) -> NoReturn:
-    """Exit with ``code`` without the interpreter's teardown.
-
-    After a run everything forktool owns is already closed: each temporary index,
-    scratch directory, lock and git child is released by the ``with`` block that made
-    it, and the output was flushed. What is left is freeing every object and module
-    one by one, 20-30 ms after a 200-patch ``verify`` (docs/performance.md), which a
-    CI gate pays on every run. The exit functions still run (atexit), and both
-    streams are flushed; while another thread is alive (never, after a command) the
-    normal exit waits for it as Python would."""
-    import atexit
-    import threading
-
-    if threading.active_count() > 1:
-        sys.exit(code)
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a reader gone, a stream closed: nothing to say it on
-            pass
-    os._exit(code)
+def usage_hint(exc: click.UsageError, command: str) -> str:
+    """Usage help; for a global option given after the command, where it goes."""
+    if isinstance(exc, click.NoSuchOption) and exc.option_name in GLOBAL_OPTIONS:
+        name = exc.option_name
+        sub = command.removeprefix("forktool ")
+        usage = f"forktool {name}{GLOBAL_OPTIONS[name]} {sub}"
+        return f"{name} is a global option: put it before the command ({usage})"
+    return f"run '{command} --help' for usage"

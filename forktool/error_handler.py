@@ -1,81 +1,54 @@
 """Expected failures become one ``error:`` line, an optional ``hint:`` and an exit code.
 
 Every way a command can fail on purpose ends here: a :class:`FatalError` (2), click's
-usage errors (2), Ctrl-C (130, saying what the run left behind), a file the user
-named that is missing or unreadable and a write the file system refused (2, naming
-the file). Anything else is a bug and keeps its traceback.
+usage errors (2, turned into one line by :func:`forktool.cli.run`), Ctrl-C (130,
+saying what the run left behind), a file the user named that is missing or
+unreadable and a write the file system refused (2, naming the file). Anything else
+is a bug and keeps its traceback. Free of click: a plain ``verify`` line runs
+without it (:mod:`forktool.plain`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from contextvars import ContextVar
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-import click
-
+from forktool.app import current_app
 from forktool.errors import FatalError, Interrupted
-from forktool.escape import terminal
-
-if TYPE_CHECKING:
-    from forktool.app import App
-
-# The App of the running command (set by the CLI): where the user's files live.
-current_app: ContextVar[App | None] = ContextVar("forktool_app", default=None)
-
-# Options of ``forktool`` itself, with the value each takes.
-GLOBAL_OPTIONS = {
-    "-C": " DIR",
-    "--config": " FILE",
-    "-q": "",
-    "--quiet": "",
-    "-v": "",
-    "--verbose": "",
-}
+from forktool.output import say
 
 
 def handled(call: Callable[[], object]) -> int:
-    """Run ``call`` (the CLI) and return its exit code, every expected failure said
-    in one line on stderr."""
+    """Run ``call`` (a command, parsed by click or read from a plain line) and return
+    its exit code, every expected failure said in one line on stderr. click's own
+    errors (usage, ``--help``) are turned into exit codes where click runs
+    (:func:`forktool.cli.run`): this module is free of click."""
     try:
         result = call()
-    except click.exceptions.Exit as exc:
-        return int(exc.exit_code)
-    except click.UsageError as exc:
-        command = exc.ctx.command_path if exc.ctx else "forktool"
-        return fail(exc.format_message(), usage_hint(exc, command))
-    except click.ClickException as exc:
-        return fail(exc.format_message(), None)
     except FatalError as exc:
         return fail(exc.message, exc.hint)
-    except (KeyboardInterrupt, click.Abort) as exc:
-        # click turns Ctrl-C into Abort; an Interrupted says what the run left behind.
-        said = exc if isinstance(exc, Interrupted) else exc.__cause__
-        if isinstance(said, Interrupted):
-            return fail(said.message, said.hint, 130)
-        return fail("interrupted; nothing was left half-written", None, 130)
+    except KeyboardInterrupt as exc:
+        return interrupted(exc)
     except OSError as exc:
         return _os_error(exc)
     return result if isinstance(result, int) else 0
 
 
+def interrupted(exc: BaseException) -> int:
+    """Exit 130 for a Ctrl-C (``exc``: the KeyboardInterrupt, or click's ``Abort``
+    raised from it); an :class:`Interrupted` says what the run left behind."""
+    said = exc if isinstance(exc, Interrupted) else exc.__cause__
+    if isinstance(said, Interrupted):
+        return fail(said.message, said.hint, 130)
+    return fail("interrupted; nothing was left half-written", None, 130)
+
+
 def fail(message: str, hint: str | None, code: int = 2) -> int:
-    click.echo(f"error: {terminal(message)}", err=True)
+    say("error", message)
     if hint:
-        click.echo(f"hint: {terminal(hint)}", err=True)
+        say("hint", hint)
     return code
-
-
-def usage_hint(exc: click.UsageError, command: str) -> str:
-    """Usage help; for a global option given after the command, where it goes."""
-    if isinstance(exc, click.NoSuchOption) and exc.option_name in GLOBAL_OPTIONS:
-        name = exc.option_name
-        sub = command.removeprefix("forktool ")
-        usage = f"forktool {name}{GLOBAL_OPTIONS[name]} {sub}"
-        return f"{name} is a global option: put it before the command ({usage})"
-    return f"run '{command} --help' for usage"
 
 
 def _os_error(exc: OSError) -> int:

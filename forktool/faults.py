@@ -28,8 +28,8 @@ _hits: dict[str, int] = {}
 def faultpoint(name: str, *, write: bool = True) -> None:
     """A write point: record it and, if asked to, interrupt this process here.
 
-    ``write=False`` marks a point that writes nothing (``cli.import``, while the CLI
-    loads): it can be interrupted but is not listed among the write points.
+    ``write=False`` marks a point that writes nothing (``cli.import`` and
+    ``plain.import``, while the command line's front end loads): it can be interrupted but is not listed among the write points.
     """
     log = os.environ.get(LOG_ENV) if write else None
     spec = os.environ.get(FAULT_ENV)

@@ -1,18 +1,22 @@
-"""git started for ``verify`` and ``status`` before the command line is parsed.
+"""git started for ``verify`` and ``status`` before anything else, and their line read
+without click.
 
 Most of a short ``verify`` is Python before git can start: the interpreter, click,
 the command line interface, the engine. For a plain ``verify`` or ``status`` command
 line (the shapes :func:`read_line` reads), the entry point starts git as the command
 would (its configuration, its base, the temporary index, the series' round trip)
-before click is even imported, and the command takes that work over once click has
-parsed the same line (:func:`take`). git then runs while the rest of forktool loads.
+before anything else is imported, and the command runs without click on what
+:func:`read_line` read (:mod:`forktool.plain`), taking that work over (:func:`take`).
+git then runs while the rest of forktool loads.
 
-Nothing here decides anything: click alone parses the command line, and what was
-started is used only by the command it was started for, with the same directory,
-config file, base and jobs; otherwise it is stopped (git killed, the temporary index
-removed) when the process ends. A line of any other shape, or any problem on the way
-(no configuration, no repository, a tag that is not there) leaves nothing started,
-and the command does its own work and says what is wrong in its own words.
+:func:`read_line` reads only lines click reads the same way, option by option (a
+property test holds the two readings together); any other line goes through click.
+What was started is used only by the command it was started for, with the same
+directory, config file, base and jobs; otherwise it is stopped (git killed, the
+temporary index removed) at once or when the process ends. A line of any other
+shape, or any problem on the way (no configuration, no repository, a tag that is not
+there) leaves nothing started, and the command, through click, does its own work and
+says what is wrong in its own words.
 
 This module imports no click and no part of forktool that the command would not
 import anyway.
@@ -21,6 +25,7 @@ import anyway.
 from __future__ import annotations
 
 import atexit
+import os
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -32,72 +37,91 @@ if TYPE_CHECKING:
     from forktool.config import Config
     from forktool.engine.apply.early import Verifying
 
-# What each command may be given for git to start at once: options with a value
-# (None: read but not needed), and flags. Anything else on the line: no head start.
+# What each command may be given for git to start at once: options with a value and
+# the field each fills, and flags with theirs. Anything else on the line: no head start.
 _GLOBAL_VALUES = {"-C": "directory", "--config": "config_file"}
-_GLOBAL_FLAGS = frozenset({"-q", "--quiet"})
-_VALUES: dict[str, dict[str, str | None]] = {
-    "verify": {"--base": "base", "--jobs": "jobs", "--format": None},
-    "status": {"--format": None},
+_GLOBAL_FLAGS = {"-q": "quiet", "--quiet": "quiet"}
+_VALUES: dict[str, dict[str, str]] = {
+    "verify": {"--base": "base", "--jobs": "jobs", "--format": "fmt"},
+    "status": {"--format": "fmt"},
 }
-_FLAGS = {"verify": frozenset({"--allow-offset", "--keep-going"}), "status": frozenset()}
+_FLAGS = {
+    "verify": {"--allow-offset": "allow_offset", "--keep-going": "keep_going"},
+    "status": {},
+}
+FORMATS = ("text", "json")  # --format's choices (forktool.options.format_option's default)
 
 
 @dataclass(frozen=True)
 class CommandLine:
-    """What git's start depends on, as a command line gives it."""
+    """A plain line as click would read it: the command, the global options, and the
+    command's own (those a command does not have keep their defaults)."""
 
     command: str
     directory: str | None = None
     config_file: str | None = None
+    quiet: bool = False
     base: str | None = None
     jobs: int | None = None
+    fmt: str = "text"
+    allow_offset: bool = False
+    keep_going: bool = False
 
 
 def read_line(argv: Sequence[str]) -> CommandLine | None:
     """The command line ``argv`` (after the program name) when it is a plain ``verify``
     or ``status``: global ``-C DIR``, ``--config FILE``, ``-q``; then the command and
     only the options in _VALUES and _FLAGS, each at most once, values as separate
-    words or after ``=`` (``-CDIR`` too). None for anything else: what click reads in
-    another way (repeated options, ``--``, a value that looks like an option, help)
-    never starts git here."""
+    words or after ``=`` (``-CDIR`` too), ``--jobs`` a whole number of at least 1 and
+    ``--format`` one of :data:`FORMATS`. None for anything else: what click reads in
+    another way or refuses (repeated options, ``--``, a value that looks like an
+    option, help) never starts git here, and goes through click."""
     words = list(argv)
-    seen: dict[str, str] = {}
+    given: dict[str, str] = {}
+    flags: set[str] = set()
     command = None
     while words:
         word = words.pop(0)
         values = _VALUES[command] if command else _GLOBAL_VALUES
-        flags = _FLAGS[command] if command else _GLOBAL_FLAGS
+        named = _FLAGS[command] if command else _GLOBAL_FLAGS
         if command is None and word in _VALUES:
             command = word
             continue
         name, eq, value = word.partition("=")
         if word.startswith("-C") and command is None and len(word) > 2:
             name, eq, value = "-C", "=", word[2:]
-        if name in values and name not in seen:
+        if name in values and values[name] not in given:
             if not eq:
                 if not words:
                     return None
                 value = words.pop(0)
             if value.startswith("-") or not value:
                 return None
-            seen[name] = value
-        elif word in flags and word not in seen:
-            seen[word] = ""
+            given[values[name]] = value
+        elif word in named and word not in flags:
+            flags.add(word)
+            given[named[word]] = ""
         else:
             return None
     if command is None:
         return None
-    fields: dict[str, str | None] = {**_GLOBAL_VALUES, **_VALUES[command]}
-    given: dict[str, str] = {}
-    for name, value in seen.items():
-        field = fields.get(name)
-        if field is not None:
-            given[field] = value
     jobs = given.pop("jobs", None)
     if jobs is not None and not (jobs.isascii() and jobs.isdigit() and int(jobs) >= 1):
         return None
-    return CommandLine(command, **given, jobs=int(jobs) if jobs is not None else None)
+    fmt = given.get("fmt", "text")
+    if fmt not in FORMATS:
+        return None
+    return CommandLine(
+        command,
+        directory=given.get("directory"),
+        config_file=given.get("config_file"),
+        quiet="quiet" in given,
+        base=given.get("base"),
+        jobs=int(jobs) if jobs is not None else None,
+        fmt=fmt,
+        allow_offset="allow_offset" in given,
+        keep_going="keep_going" in given,
+    )
 
 
 @dataclass
@@ -128,36 +152,40 @@ class HeadStart:
 _started: HeadStart | None = None
 
 
-def begin(argv: Sequence[str]) -> None:
+def begin(argv: Sequence[str]) -> CommandLine | None:
     """Start git for the command line ``argv`` when it is a plain ``verify`` or
-    ``status`` (:func:`read_line`); else, or on any problem, start nothing."""
+    ``status`` (:func:`read_line`), and return that line, for the command to run
+    without click (:func:`forktool.plain.run_line`); else, or on any problem, start
+    nothing and return None (click then reads the line)."""
     global _started
     release()  # what an earlier begin in this process left (the tests begin often)
     line = read_line(argv)
-    if line is None:
-        return
+    if line is None or (line.config_file is not None and os.path.isdir(line.config_file)):
+        return None  # click refuses a --config that is a directory where forktool started
     from forktool.config import config_of, run_location
     from forktool.engine.apply.early import started_on
     from forktool.git import repository
 
     stack = ExitStack()
     try:
-        cwd, config_file = run_location(_path(line.directory), _path(line.config_file))
+        cwd, config_file = run_location(path_of(line.directory), path_of(line.config_file))
         config = config_of(cwd, config_file)
         git = repository(config.root)
         verifying = stack.enter_context(started_on(config, git, line.base, line.jobs))
     except Exception:  # the command meets it again, and says it in its own words
         stack.close()
-        return
+        return None
     except BaseException:  # Ctrl-C: nothing left running, then the usual exit
         stack.close()
         raise
     _started = HeadStart(line, cwd, config_file, config, verifying, stack)
     atexit.unregister(release)  # once, however often a process begins (the tests do)
     atexit.register(release)
+    return line
 
 
-def _path(given: str | None) -> Path | None:
+def path_of(given: str | None) -> Path | None:
+    """A path option as given (None: not given)."""
     return None if given is None else Path(given)
 
 

@@ -47,6 +47,16 @@ def _console(stream: Any) -> Console:
     )
 
 
+def say(prefix: str, message: str) -> None:
+    """One line on stderr, ``prefix: message`` (``error``, ``hint``, ``notice``), its
+    control characters shown escaped; never wrapped, never styled."""
+    stream = sys.stderr
+    if stream is None:  # no stderr at all (a detached run): nothing to say it on
+        return
+    stream.write(f"{prefix}: {terminal(message)}\n")
+    stream.flush()
+
+
 class Tick(Protocol):
     def __call__(self, advance: int = 1, description: str | None = None) -> None: ...
 

@@ -4,12 +4,13 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, notice, pass_app, user_path
+from forktool.app import App, notice
 from forktool.engine.apply.arms import load_arm_results
 from forktool.engine.retirement.absorbed import absorbed
 from forktool.engine.retirement.knowledge import fetch_missing
 from forktool.engine.retirement.releases import index_history
 from forktool.engine.revisions import Upstream, resolve
+from forktool.options import format_option, pass_app, user_path
 from forktool.report import retirement
 
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import click
 
-from forktool.app import App, format_option, pass_app
+from forktool.app import App
 from forktool.engine.release.align import align
+from forktool.options import format_option, pass_app
 from forktool.report.align import render_align
 
 

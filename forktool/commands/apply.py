@@ -4,9 +4,10 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, pass_app, user_path
+from forktool.app import App
 from forktool.engine.apply.target import apply_mode, apply_to_directory, progress_steps
 from forktool.errors import require_no_errors
+from forktool.options import format_option, pass_app, user_path
 from forktool.report import apply as report_apply
 
 

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, pass_app, together, user_path
+from forktool.app import App
 from forktool.engine.apply.arms import check_arms, list_arms, load_arm_results, load_waivers
+from forktool.options import format_option, pass_app, together, user_path
 from forktool.report.arms import render_arms
 
 

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import click
 
-from forktool.app import App, format_option, pass_app
+from forktool.app import App
 from forktool.engine.release.check import check_ids, run_checks, select_checks
+from forktool.options import format_option, pass_app
 from forktool.report import check as report
 
 

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import click
 
-from forktool.app import App, format_option, pass_app
+from forktool.app import App
 from forktool.engine.patches.history_contract import check_history
 from forktool.engine.revisions import resolve
+from forktool.options import format_option, pass_app
 from forktool.report import patches as report
 
 

@@ -4,8 +4,9 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, pass_app, user_path
+from forktool.app import App
 from forktool.demo.walkthrough import run_demo
+from forktool.options import pass_app, user_path
 
 
 @click.command("demo")

@@ -4,10 +4,11 @@ import contextlib
 
 import click
 
-from forktool.app import App, exclusive, format_option, pass_app
+from forktool.app import App
 from forktool.engine.patches.fmt import fmt_fork
 from forktool.engine.release.pin_state import require_tree
 from forktool.errors import require_no_errors
+from forktool.options import exclusive, format_option, pass_app
 from forktool.report import patches as report
 
 

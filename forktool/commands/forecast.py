@@ -2,9 +2,10 @@ from __future__ import annotations
 
 import click
 
-from forktool.app import App, format_option, notice, pass_app
+from forktool.app import App, notice
 from forktool.engine.upstream.forecast import forecast
 from forktool.engine.upstream.targets import choose_targets, fetch_targets
+from forktool.options import format_option, pass_app
 from forktool.report import forecast as tracking
 
 

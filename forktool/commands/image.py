@@ -8,12 +8,13 @@ from types import FrameType
 
 import click
 
-from forktool.app import App, format_option, notice, pass_app
+from forktool.app import App, notice
 from forktool.docker_client import DockerEngine, connect
 from forktool.engine.image.build import build_candidate, clean_leftovers, require_image_settings
 from forktool.engine.image.freeze import freeze_release, tagger_identity
 from forktool.engine.image.gate import gate_candidate
 from forktool.engine.image.promote import promote_candidate
+from forktool.options import format_option, pass_app
 from forktool.report.image import render_build, render_freeze, render_gate, render_promote
 
 

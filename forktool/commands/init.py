@@ -4,9 +4,10 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, pass_app
+from forktool.app import App
 from forktool.engine.init import scaffold
 from forktool.git import Git
+from forktool.options import format_option, pass_app
 from forktool.report import init as report_init
 
 

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import click
 
-from forktool.app import App, format_option, pass_app
+from forktool.app import App
 from forktool.engine.patches.map_suggest import suggest
+from forktool.options import format_option, pass_app
 from forktool.report import map as report
 
 

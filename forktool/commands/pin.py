@@ -6,11 +6,12 @@ from pathlib import Path
 
 import click
 
-from forktool.app import App, format_option, notice, pass_app, user_path
+from forktool.app import App, notice
 from forktool.engine.release.pin_bump import BumpResult, plan_bump
 from forktool.engine.release.pin_sites import read_pins, verify_pin_sites
 from forktool.engine.revisions import Upstream, resolve, resolve_tag
 from forktool.git import Git
+from forktool.options import format_option, pass_app, user_path
 from forktool.report import pin as report
 
 

@@ -4,8 +4,15 @@ from pathlib import Path
 
 import click
 
-from forktool.app import (
-    App,
+from forktool.app import App
+from forktool.engine.patches.refresh import refresh_onto
+from forktool.engine.patches.refresh_resolution import refresh_abort, refresh_continue
+from forktool.engine.release.pin_state import require_tree
+from forktool.engine.release.tarball import import_tarballs
+from forktool.engine.revisions import Upstream, resolve
+from forktool.fork import Fork
+from forktool.git import Git
+from forktool.options import (
     drop_file_option,
     exclusive,
     format_option,
@@ -14,13 +21,6 @@ from forktool.app import (
     together,
     user_path,
 )
-from forktool.engine.patches.refresh import refresh_onto
-from forktool.engine.patches.refresh_resolution import refresh_abort, refresh_continue
-from forktool.engine.release.pin_state import require_tree
-from forktool.engine.release.tarball import import_tarballs
-from forktool.engine.revisions import Upstream, resolve
-from forktool.fork import Fork
-from forktool.git import Git
 from forktool.report import patches as report
 
 

@@ -5,7 +5,7 @@ import dataclasses
 
 import click
 
-from forktool.app import App, format_option, pass_app
+from forktool.app import App
 from forktool.engine.retirement.absorbed import absorbed
 from forktool.engine.retirement.absorption import AbsorbedResult
 from forktool.engine.retirement.knowledge import MissingCommit
@@ -15,6 +15,7 @@ from forktool.engine.revisions import Upstream, resolve
 from forktool.fork import Fork
 from forktool.git import Git
 from forktool.model.revision import Revision
+from forktool.options import format_option, pass_app
 from forktool.report import retirement
 
 

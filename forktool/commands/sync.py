@@ -6,16 +6,7 @@ from pathlib import Path
 
 import click
 
-from forktool.app import (
-    App,
-    drop_file_option,
-    exclusive,
-    format_option,
-    notice,
-    pass_app,
-    tarball_option,
-    together,
-)
+from forktool.app import App, notice
 from forktool.engine.release.sync import (
     abort_sync,
     continue_sync,
@@ -27,6 +18,14 @@ from forktool.engine.release.sync_report import SyncReport
 from forktool.engine.revisions import Upstream, resolve
 from forktool.errors import Interrupted
 from forktool.git import Git
+from forktool.options import (
+    drop_file_option,
+    exclusive,
+    format_option,
+    pass_app,
+    tarball_option,
+    together,
+)
 from forktool.report import sync as report
 
 

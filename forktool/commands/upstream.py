@@ -4,7 +4,8 @@ import os
 
 import click
 
-from forktool.app import App, format_option, notice, pass_app
+from forktool.app import App, notice
+from forktool.options import format_option, pass_app
 
 
 @click.group("upstream")

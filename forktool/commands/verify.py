@@ -1,19 +1,9 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING
-
 import click
 
-from forktool.app import App, format_option, pass_app
-from forktool.errors import FatalError, require_no_errors
-from forktool.head_start import verifying
-
-if TYPE_CHECKING:
-    from forktool.engine.apply.early import Verifying
-    from forktool.engine.apply.verify import VerifyResult
-    from forktool.output import Output
+from forktool.app import App
+from forktool.options import format_option, pass_app
 
 
 @click.command("verify")
@@ -60,43 +50,6 @@ def command(
       forktool verify --base v1.2.0 --format json
       forktool verify --keep-going
     """
-    # git starts on the series file alone (before the command line was parsed, when
-    # it is a plain one: forktool.head_start); the fork is loaded, and the engine that
-    # judges its patches imported, while git works (forktool.engine.apply.early).
-    with _started(app, base, jobs) as run:
-        fork = app.fork(strict=False)
-        require_no_errors(fork.findings)
-        from forktool.engine.apply.verify import verify_series
+    from forktool.plain import verify  # the body, shared with a plain line's run
 
-        with app.output.progress(len(fork.patches), f"verifying on {run.name}") as tick:
-            result = verify_series(
-                fork,
-                run.git,
-                base=run.name,
-                base_commit=run.commit,
-                allow_offset=allow_offset,
-                progress=tick,
-                keep_going=keep_going,
-                jobs=run.workers,
-                early=run.early,
-            )
-    app.emit(result, fmt, _render)
-    return 0 if result.ok else 1
-
-
-@contextmanager
-def _started(app: App, base: str | None, jobs: int | None) -> Iterator[Verifying]:
-    """git's work on the series: taken over from the head start, or started now."""
-    with ExitStack() as stack:
-        try:
-            run = stack.enter_context(verifying("verify", app, base, jobs))
-        except FatalError:  # the fork's own problems are said first, as a load says them
-            require_no_errors(app.fork(strict=False).findings)
-            raise
-        yield run
-
-
-def _render(output: Output, result: VerifyResult) -> None:
-    from forktool.report.verify import render_verify  # rich: only when text is drawn
-
-    render_verify(output, result)
+    return verify(app, base, allow_offset, keep_going, jobs, fmt)

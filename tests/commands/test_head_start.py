@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from testing.apply_support import series_fork
+from testing.helpers import CliResult, run_cli
 
 from forktool import head_start
 from forktool.builder import RepoBuilder
@@ -38,14 +39,22 @@ def leftover_indexes() -> list[str]:
     ("argv", "line"),
     [
         (["verify"], CommandLine("verify")),
-        (["-C", "f", "verify", "--format", "json"], CommandLine("verify", directory="f")),
-        (["-Cf", "-q", "verify", "--format=json"], CommandLine("verify", directory="f")),
+        (
+            ["-C", "f", "verify", "--format", "json"],
+            CommandLine("verify", directory="f", fmt="json"),
+        ),
+        (
+            ["-Cf", "-q", "verify", "--format=json"],
+            CommandLine("verify", directory="f", quiet=True, fmt="json"),
+        ),
         (["--config=x.yaml", "status"], CommandLine("status", config_file="x.yaml")),
         (
             ["verify", "--base", "v2", "--jobs", "2", "--keep-going", "--allow-offset"],
-            CommandLine("verify", base="v2", jobs=2),
+            CommandLine("verify", base="v2", jobs=2, keep_going=True, allow_offset=True),
         ),
-        (["status", "--format", "json"], CommandLine("status")),
+        (["--quiet", "status", "--format", "json"], CommandLine("status", quiet=True, fmt="json")),
+        (["verify", "--format", "JSON"], None),  # click's choices are exact
+        (["verify", "--format", "junit"], None),  # not a choice of verify's
         (["-v", "verify"], None),  # -v narrates every git call: click's run sets that up
         (["verify", "--help"], None),
         (["verify", "--jobs", "0"], None),
@@ -86,6 +95,7 @@ OPTION = st.sampled_from(
         ["--jobs", "03"],
         ["--format", "json"],
         ["--format=text"],
+        ["--format", "text"],
         ["--allow-offset"],
         ["--keep-going"],
     ]
@@ -102,6 +112,8 @@ ODD = st.sampled_from(
         ["--jobs", "+2"],
         ["--jobs", "x"],
         ["--format", "xml"],
+        ["--format", "Json"],
+        ["--format="],
         ["--keep-going=1"],
         ["--"],
         ["-q"],
@@ -143,22 +155,25 @@ def _click_reads(argv: list[str]) -> CommandLine | None:
         rest[0],
         directory=None if directory is None else str(directory),
         config_file=None if config is None else str(config),
+        quiet=ctx.params["quiet"],
         base=sub.params.get("base"),
         jobs=sub.params.get("jobs"),
+        fmt=sub.params["fmt"],
+        allow_offset=sub.params.get("allow_offset", False),
+        keep_going=sub.params.get("keep_going", False),
     )
 
 
 @settings(max_examples=400, deadline=None)
 @given(command_lines())
 def test_a_line_read_is_the_line_click_reads(argv: list[str]) -> None:
-    """Wherever the head start reads a line, click reads the same command, directory,
-    config file, base and jobs, or refuses the line (then the command never runs, and
-    what was started is stopped)."""
+    """Wherever the head start reads a line, click reads the same: the command, every
+    global option and every option of the command (a plain line then runs on that
+    reading without click). A line click refuses is never read."""
     line = read_line(argv)
     if line is None:
         return
-    read = _click_reads(argv)
-    assert read is None or read == line, (argv, read, line)
+    assert _click_reads(argv) == line, argv
 
 
 def forktool_after(code: str, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -276,7 +291,7 @@ def test_ctrl_c_while_the_cli_loads_stops_what_was_started(builder: RepoBuilder)
         "import forktool.faults as faults\n"
         "real = faults.faultpoint\n"
         "def press(name, **kw):\n"
-        "    if name == 'cli.import':\n"
+        "    if name == 'plain.import':\n"
         "        raise KeyboardInterrupt\n"
         "    return real(name, **kw)\n"
         "faults.faultpoint = press\n"
@@ -284,4 +299,71 @@ def test_ctrl_c_while_the_cli_loads_stops_what_was_started(builder: RepoBuilder)
     done = forktool_after(press, "-C", str(fork.root), "verify")
     assert done.returncode == 130, done.stderr
     assert "Traceback" not in done.stderr
+    assert leftover_indexes() == []
+
+
+def _through_click(*argv: str) -> tuple[int, str, str]:
+    """``forktool ARGV`` through click alone (no head start, no plain run)."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+PLAIN_LINES = [
+    ["verify"],
+    ["verify", "--format", "json"],
+    ["-q", "verify", "--keep-going"],
+    ["verify", "--jobs", "1", "--allow-offset", "--format=json"],
+    ["verify", "--base", "v1", "--jobs", "2"],
+    ["status"],
+    ["--quiet", "status", "--format", "json"],
+]
+
+
+@pytest.mark.parametrize("argv", PLAIN_LINES)
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_plain_line_answers_as_click_does(
+    builder: RepoBuilder, argv: list[str], broken: bool
+) -> None:
+    """Run without click, a plain line gives the exit code, stdout and stderr of the
+    same line through click: on a sound series and on one whose third patch fails."""
+    fork = series_fork(builder, 18)
+    if broken:
+        patch = fork.root / "patches" / "0003.patch"
+        lines = patch.read_bytes().split(b"\n")
+        removed = next(i for i, line in enumerate(lines) if line[:1] == b"-" and line[:3] != b"---")
+        lines[removed] = b"-not in the base " + lines[removed][1:]
+        patch.write_bytes(b"\n".join(lines))
+    whole = ["-C", str(fork.root), *argv]
+    assert read_line(whole) is not None
+    plain = fork.cli(*argv)
+    assert (plain.code, plain.out, plain.err) == _through_click(*whole)
+    assert plain.code == (1 if broken and "verify" in argv else 0)
+    assert leftover_indexes() == []
+
+
+def test_a_plain_line_never_imports_click(builder: RepoBuilder) -> None:
+    fork = series_fork(builder, 3)
+    watch = (
+        "import atexit\natexit.register(lambda: print('click' in sys.modules, file=sys.stderr))\n"
+    )
+    for argv in (["verify", "--format", "json"], ["status"], ["-v", "status"]):
+        done = forktool_after(watch, "-C", str(fork.root), *argv)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.splitlines()[-1] == str("-v" in argv), argv
+
+
+def test_a_config_click_refuses_runs_through_click(builder: RepoBuilder, tmp_path: Path) -> None:
+    """click refuses a --config that is a directory (where forktool was started): that
+    line starts nothing, and click says so."""
+    fork = series_fork(builder, 3)
+    argv = ["-C", str(fork.root), "--config", str(tmp_path), "verify"]
+    assert read_line(argv) is not None
+    assert begin(argv) is None and head_start._started is None
+    done: CliResult = run_cli(*argv)
+    assert done.code == 2 and "is a directory" in done.err
     assert leftover_indexes() == []

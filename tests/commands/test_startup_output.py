@@ -58,12 +58,21 @@ def test_an_error_naming_an_unencodable_patch_is_escaped(fork_root: Path) -> Non
     assert len(result.stderr.splitlines()) == 1
 
 
-def test_ctrl_c_while_the_cli_loads_exits_130_quietly(fork_root: Path) -> None:
-    result = forktool(fork_root, "status", FORKTOOL_FAULT="cli.import:1:INT")
+@pytest.mark.parametrize(
+    ("argv", "fault"),
+    [
+        (("status",), "plain.import:1:INT"),  # a plain line: runs without click
+        (("-v", "status"), "cli.import:1:INT"),  # any other: through click
+    ],
+)
+def test_ctrl_c_while_the_cli_loads_exits_130_quietly(
+    fork_root: Path, argv: tuple[str, ...], fault: str
+) -> None:
+    result = forktool(fork_root, *argv, FORKTOOL_FAULT=fault)
     assert (result.returncode, result.stdout, result.stderr) == (130, b"", b"")
 
 
-# The CLI leaves without the interpreter's teardown (forktool.cli.leave): the exit
+# The CLI leaves without the interpreter's teardown (forktool.entry.leave): the exit
 # code, the whole output and the exit functions must survive that.
 
 
@@ -85,7 +94,7 @@ def test_exit_functions_run_before_the_quick_exit(tmp_path: Path) -> None:
     mark = tmp_path / "ran"
     script.write_text(
         "import atexit, sys\n"
-        "from forktool.cli import leave\n"
+        "from forktool.entry import leave\n"
         f"atexit.register(lambda: open({str(mark)!r}, 'w').write('yes'))\n"
         "sys.stdout.write('x' * 200000)\n"
         "leave(3)\n"
@@ -111,7 +120,7 @@ def test_a_ctrl_c_python_dropped_still_exits_130(tmp_path: Path) -> None:
     """Python drops an exception raised in a finalizer (Popen.__del__): a Ctrl-C that
     lands there does not stop the run. The run ends, and exits 130 all the same."""
     result = _python(
-        "import os, signal, forktool.cli as cli\n"
+        "import os, signal, forktool.entry as entry\n"
         "def run(argv=None):\n"
         "    try:\n"
         "        os.kill(os.getpid(), signal.SIGINT)\n"
@@ -120,8 +129,8 @@ def test_a_ctrl_c_python_dropped_still_exits_130(tmp_path: Path) -> None:
         "        pass  # as Popen.__del__ drops it\n"
         "    print('OK')\n"
         "    return 0\n"
-        "cli.run = run\n"
-        "cli.main()\n",
+        "entry.run = run\n"
+        "entry.main()\n",
         tmp_path,
     )
     assert result.returncode == 130
@@ -133,7 +142,7 @@ def test_a_scratch_directory_left_behind_goes_at_exit(tmp_path: Path) -> None:
     """A Ctrl-C inside its removal, or a worker thread's git writing into it after, can
     leave a scratch directory: it goes at exit, once worker threads are joined."""
     result = _python(
-        "from forktool.cli import leave\n"
+        "from forktool.entry import leave\n"
         "from forktool.git.runner import scratch_dir\n"
         "made = scratch_dir('forktool-index')\n"
         "(made / 'objects' / '55').mkdir(parents=True)\n"

@@ -58,7 +58,18 @@ LAYERS = (
     ),
     ("engine", "docker_client", "registry"),
     ("report", "output", "console"),
-    ("app", "error_handler", "commands", "cli", "demo", "head_start", "__main__"),
+    (
+        "app",
+        "options",
+        "error_handler",
+        "commands",
+        "cli",
+        "demo",
+        "head_start",
+        "plain",
+        "entry",
+        "__main__",
+    ),
 )
 
 

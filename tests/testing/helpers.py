@@ -71,16 +71,16 @@ class CliResult:
 
 def run_cli(*args: str | Path) -> CliResult:
     """Run forktool in-process as the ``forktool`` command runs (a plain ``verify`` or
-    ``status`` line gets its head start first: forktool.head_start), capturing stdout
-    and stderr (plain, no colour). What was started and not taken is stopped after."""
-    from forktool.cli import run
-    from forktool.head_start import begin, release
+    ``status`` line gets its head start first and runs without click: forktool.entry),
+    capturing stdout and stderr (plain, no colour). What was started and not taken is
+    stopped after."""
+    from forktool.entry import run
+    from forktool.head_start import release
 
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            begin(argv)
             code = run(argv)
         finally:
             release()
