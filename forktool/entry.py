@@ -27,11 +27,11 @@ def run(argv: Sequence[str]) -> int:
     that command's exit 130. Also what the tests run."""
     from forktool.head_start import begin
 
-    line = begin(argv)
-    if line is not None:
+    started = begin(argv)
+    if started is not None:
         from forktool.plain import run_line
 
-        return run_line(line)
+        return run_line(started)
     from forktool.cli import run as run_cli
 
     return run_cli(argv)

@@ -49,7 +49,9 @@ _FLAGS = {
     "verify": {"--allow-offset": "allow_offset", "--keep-going": "keep_going"},
     "status": {},
 }
-FORMATS = ("text", "json")  # --format's choices (forktool.options.format_option's default)
+# What --format takes where a command has no other formats (forktool.options'
+# format_option), verify and status among them.
+FORMATS = ("text", "json")
 
 
 @dataclass(frozen=True)
@@ -152,11 +154,12 @@ class HeadStart:
 _started: HeadStart | None = None
 
 
-def begin(argv: Sequence[str]) -> CommandLine | None:
+def begin(argv: Sequence[str]) -> HeadStart | None:
     """Start git for the command line ``argv`` when it is a plain ``verify`` or
-    ``status`` (:func:`read_line`), and return that line, for the command to run
-    without click (:func:`forktool.plain.run_line`); else, or on any problem, start
-    nothing and return None (click then reads the line)."""
+    ``status`` (:func:`read_line`), and return what was started (the line, where it
+    runs, git's work), for the command to run without click
+    (:func:`forktool.plain.run_line`); else, or on any problem, start nothing and
+    return None (click then reads the line)."""
     global _started
     release()  # what an earlier begin in this process left (the tests begin often)
     line = read_line(argv)
@@ -168,7 +171,7 @@ def begin(argv: Sequence[str]) -> CommandLine | None:
 
     stack = ExitStack()
     try:
-        cwd, config_file = run_location(path_of(line.directory), path_of(line.config_file))
+        cwd, config_file = run_location(_path(line.directory), _path(line.config_file))
         config = config_of(cwd, config_file)
         git = repository(config.root)
         verifying = stack.enter_context(started_on(config, git, line.base, line.jobs))
@@ -181,11 +184,10 @@ def begin(argv: Sequence[str]) -> CommandLine | None:
     _started = HeadStart(line, cwd, config_file, config, verifying, stack)
     atexit.unregister(release)  # once, however often a process begins (the tests do)
     atexit.register(release)
-    return line
+    return _started
 
 
-def path_of(given: str | None) -> Path | None:
-    """A path option as given (None: not given)."""
+def _path(given: str | None) -> Path | None:
     return None if given is None else Path(given)
 
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import click
 
 from forktool.app import App
+from forktool.head_start import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,7 +44,7 @@ pass_app = click.make_pass_decorator(App)
 
 
 def format_option(*choices: str) -> Callable[[F], F]:
-    names = choices or ("text", "json")
+    names = choices or FORMATS
     return click.option(
         "--format",
         "fmt",

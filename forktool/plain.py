@@ -22,7 +22,7 @@ from forktool.app import App, current_app, start_app
 from forktool.error_handler import handled
 from forktool.errors import FatalError, require_no_errors
 from forktool.faults import faultpoint
-from forktool.head_start import CommandLine, path_of, verifying
+from forktool.head_start import HeadStart, verifying
 
 if TYPE_CHECKING:
     from forktool.engine.apply.early import EarlyStart, Verifying
@@ -33,16 +33,15 @@ if TYPE_CHECKING:
 faultpoint("plain.import", write=False)  # where the tests press Ctrl-C while it loads
 
 
-def run_line(line: CommandLine) -> int:
-    """Run the plain command ``line`` (its git already started) as click would, and
-    return its exit code; expected failures are said in one line, as always."""
-    from forktool.config import run_location
-
+def run_line(started: HeadStart) -> int:
+    """Run the plain command line the head start began (``started``: the line, the
+    directory and config file it runs with, git's work) as click would, and return
+    its exit code; expected failures are said in one line, as always."""
+    line = started.line
     current_app.set(None)  # as click's run starts: no App until this line's is made
 
     def command() -> int:
-        cwd, config_file = run_location(path_of(line.directory), path_of(line.config_file))
-        app = start_app(cwd, config_file, quiet=line.quiet, verbose=False)
+        app = start_app(started.cwd, started.config_file, quiet=line.quiet, verbose=False)
         if line.command == "status":
             return status(app, line.fmt)
         return verify(app, line.base, line.allow_offset, line.keep_going, line.jobs, line.fmt)

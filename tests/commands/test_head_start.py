@@ -327,10 +327,20 @@ PLAIN_LINES = [
 @pytest.mark.parametrize("argv", PLAIN_LINES)
 @pytest.mark.parametrize("broken", [False, True])
 def test_a_plain_line_answers_as_click_does(
-    builder: RepoBuilder, argv: list[str], broken: bool
+    builder: RepoBuilder, argv: list[str], broken: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Run without click, a plain line gives the exit code, stdout and stderr of the
     same line through click: on a sound series and on one whose third patch fails."""
+    import forktool.plain
+
+    ran: list[str] = []
+    real = forktool.plain.run_line
+
+    def run_line(started: head_start.HeadStart) -> int:
+        ran.append(started.line.command)
+        return real(started)
+
+    monkeypatch.setattr(forktool.plain, "run_line", run_line)
     fork = series_fork(builder, 18)
     if broken:
         patch = fork.root / "patches" / "0003.patch"
@@ -339,8 +349,9 @@ def test_a_plain_line_answers_as_click_does(
         lines[removed] = b"-not in the base " + lines[removed][1:]
         patch.write_bytes(b"\n".join(lines))
     whole = ["-C", str(fork.root), *argv]
-    assert read_line(whole) is not None
     plain = fork.cli(*argv)
+    command = next(word for word in argv if word in ("verify", "status"))
+    assert ran == [command]  # the line ran without click
     assert (plain.code, plain.out, plain.err) == _through_click(*whole)
     assert plain.code == (1 if broken and "verify" in argv else 0)
     assert leftover_indexes() == []
