@@ -15,9 +15,8 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from forktool.config import Config
@@ -35,15 +34,18 @@ class Result(Protocol):
 R = TypeVar("R", bound=Result)
 
 
-@dataclass
 class App:
     """What every command needs: where the fork is, and how to talk to the user."""
 
-    cwd: Path
-    config_file: Path | None
-    output: Output
-    _config: Config | None = field(default=None, repr=False)
-    _forks: dict[bool, Fork] = field(default_factory=dict, repr=False)
+    def __init__(self, cwd: Path, config_file: Path | None, output: Output) -> None:
+        self.cwd: Final = cwd
+        self.config_file: Final = config_file
+        self.output: Final = output
+        self._config: Config | None = None
+        self._forks: dict[bool, Fork] = {}
+
+    def __repr__(self) -> str:
+        return f"App(cwd={str(self.cwd)!r}, config_file={self.config_file!r})"
 
     def config(self) -> Config:
         from forktool.config import config_of

@@ -11,8 +11,7 @@ from __future__ import annotations
 import shlex
 import signal
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Severity = Literal["error", "warning", "info"]
 
@@ -34,8 +33,7 @@ def some_names(names: Sequence[str], shown: int = SHOWN_NAMES) -> str:
     return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One problem a check found, anchored to a file and line where there is one."""
 
     severity: Severity

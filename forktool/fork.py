@@ -10,9 +10,9 @@ leniently and report what they find.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import Final, NamedTuple
 
 from forktool.config import Config
 from forktool.errors import FatalError, Finding, require_no_errors
@@ -30,22 +30,44 @@ NOTES_README = "README.md"  # what init writes into notes/: the directory's guid
 MAX_PATCH_BYTES = 64 << 20
 
 
-@dataclass(frozen=True)
 class Patch:
     """One series entry with its file, its map entry, and its parse.
 
     The file's bytes and its parse are made when first asked for and then kept;
     ``parse()`` and ``header`` give them without keeping anything, so a pass over a
     long series (``verify``) holds one patch at a time. The fork checks at load
-    time that every file is readable.
+    time that every file is readable. Read-only once made.
     """
 
-    entry: SeriesEntry
-    path: Path
-    raw: bytes | None  # the file's bytes, when the caller has them; None: read when asked
-    preparsed: PatchFile | None  # None: parsed when first asked for
-    mapping: MapEntry | None
-    rel: str  # path as shown to the user, relative to the fork root
+    def __init__(
+        self,
+        entry: SeriesEntry,
+        path: Path,
+        raw: bytes | None,  # the file's bytes, when the caller has them; None: read when asked
+        preparsed: PatchFile | None,  # None: parsed when first asked for
+        mapping: MapEntry | None,
+        rel: str,  # path as shown to the user, relative to the fork root
+    ) -> None:
+        self.entry: Final[SeriesEntry] = entry
+        self.path: Final[Path] = path
+        self.raw: Final[bytes | None] = raw
+        self.preparsed: Final[PatchFile | None] = preparsed
+        self.mapping: Final[MapEntry | None] = mapping
+        self.rel: Final[str] = rel
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.entry, self.path, self.raw, self.preparsed, self.mapping, self.rel)
+
+    def __eq__(self, other: object) -> bool:
+        """The same entry, file, map entry and given bytes or parse (what is read
+        later is not compared)."""
+        return isinstance(other, Patch) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Patch({self.rel!r})"
 
     @property
     def name(self) -> str:
@@ -117,8 +139,7 @@ class Patch:
         return [Finding("error", p.message, self.rel, p.line) for p in self.parsed.problems]
 
 
-@dataclass(frozen=True)
-class Fork:
+class Fork(NamedTuple):
     config: Config
     series: Series
     upstream_map: UpstreamMap

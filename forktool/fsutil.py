@@ -25,7 +25,6 @@ import signal
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 from forktool.errors import FatalError
@@ -104,12 +103,15 @@ def atomic_write(target: Path, data: bytes) -> None:
     write_files({target: data})
 
 
-@dataclass
 class _Step:
-    target: Path
-    temp: Path | None  # new content, or None to delete
-    backup: Path | None = None
-    done: bool = False
+    """One file of a transaction: its new content (or None to delete it), and how far
+    its move went."""
+
+    def __init__(self, target: Path, temp: Path | None) -> None:
+        self.target = target
+        self.temp = temp
+        self.backup: Path | None = None
+        self.done = False
 
 
 @contextmanager

@@ -28,9 +28,8 @@ import atexit
 import os
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from forktool.app import App
@@ -54,8 +53,7 @@ _FLAGS = {
 FORMATS = ("text", "json")
 
 
-@dataclass(frozen=True)
-class CommandLine:
+class CommandLine(NamedTuple):
     """A plain line as click would read it: the command, the global options, and the
     command's own (those a command does not have keep their defaults)."""
 
@@ -126,8 +124,7 @@ def read_line(argv: Sequence[str]) -> CommandLine | None:
     )
 
 
-@dataclass
-class HeadStart:
+class HeadStart(NamedTuple):
     """git started for ``line``: the run's directory and config file, the
     configuration read, and the work under way (held open by ``stack``)."""
 

@@ -29,7 +29,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 _REPEATS = (sre.MAX_REPEAT, sre.MIN_REPEAT)
@@ -58,13 +57,14 @@ for text in job["texts"]:
 """
 
 
-@dataclass
 class RegexTimeout(Exception):
     """``patterns[pattern]`` did not finish on ``texts[text]`` within the limit."""
 
-    pattern: int
-    text: int
-    seconds: float
+    def __init__(self, pattern: int, text: int, seconds: float) -> None:
+        super().__init__(pattern, text, seconds)
+        self.pattern = pattern
+        self.text = text
+        self.seconds = seconds
 
 
 Spans = list[tuple[int, int]]

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 
 import click
 
@@ -103,7 +102,7 @@ def _judged(fork: Fork, git: Git, revision: Revision, forced: tuple[str, ...]) -
         if not forced or missing.patch is None or missing.patch in forced:
             raise
         named = tuple(fork.patch(n) for n in dict.fromkeys(forced))
-        return absorbed(dataclasses.replace(fork, patches=named), git, revision)
+        return absorbed(fork._replace(patches=named), git, revision)
 
 
 def _check_options(

@@ -3,9 +3,9 @@ validation (:func:`forktool.config.parse_config` builds them)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from forktool.model.versions import VersionScheme, effective_scheme
 
@@ -22,15 +22,13 @@ PATCH_FORMS = ("canonical", "maintainers")
 APPLY_RULES = ("exact", "dpkg")
 
 
-@dataclass(frozen=True)
-class PinSite:
+class PinSite(NamedTuple):
     file: str
     pattern: str
     line: int  # where the site is declared in forktool.yaml
 
 
-@dataclass(frozen=True)
-class ImageSettings:
+class ImageSettings(NamedTuple):
     repository: str
     dockerfile: str
     build_arg: str = "BASE_TAG"
@@ -42,8 +40,7 @@ class ImageSettings:
     gate_timeout: int = 600  # seconds each gate command may run before it is killed
 
 
-@dataclass(frozen=True)
-class HistorySettings:
+class HistorySettings(NamedTuple):
     """The commit contract ``check-history`` (and ``export``) enforce."""
 
     prefixes: tuple[str, ...] = ()  # every path a commit touches must lie under one
@@ -53,8 +50,7 @@ class HistorySettings:
     configured: bool = False  # a 'history:' section is written: export enforces the contract
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     root: Path  # the directory holding forktool.yaml
     path: Path
     pin_tag: str
@@ -79,7 +75,19 @@ class Config:
     image: ImageSettings | None = None
     history: HistorySettings = HistorySettings()
     allow_merged: bool = True  # refresh.allow_merged: a patch may move by a clean 3-way merge
-    lines: dict[str, int] = field(default_factory=dict, compare=False)
+    # Where each key is written, for messages; not part of the settings (two configs
+    # that read alike are equal), so it stays the last field: equality and the hash
+    # leave it out below.
+    lines: Mapping[str, int] = {}
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and self[:-1] == other[:-1]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     def file(self, relative: str) -> Path:
         return self.root / relative

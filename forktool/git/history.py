@@ -4,15 +4,14 @@ counted and listed along a tip's lines."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from forktool.git.ancestry import Ancestry
 from forktool.git.runner import run
 
 
-@dataclass(frozen=True)
-class LogEntry:
+class LogEntry(NamedTuple):
     """One commit as ``git log`` shows it."""
 
     commit: str

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from forktool.errors import GitError
 from forktool.git.changes import Changes
@@ -47,8 +47,7 @@ def git_apply_args(
     return [*args, *(str(f) for f in files)]
 
 
-@dataclass(frozen=True)
-class TreeChange:
+class TreeChange(NamedTuple):
     """One path two trees differ in (``git diff-tree -r --raw``): its modes and blobs on
     each side (``000000`` and the null id for a side without it)."""
 
@@ -78,8 +77,7 @@ class TreeChange:
         return f"{self.path} comes back with other content"
 
 
-@dataclass(frozen=True)
-class MergeTreeResult:
+class MergeTreeResult(NamedTuple):
     """What ``git merge-tree --write-tree`` said: clean or not, the tree it wrote (with
     conflict markers when not clean), the conflicted paths and git's messages."""
 
@@ -89,8 +87,7 @@ class MergeTreeResult:
     messages: str
 
 
-@dataclass
-class TempIndex:
+class TempIndex(NamedTuple):
     """A throwaway index file; git commands given ``env`` read and write it."""
 
     git: Objects

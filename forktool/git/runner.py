@@ -12,8 +12,8 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from forktool.errors import FatalError, GitError, git_said
 from forktool.fsutil import pid_alive
@@ -107,8 +107,7 @@ def git_argv(args: Sequence[str]) -> list[str]:
     return argv
 
 
-@dataclass(frozen=True)
-class GitResult:
+class GitResult(NamedTuple):
     argv: list[str]
     returncode: int
     stdout: bytes

@@ -7,9 +7,8 @@ Format: ``<add|del> <path-or-glob> <permanent|until:<condition>> <rationale...>`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Literal
+from functools import lru_cache
+from typing import Literal, NamedTuple
 
 from forktool.errors import Finding
 from forktool.model.revision import CommitId, is_hex40
@@ -18,6 +17,7 @@ from forktool.model.text import decode_lines
 Action = Literal["add", "del"]
 
 
+@lru_cache(maxsize=1024)  # an entry's pattern, compiled once however often it is matched
 def glob_to_regex(pattern: str) -> re.Pattern[str]:
     """Compile a ledger glob. ``**`` crosses directories, ``*`` and ``?`` do not."""
     out: list[str] = []
@@ -41,20 +41,15 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
-@dataclass(frozen=True)
-class LedgerEntry:
+class LedgerEntry(NamedTuple):
     action: Action
     pattern: str
     criterion: str  # "permanent" or "until:<condition>"
     rationale: str
     line: int
-    _regex: re.Pattern[str] = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_regex", glob_to_regex(self.pattern))
 
     def matches(self, path: str) -> bool:
-        return self._regex.match(path) is not None
+        return glob_to_regex(self.pattern).match(path) is not None
 
     @property
     def until(self) -> str | None:
@@ -71,16 +66,15 @@ class LedgerEntry:
         return f"{self.action} {self.pattern} {self.criterion} {self.rationale}"
 
 
-@dataclass(frozen=True)
-class Ledger:
+class Ledger(NamedTuple):
     entries: tuple[LedgerEntry, ...]
     findings: tuple[Finding, ...] = ()
 
-    @cached_property
+    @property
     def adds(self) -> tuple[LedgerEntry, ...]:
         return tuple(e for e in self.entries if e.action == "add")
 
-    @cached_property
+    @property
     def dels(self) -> tuple[LedgerEntry, ...]:
         return tuple(e for e in self.entries if e.action == "del")
 

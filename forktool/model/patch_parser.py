@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from forktool.model import paths
 from forktool.model.patch_header import HeaderReader
@@ -71,30 +70,30 @@ def parse_header(data: bytes, *, strip: int = 1) -> PatchHeader:
     return parser.parse_header(text[: len(text) if first is None else first])
 
 
-@dataclass
 class _FileBuilder:
     """What is known about one file diff while its lines are read."""
 
-    line: int  # where the diff itself starts, after any separator lines carried in front
-    label: str = ""
-    header_lines: list[str] = field(default_factory=list)
-    hunks: list[Hunk] = field(default_factory=list)
-    git_names: tuple[str, str] | None = None
-    minus: str | None = None  # name from "---" (or a plain "Binary files" line)
-    plus: str | None = None
-    rename_from: str | None = None
-    rename_to: str | None = None
-    copy_from: str | None = None
-    copy_to: str | None = None
-    old_mode: str | None = None
-    new_mode: str | None = None
-    index_mode: str | None = None
-    index_new: str | None = None  # the blob the index line says the file becomes
-    is_new: bool = False
-    is_deleted: bool = False
-    is_binary: bool = False
-    reported: bool = False  # a malformed problem was reported; don't pile on
-    unsafe_reasons: set[str] = field(default_factory=set)
+    def __init__(self, line: int, header_lines: list[str]) -> None:
+        self.line = line  # where the diff itself starts, after any separator lines in front
+        self.label = ""
+        self.header_lines = header_lines
+        self.hunks: list[Hunk] = []
+        self.git_names: tuple[str, str] | None = None
+        self.minus: str | None = None  # name from "---" (or a plain "Binary files" line)
+        self.plus: str | None = None
+        self.rename_from: str | None = None
+        self.rename_to: str | None = None
+        self.copy_from: str | None = None
+        self.copy_to: str | None = None
+        self.old_mode: str | None = None
+        self.new_mode: str | None = None
+        self.index_mode: str | None = None
+        self.index_new: str | None = None  # the blob the index line says the file becomes
+        self.is_new = False
+        self.is_deleted = False
+        self.is_binary = False
+        self.reported = False  # a malformed problem was reported; don't pile on
+        self.unsafe_reasons: set[str] = set()
 
     def changes_nothing(self) -> bool:
         """A ``diff --git`` header with nothing under it (no hunk, mode, rename, copy or

@@ -15,8 +15,7 @@ returned as problems with the patch line that shows it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 ProblemKind = Literal["malformed", "unsafe"]
 
@@ -48,22 +47,19 @@ _SHA = re.compile(r"^[0-9a-fA-F]{40}$")
 SYMLINK_MODE = "120000"
 
 
-@dataclass(frozen=True)
-class PatchProblem:
+class PatchProblem(NamedTuple):
     kind: ProblemKind
     message: str
     line: int | None  # 1-based line in the patch file
 
 
-@dataclass(frozen=True)
-class Trailer:
+class Trailer(NamedTuple):
     key: str  # canonical spelling, e.g. "Upstream-PR"
     value: str  # as written, surrounding blanks removed
     line: int
 
 
-@dataclass(frozen=True)
-class Hunk:
+class Hunk(NamedTuple):
     old_start: int
     old_count: int
     new_start: int
@@ -80,8 +76,7 @@ class Hunk:
         return any(line[:1] in (" ", "", "\r") for line in self.lines)
 
 
-@dataclass(frozen=True)
-class FileDiff:
+class FileDiff(NamedTuple):
     old_path: str | None  # stripped; None for a created file
     new_path: str | None  # stripped; None for a deleted file
     raw_old: str  # as written (unquoted), e.g. "a/src/x.py" or "/dev/null"
@@ -103,8 +98,7 @@ class FileDiff:
         return self.new_path or self.old_path or self.raw_new
 
 
-@dataclass(frozen=True)
-class PatchHeader:
+class PatchHeader(NamedTuple):
     style: HeaderStyle
     from_sha: str | None
     author: str | None
@@ -120,8 +114,7 @@ class PatchHeader:
         return next((t for t in self.trailers if t.key.lower() == wanted), None)
 
 
-@dataclass(frozen=True)
-class PatchFile:
+class PatchFile(NamedTuple):
     header: PatchHeader
     files: tuple[FileDiff, ...]
     trailer_lines: tuple[str, ...]  # signature and blank lines after the last diff

@@ -7,8 +7,7 @@ and passes the :class:`Revision` down; nothing below it looks the name up again.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NewType, TypeGuard
+from typing import TYPE_CHECKING, NamedTuple, NewType, TypeGuard
 
 if TYPE_CHECKING:  # a value's type only: the version reader is imported where it reads
     from packaging.version import Version
@@ -28,8 +27,7 @@ def short(oid: str | None) -> str:
     return oid[:12] if oid else "-"
 
 
-@dataclass(frozen=True)
-class Revision:
+class Revision(NamedTuple):
     """A name resolved to the commit it peels to: a tag, a branch or a commit id as the
     user wrote it, and the version it reads as when it is a release tag."""
 
@@ -38,8 +36,13 @@ class Revision:
     version: Version | None = None
 
 
-@dataclass(frozen=True)
 class Release(Revision):
-    """A release tag: a revision whose name reads as a version."""
+    """A release tag: a revision whose name reads as a version (made with one)."""
 
-    version: Version
+    __slots__ = ()
+
+    @property
+    def version(self) -> Version:
+        version = self[2]
+        assert version is not None, "a release is made with its version"
+        return version

@@ -13,23 +13,21 @@ forgotten one.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import NamedTuple
 
 from forktool.errors import Finding
 from forktool.model.paths import check_relative_path
 from forktool.model.text import decode_lines, split_comment
 
 
-@dataclass(frozen=True)
-class SeriesEntry:
+class SeriesEntry(NamedTuple):
     name: str
     line: int  # 1-based line in the series file
     strip: int = 1
 
 
-@dataclass(frozen=True)
-class Series:
+class Series(NamedTuple):
     """Parsed series plus the raw lines, so edits can keep comments and layout."""
 
     entries: tuple[SeriesEntry, ...]

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from forktool.errors import Finding
 
 BOM = b"\xef\xbb\xbf"
 
 
-@dataclass(frozen=True)
-class TextLines:
+class TextLines(NamedTuple):
     """A file's lines (without newlines), or the findings that kept us from reading it."""
 
     lines: tuple[str, ...]

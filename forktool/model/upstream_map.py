@@ -10,9 +10,8 @@ as written.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Final, Literal, NamedTuple
 
 from forktool.errors import Finding
 from forktool.model.text import decode_lines
@@ -29,8 +28,7 @@ MapKind = Literal["commits", "none", "pending"]
 _EMPTY_WORD: dict[MapKind, str] = {"commits": "none", "none": "none", "pending": "pending"}
 
 
-@dataclass(frozen=True)
-class MapEntry:
+class MapEntry(NamedTuple):
     patch: str
     commits: tuple[str, ...]  # empty for ``none`` and ``pending``
     note: str
@@ -56,12 +54,33 @@ class MapEntry:
         return " ".join(part for part in (self.patch, commits, self.note) if part)
 
 
-@dataclass(frozen=True)
 class UpstreamMap:
-    entries: tuple[MapEntry, ...]
-    lines: tuple[str, ...]
-    findings: tuple[Finding, ...] = ()
-    refused: tuple[str, ...] = ()  # patches on lines with a commit field refused (a finding)
+    """``upstream.map`` read: its entries, its lines as written, and what is wrong with
+    it. Read-only once made."""
+
+    def __init__(
+        self,
+        entries: tuple[MapEntry, ...],
+        lines: tuple[str, ...],
+        findings: tuple[Finding, ...] = (),
+        refused: tuple[str, ...] = (),  # patches on lines with a commit field refused (a finding)
+    ) -> None:
+        self.entries: Final = entries
+        self.lines: Final = lines
+        self.findings: Final = findings
+        self.refused: Final = refused
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.entries, self.lines, self.findings, self.refused)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UpstreamMap) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"UpstreamMap({len(self.entries)} entries)"
 
     @cached_property
     def _first_by_patch(self) -> dict[str, MapEntry]:

@@ -27,8 +27,7 @@ its pinned tag the same way).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from packaging.version import Version
@@ -53,8 +52,7 @@ _PACKAGING_LABEL = {
 _GLOB = re.compile(r"[*?\[]")
 
 
-@dataclass(frozen=True)
-class TagVersion:
+class TagVersion(NamedTuple):
     """A version as a tag spells it, every piece kept so the tag can be written back."""
 
     release: tuple[str, ...]  # the release numbers as written ("7", "88", "1")
@@ -93,8 +91,7 @@ def letters_rank(letters: str) -> int:
     return rank
 
 
-@dataclass(frozen=True)
-class VersionScheme:
+class VersionScheme(NamedTuple):
     """How one upstream spells a release: ``prefix`` + numbers joined by ``separator``."""
 
     prefix: str = "v"

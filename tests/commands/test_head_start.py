@@ -368,6 +368,22 @@ def test_a_plain_line_never_imports_click(builder: RepoBuilder) -> None:
         assert done.stderr.splitlines()[-1] == str("-v" in argv), argv
 
 
+def test_a_plain_json_verify_makes_no_dataclass(builder: RepoBuilder) -> None:
+    """The records ``verify --format json`` makes are NamedTuples and plain classes: on
+    Python 3.11 each dataclass compiles its methods at import (about 0.6 ms a class, 44
+    of them on this path), and ``dataclasses`` imports ``inspect`` (docs/performance.md)."""
+    fork = series_fork(builder, 18)  # long enough to go side by side with --jobs 2
+    watch = (
+        "import atexit\natexit.register(lambda: print(sorted({'dataclasses', 'inspect'}"
+        " & set(sys.modules)), file=sys.stderr))\n"
+    )
+    for jobs in ("1", "2"):
+        argv = ["verify", "--format", "json", "--jobs", jobs]
+        done = forktool_after(watch, "-C", str(fork.root), *argv)
+        assert done.returncode == 0, done.stderr
+        assert done.stderr.splitlines()[-1] == "[]", argv
+
+
 def test_a_config_click_refuses_runs_through_click(builder: RepoBuilder, tmp_path: Path) -> None:
     """click refuses a --config that is a directory (where forktool was started): that
     line starts nothing, and click says so."""

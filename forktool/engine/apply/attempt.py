@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from forktool.config import ApplyRule
@@ -253,7 +252,7 @@ def made_twice(offset_message: str) -> str:
 def made_twice_verdict(verdict: PatchVerdict) -> PatchVerdict:
     """``verdict`` (a patch at an offset that is there already) as its refusal
     (:func:`made_twice`): the culprit file, hunk and line kept, no hunk placed."""
-    return replace(verdict, status="fails", message=made_twice(verdict.message), hunks=())
+    return verdict._replace(status="fails", message=made_twice(verdict.message), hunks=())
 
 
 def refuse_made_twice(

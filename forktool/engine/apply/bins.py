@@ -14,9 +14,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from forktool.engine.apply.series_run import RoundTrip
 from forktool.git import TempIndex
@@ -83,8 +82,7 @@ def file_groups(paths: Sequence[Sequence[str]]) -> list[list[int]]:
     return sorted(groups.values(), key=lambda g: g[0])
 
 
-@dataclass(frozen=True)
-class Unit:
+class Unit(NamedTuple):
     """One file diff of the series: its patch's position, its own within the patch,
     and its length in lines (how bins are weighed)."""
 
@@ -148,8 +146,7 @@ def bins_of(
     return [sorted(b) for b in bins]
 
 
-@dataclass(frozen=True)
-class Part:
+class Part(NamedTuple):
     """The file diffs of one patch that fall in one bin, written as a patch file."""
 
     patch: int
@@ -223,8 +220,7 @@ def outlines_of(patches: Sequence[PatchSource]) -> list[Diffs] | None:
     return outlines
 
 
-@dataclass
-class StartedBins:
+class StartedBins(NamedTuple):
     """Bins under way: the outlines they were planned from, each bin's parts, and each
     bin's round trip (forward, back, the tree it leaves, in a thread of its own)."""
 

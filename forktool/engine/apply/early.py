@@ -18,9 +18,8 @@ import os
 import stat
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from forktool.config import Config
 from forktool.engine.apply.series_run import RoundTrip
@@ -71,8 +70,7 @@ def resolve_base(config: Config, git: Git, base: str | None) -> tuple[str, str]:
     return base, git.require_commit(base, what="base revision")
 
 
-@dataclass(frozen=True)
-class SeriesFile:
+class SeriesFile(NamedTuple):
     """A patch file the series names, as git is given it before the fork is loaded."""
 
     path: Path
@@ -86,17 +84,24 @@ class SeriesFile:
         return read_regular(self.path, self.rel)
 
 
-@dataclass
 class EarlyStart:
     """git's work started before the fork was loaded: the temporary index holding
     the base tree, and either the bins running side by side (``bins``) or the series'
     round trip running on the index (``trip``: forward, back, the tree it leaves)."""
 
-    index: TempIndex
-    base_tree: str
-    files: tuple[Path, ...]
-    trip: RoundTrip | None
-    bins: StartedBins | None = None
+    def __init__(
+        self,
+        index: TempIndex,
+        base_tree: str,
+        files: tuple[Path, ...],
+        trip: RoundTrip | None,
+        bins: StartedBins | None = None,
+    ) -> None:
+        self.index: Final = index
+        self.base_tree: Final = base_tree
+        self.files: Final = files
+        self.trip: Final = trip
+        self.bins: Final = bins
 
     def serves(self, paths: Sequence[Path]) -> bool:
         """Whether this was started on exactly the patch files ``paths``."""
@@ -140,8 +145,7 @@ def series_files(config: Config) -> list[SeriesFile] | None:
     return files
 
 
-@dataclass
-class Verifying:
+class Verifying(NamedTuple):
     """What a verify (or status) run starts git on: the repository, the base's name
     and commit, how many git processes go side by side, and git's work under way
     (None when the series file gives nothing to start on)."""

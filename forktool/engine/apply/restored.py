@@ -11,7 +11,6 @@ plain diff creates (``--- a/X``, ``@@ -0,0``), which comes back empty, not gone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from forktool.config import ApplyRule
 from forktool.engine.apply.series_run import apply_series
@@ -163,4 +162,4 @@ def _dpkg_notes(lost: dict[str, str], emptied: dict[str, str]) -> dict[str, str]
 def _noted(verdict: PatchVerdict, note: str | None) -> PatchVerdict:
     if not note:
         return verdict
-    return replace(verdict, message=f"{verdict.message}; {note}" if verdict.message else note)
+    return verdict._replace(message=f"{verdict.message}; {note}" if verdict.message else note)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from forktool.engine.apply.bins import diff_pieces
 from forktool.engine.apply.series_run import PatchFileArg
@@ -39,8 +39,7 @@ def _diffs_of(patch: Patch) -> list[bytes]:
     return diff_pieces(patch.read(), [diff.line for diff in patch.parsed.files])
 
 
-@dataclass(frozen=True)
-class _Copy:
+class _Copy(NamedTuple):
     path: Path
     size: int
 

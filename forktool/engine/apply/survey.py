@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from forktool.config import ApplyRule
 from forktool.engine import Progress
@@ -20,8 +20,7 @@ from forktool.fork import Patch
 GIT_MODE_WARNING = re.compile(r"^warning: .+ has type \d+, expected \d+$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Survey:
+class Survey(NamedTuple):
     """What verify keeps of one patch's parse: its early verdict, or the hunks'
     places when exact, how many file diffs git will report, and every path the
     patch reads or writes."""

@@ -266,9 +266,9 @@ def _verify_except(
             if found is None:
                 found = PatchVerdict(patch.name, "fails", "not checked: an earlier patch failed")
             elif found.status == "exact":
-                found = replace(found, message="absent (--except): it applies on the rest")
+                found = found._replace(message="absent (--except): it applies on the rest")
             elif says_already_applied(found.message):
-                found = replace(found, message="present, though --except says it is left out")
+                found = found._replace(message="present, though --except says it is left out")
             shown.append(found)
         else:
             shown.append(next(v for v in verdicts.patches if v.patch == patch.name))

@@ -13,8 +13,7 @@ The one place a tried patch gets its status is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from forktool.config import ApplyRule
 
@@ -30,19 +29,28 @@ Status = Literal[
 Reason = Literal["", "context", "exists", "missing", "mode", "other"]
 
 
-@dataclass(frozen=True)
-class HunkPlacement:
+class HunkPlacement(NamedTuple):
     file: str
     line: int  # where the hunk applied (or was expected) in the file before the patch
     offset: int
-    hunk: int = field(default=0, compare=False)  # its number within the file's diff
+    # Its number within the file's diff: what the placement says, not part of it (the
+    # same placement is equal whichever hunk made it), so it stays the last field.
+    hunk: int = 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, HunkPlacement) and self[:-1] == other[:-1]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:-1])
 
     def to_json(self) -> dict[str, object]:
         return {"file": self.file, "line": self.line, "offset": self.offset}
 
 
-@dataclass(frozen=True)
-class PatchVerdict:
+class PatchVerdict(NamedTuple):
     patch: str
     status: Status
     message: str = ""
@@ -107,21 +115,36 @@ def acceptable(status: Status, allow_offset: bool) -> bool:
     return status == "exact" or (allow_offset and status == "offset")
 
 
-@dataclass
 class Attempt:
-    """One patch pushed through an applier, forward or back."""
+    """One patch pushed through an applier, forward or back (filled in as its output
+    is read)."""
 
-    ok: bool
-    placements: list[HunkPlacement] = field(default_factory=list)
-    failed_file: str | None = None
-    failed_hunk: int | None = None
-    failed_at: int | None = None
-    fuzz: int = 0
-    detail: str = ""
-    reason: Reason = ""
-    # Every hunk that did not apply, as (file, hunk number): complete only when the
-    # applier went on past a failure (``git apply --reject``).
-    rejected: list[tuple[str, int]] = field(default_factory=list)
+    def __init__(
+        self,
+        ok: bool,
+        placements: list[HunkPlacement] | None = None,
+        failed_file: str | None = None,
+        failed_hunk: int | None = None,
+        failed_at: int | None = None,
+        fuzz: int = 0,
+        detail: str = "",
+        reason: Reason = "",
+        rejected: list[tuple[str, int]] | None = None,
+    ) -> None:
+        self.ok = ok
+        self.placements = [] if placements is None else placements
+        self.failed_file = failed_file
+        self.failed_hunk = failed_hunk
+        self.failed_at = failed_at
+        self.fuzz = fuzz
+        self.detail = detail
+        self.reason = reason
+        # Every hunk that did not apply, as (file, hunk number): complete only when the
+        # applier went on past a failure (``git apply --reject``).
+        self.rejected = [] if rejected is None else rejected
+
+    def __repr__(self) -> str:
+        return f"Attempt(ok={self.ok}, reason={self.reason!r}, failed_file={self.failed_file!r})"
 
     @property
     def fuzz_may_place(self) -> bool:

@@ -10,7 +10,7 @@ one to name the culprit. Each patch's status comes from
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from forktool.config import ApplyRule
 from forktool.engine import Progress
@@ -45,8 +45,7 @@ from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
 
 
-@dataclass(frozen=True)
-class VerifyResult:
+class VerifyResult(NamedTuple):
     base: str
     base_commit: str
     ok: bool
@@ -228,7 +227,7 @@ def _past_the_end(
         return None
     position = on[found[0]]
     refused = refused_at_the_end(patches[position], *found[1:])
-    return position, replace(refused, without=verdicts[position].without)
+    return position, refused._replace(without=verdicts[position].without)
 
 
 def _again_without(
@@ -398,7 +397,7 @@ def _going_on(
             found = _verdicts_applied(index, restore, segment, rest, forward[1], base, rule)
         else:
             found = _until_failure(index, restore, segment, rest, forward, early, base, rule)
-        verdicts += [replace(v, without=tuple(left_out)) for v in found]
+        verdicts += [v._replace(without=tuple(left_out)) for v in found]
         start += len(found)
         if not left_applied(found[-1]):
             left_out.append(found[-1].patch)

@@ -6,7 +6,7 @@ change the base already has is told apart (it is retired, never resolved by hand
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from forktool.config import ApplyRule, PatchForm
 from forktool.engine.apply.attempt import already_there, made_twice_verdict
@@ -122,29 +122,29 @@ def _merged(
     merge = merge_onto(index, parent, patch, pre)
     if merge.absorbed:
         message = absorbed_message(base_name, series.pin_name)
-        return Link(patch, replace(verdict, message=message), None)
+        return Link(patch, verdict._replace(message=message), None)
     if merge.tree is None:
-        return Link(patch, replace(verdict, message=f"{verdict.message}; {merge.message}"), None)
+        return Link(patch, verdict._replace(message=f"{verdict.message}; {merge.message}"), None)
     meta = meta_for_form(series.form)(patch)
     assert not isinstance(meta, str)  # apply_and_commit read it already
     commit = commit_tree(index.git, merge.tree, parent, meta, index.env)
     data, unproven = prove(index, parent, commit, patch)
     if unproven:
-        return Link(patch, replace(verdict, message=f"{verdict.message}; {unproven}"), None)
+        return Link(patch, verdict._replace(message=f"{verdict.message}; {unproven}"), None)
     notes = "".join(f"; {note}" for note in review_notes(patch.parsed, data))
     if not series.allow_merged:
         message = (
             f"{verdict.message}; a 3-way merge moves it with no conflict{notes}, but "
             "refresh.allow_merged is false: resolve it by hand"
         )
-        return Link(patch, replace(verdict, message=message), None)
+        return Link(patch, verdict._replace(message=message), None)
     index.read_tree(merge.tree)
     message = (
         f"{verdict.message.removesuffix('; rebase the patch by hand')}; moved by a 3-way merge "
         f"from its pre-image on {series.pin_name} (no conflict, proven exact){notes}; "
         "review it; regenerated"
     )
-    return Link(patch, replace(verdict, message=message), commit, merged=True)
+    return Link(patch, verdict._replace(message=message), commit, merged=True)
 
 
 def already_on(link: Link) -> bool:

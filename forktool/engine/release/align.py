@@ -285,8 +285,7 @@ def _findings(
         glob = covering.get(change.path)
         if finding is not None and glob is not None:
             count = sum(g == glob for g in covering.values())
-            finding = replace(
-                finding,
+            finding = finding._replace(
                 hint=f"declare all {count} in one line: add {glob} permanent <why> (or this "
                 f"path alone: add {change.path} permanent <why>), or remove them",
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -225,7 +225,7 @@ def _verify_rewrite(
         new_config: Config | None = parse_config(new_texts[cfg], config.path)
     except FatalError:
         new_config = None
-    if new_config != replace(config, pin_tag=tag, pin_commit=commit, pin_import=tree):
+    if new_config != config._replace(pin_tag=tag, pin_commit=commit, pin_import=tree):
         raise FatalError(
             f"{cfg}: rewriting pin.tag to {tag!r} would change how the file reads as YAML; "
             "nothing was written",

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from forktool.config import Config
 from forktool.errors import FatalError, command_line
 from forktool.git import Git
 
 
-@dataclass(frozen=True)
-class PinState:
+class PinState(NamedTuple):
     tag: str
     recorded: str  # pin.commit in forktool.yaml
     actual: str | None  # what the tag peels to now, None when the tag is absent

@@ -148,7 +148,7 @@ def _column(
     keep_going: bool = False,
 ) -> dict[str, Cell]:
     """One target's cells: absorbed's verdicts, the cumulative apply, the first breaks."""
-    report = absorbed(fork, git, target, shared=shared)
+    report = absorbed(fork, git, target.revision, shared=shared)
     remaining = [p for p in fork.patches if report.patch(p.name).verdict != "retire"]
     rule = fork.config.apply_rule
     maybe = frozenset(p.patch for p in report.patches if p.verdict == "revisit")

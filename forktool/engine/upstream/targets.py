@@ -4,7 +4,7 @@ upstream's branch head, each a revision carrying a tarball-import pin's files.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, NamedTuple
 
 from forktool.config import Config
 from forktool.engine.release.tarball import carried_files
@@ -13,14 +13,21 @@ from forktool.engine.revisions import Upstream, resolve
 from forktool.engine.upstream.fetch import Fetched, fetch_upstream
 from forktool.engine.upstream.resolve import branch_ref
 from forktool.git import Git
-from forktool.model.revision import Revision
+from forktool.model.revision import CommitId, Revision
+
+if TYPE_CHECKING:
+    from packaging.version import Version
 
 Entry = tuple[str, str, str]  # (mode, blob, path)
 
 
-@dataclass(frozen=True)
-class Target(Revision):
-    """A revision the forecast judges: a release tag, or upstream's branch head."""
+class Target(NamedTuple):
+    """A revision the forecast judges: a release tag, or upstream's branch head (the
+    fields of its :class:`Revision` first)."""
+
+    name: str
+    commit: CommitId
+    version: Version | None = None
 
     # A tarball-import pin: the files its release tarball adds to the pinned tag that this
     # target lacks, carried onto it (the next tarball will have them too).
@@ -30,6 +37,10 @@ class Target(Revision):
     @classmethod
     def of(cls, revision: Revision) -> Target:
         return cls(revision.name, revision.commit, revision.version)
+
+    @property
+    def revision(self) -> Revision:
+        return Revision(self.name, self.commit, self.version)
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"ref": self.name, "commit": self.commit}
@@ -84,4 +95,4 @@ def with_tarball_files(config: Config, git: Git, targets: Sequence[Target]) -> l
     no git tag ever has."""
     if config.pin_import is None:
         return list(targets)
-    return [replace(t, overlay=carried_files(config, git, t.commit), tarball=True) for t in targets]
+    return [t._replace(overlay=carried_files(config, git, t.commit), tarball=True) for t in targets]

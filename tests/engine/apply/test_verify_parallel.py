@@ -353,7 +353,7 @@ def keep_going_reference(fork: MiniFork, base: str) -> list[dict[str, object]]:
         for patch in loaded.patches:
             verdict = precheck(patch, "git") or verify_engine._culprit(index, patch, base)
             if failed:
-                verdict = PatchVerdict(**{**verdict.__dict__, "without": tuple(failed)})
+                verdict = verdict._replace(without=tuple(failed))
             verdicts.append(verdict)
             if verdict.status not in ("exact", "offset"):
                 failed.append(patch.name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -647,5 +647,5 @@ def test_config_pin_edit_changes_only_the_value_whatever_surrounds_it(
     assert text[tag_start:tag_end] == "v1.0.0"
     assert text[commit_start:commit_end] == commit
     new = text[:tag_start] + new_tag + text[tag_end:]
-    assert parse_config(new, path) == replace(config, pin_tag=new_tag)
+    assert parse_config(new, path) == config._replace(pin_tag=new_tag)
     assert new.replace(new_tag, "v1.0.0", 1) == text
