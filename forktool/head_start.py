@@ -164,13 +164,13 @@ def begin(argv: Sequence[str]) -> HeadStart | None:
         return None  # click refuses a --config that is a directory where forktool started
     from forktool.config import config_of, run_location
     from forktool.engine.apply.early import started_on
-    from forktool.git import repository
+    from forktool.git import commit_spec, repository
 
     stack = ExitStack()
     try:
         cwd, config_file = run_location(_path(line.directory), _path(line.config_file))
         config = config_of(cwd, config_file)
-        git = repository(config.root)
+        git = repository(config.root, commit_spec(line.base, config.pin_tag))
         verifying = stack.enter_context(started_on(config, git, line.base, line.jobs))
     except Exception:  # the command meets it again, and says it in its own words
         stack.close()

@@ -12,7 +12,7 @@ from forktool.git.changes import PATCH_ID_DIFF_ARGS
 from forktool.git.history import LogEntry
 from forktool.git.index import APPLY_CACHED_ARGS, MergeTreeResult, TempIndex, git_apply_args
 from forktool.git.patch_tools import apply_in_directory, run_gnu_patch
-from forktool.git.refs import is_revision_expression
+from forktool.git.refs import commit_spec, is_revision_expression
 from forktool.git.runner import (
     GRAPH_FIX,
     GitResult,
@@ -36,11 +36,12 @@ class Git(Worktrees):
     """Typed questions to one repository: every concept's methods, one object."""
 
 
-def repository(root: Path) -> Git:
+def repository(root: Path, resolving: str | None = None) -> Git:
     """The repository the fork at ``root`` is in; refuses (exit 2, with a hint) when
-    ``root`` is not inside one."""
+    ``root`` is not inside one. ``resolving``: a revision spec answered in the same
+    call (:meth:`Git.toplevel`)."""
     git = Git(root)
-    git.toplevel()
+    git.toplevel(resolving)
     return git
 
 
@@ -58,6 +59,7 @@ __all__ = [
     "Started",
     "TempIndex",
     "apply_in_directory",
+    "commit_spec",
     "fetch_error",
     "git_apply_args",
     "git_argv",

@@ -37,24 +37,30 @@ def blob_sizes(out: str) -> dict[str, int]:
 
 
 class Objects(Runner):
-    def toplevel(self) -> Path:
-        """The top level of the work tree ``cwd`` is in (asked of git once)."""
+    def toplevel(self, resolving: str | None = None) -> Path:
+        """The top level of the work tree ``cwd`` is in (asked of git once).
+
+        ``resolving``: a revision spec (``rev^{kind}``) to resolve in the same call
+        when git is asked now; the next :meth:`find_object` of it takes the answer
+        (one process fewer before ``verify`` can start git on the series)."""
         if self._top is not None:
             return self._top
         # The object directory in the same call: every temporary index needs it.
-        res = self.run(
-            ["rev-parse", "--show-toplevel", "--git-path", "objects"],
-            purpose="find the repository",
-            check=False,
-        )
-        if not res.ok:
+        ask = ["rev-parse", "--show-toplevel", "--git-path", "objects"]
+        if resolving is not None:
+            ask += ["--verify", "--quiet", "--end-of-options", resolving]
+        res = self.run(ask, purpose="find the repository", check=False)
+        lines = res.out.splitlines()
+        # A spec that resolves to nothing fails the call (exit 1) after both answers.
+        if len(lines) < 2 or not (res.ok or (resolving is not None and res.returncode == 1)):
             raise FatalError(
                 f"{self.cwd} is not inside a git repository",
                 "run forktool inside the fork's git checkout, or pass -C DIR",
             )
-        top, _, objects = res.out.partition("\n")
-        self._objects = (self.cwd / objects.strip()).resolve()
-        self._top = Path(top.strip())
+        if resolving is not None:
+            self._resolved[resolving] = lines[2].strip() if res.ok and len(lines) > 2 else None
+        self._objects = (self.cwd / lines[1].strip()).resolve()
+        self._top = Path(lines[0].strip())
         return self._top
 
     def objects_dir(self) -> Path:

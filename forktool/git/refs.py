@@ -25,6 +25,22 @@ def is_revision_expression(name: str) -> bool:
     return bool(_REVISION_SYNTAX.search(name))
 
 
+def object_spec(rev: str, kind: str = "object") -> str | None:
+    """What :meth:`Refs.find_object` asks git to resolve for ``rev`` peeled to ``kind``;
+    None for a ``rev`` it refuses to ask about (an option, a NUL)."""
+    if rev.startswith("-") or "\0" in rev:
+        return None
+    return f"{rev}^{{{kind}}}"
+
+
+def commit_spec(rev: str | None, tag: str) -> str | None:
+    """What resolving a verify base asks git first: ``rev``'s commit, or (``rev`` None)
+    the commit ``tag`` peels to (:meth:`Refs.find_tag_commit`)."""
+    if rev is None:
+        return None if is_revision_expression(tag) else object_spec(f"refs/tags/{tag}", "commit")
+    return object_spec(rev, "commit")
+
+
 class Refs(Objects):
     def head(self) -> CommitId | None:
         return self.find_commit("HEAD")
@@ -61,10 +77,13 @@ class Refs(Objects):
     def find_object(self, rev: str, kind: str = "object") -> str | None:
         """The object ``rev`` names, peeled to ``kind`` (``""``: through every tag), or
         None if there is none."""
-        if rev.startswith("-") or "\0" in rev:
+        spec = object_spec(rev, kind)
+        if spec is None:
             return None
+        if spec in self._resolved:
+            return self._resolved.pop(spec)
         res = self.run(
-            ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{{kind}}}"],
+            ["rev-parse", "--verify", "--quiet", "--end-of-options", spec],
             purpose=f"resolve {rev}",
             check=False,
         )

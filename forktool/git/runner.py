@@ -467,6 +467,9 @@ class Runner:
         self._graph: bool | None = None
         self._objects: Path | None = None  # the object directory, once asked for
         self._top: Path | None = None  # the work tree's top level, once asked for
+        # rev^{kind} -> the object it named, resolved with the top level (toplevel's
+        # ``resolving``): the next find_object of it takes the answer, once.
+        self._resolved: dict[str, str | None] = {}
         # (commit, reverse, paths) -> its diff as commit_patches reads it: each commit's
         # diff is read at most once per run, however many tags the run judges.
         self._diffs: dict[tuple[str, bool, tuple[str, ...] | None], bytes] = {}

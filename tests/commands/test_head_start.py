@@ -357,6 +357,27 @@ def test_a_plain_line_answers_as_click_does(
     assert leftover_indexes() == []
 
 
+@pytest.mark.parametrize(
+    "case", ["pin tag missing", "pin tag moved", "unknown base", "base names a tree"]
+)
+def test_a_base_git_cannot_resolve_answers_as_click_does(builder: RepoBuilder, case: str) -> None:
+    """The head start asks for the base's commit in the same git call as the top level
+    (one process fewer before git starts on the series); a base that call cannot
+    resolve gives the answer of the line through click, word for word."""
+    fork = series_fork(builder, 3)
+    argv = ["verify", "--format", "json"]
+    if case == "pin tag missing":
+        builder.git.run(["tag", "-d", "v1"], purpose="delete the pinned tag")
+    elif case == "pin tag moved":
+        builder.move_tag("v1", builder.commit("after the pin", {"later.txt": "later\n"}))
+    else:
+        argv += ["--base", "nope" if case == "unknown base" else "v1^{tree}"]
+    plain = fork.cli(*argv)
+    assert plain.code == 2, plain.err
+    assert (plain.code, plain.out, plain.err) == _through_click("-C", str(fork.root), *argv)
+    assert leftover_indexes() == []
+
+
 def test_a_plain_line_never_imports_click(builder: RepoBuilder) -> None:
     fork = series_fork(builder, 3)
     watch = (
