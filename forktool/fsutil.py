@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import json
 import os
 import signal
 import time
@@ -248,6 +247,8 @@ def _write_journal(journal: Path, steps: list[_Step]) -> None:
             for step in steps
         ],
     }
+    import json  # only where a write is journaled: not before verify starts git
+
     temp = journal.with_name(f"{journal.name}{TMP_MARK}-{os.getpid()}")
     with _removed_on_failure(temp):
         with open(temp, "w", encoding="utf-8") as handle:
@@ -260,6 +261,8 @@ def _write_journal(journal: Path, steps: list[_Step]) -> None:
 
 def _finish_journal(journal: Path) -> str | None:
     """Roll a killed run's committed write forward; a notice for the user, or None."""
+    import json
+
     try:
         record = json.loads(journal.read_text(encoding="utf-8"))
         pid = int(record["pid"])

@@ -18,7 +18,6 @@ on the command line) goes through :func:`read_input`, :func:`read_text` or
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import stat
@@ -158,6 +157,8 @@ def read_text(path: Path, shown: str, *, follow: bool = True, limit: int | None 
 
 def parse_json(data: bytes, shown: str) -> object:
     """A JSON document, or exit 2 naming the file (garbage, bad UTF-8, absurd nesting)."""
+    import json  # not before git starts on a series (verify reads no JSON)
+
     try:
         return json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:

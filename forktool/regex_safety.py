@@ -19,7 +19,6 @@ pattern's config line.
 
 from __future__ import annotations
 
-import json
 import os
 import re._constants as sre  # type: ignore[import-not-found]  # the stdlib parser, no stubs
 import re._parser as sre_parse  # type: ignore[import-not-found]
@@ -84,6 +83,8 @@ def run_limited(
     finish, and RuntimeError when the child fails otherwise."""
     if not patterns or not texts:
         return [[[] for _ in patterns] for _ in texts]
+    import json  # here: the config's check of its patterns (nested_repeat) needs none
+
     seconds = TIMEOUT_SECONDS if timeout is None else timeout
     payload = json.dumps({"patterns": list(patterns), "texts": list(texts)}).encode()
     proc = subprocess.Popen(  # noqa: S603 - fixed argv: this interpreter, no shell
