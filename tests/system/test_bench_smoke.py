@@ -36,3 +36,21 @@ def test_bench_verify_runs_and_prints_both_ratios() -> None:
     assert res.returncode == 0, res.stderr
     assert "serial CLI (--jobs 1)" in res.stdout
     assert "side by side (--jobs 2)" in res.stdout
+
+
+@pytest.mark.slow
+def test_bench_verify_holds_a_short_series_to_the_fixed_cost_target() -> None:
+    """A 5-patch series measures verify's fixed cost (within 2x the floor's call pair);
+    it never goes side by side, so the side-by-side targets are not printed for it."""
+    short = ("--patches", "5", *SMALL[2:])
+    res = subprocess.run(
+        [sys.executable, str(BENCH / "verify"), *short],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+
+    assert res.returncode == 0, res.stderr
+    assert "CLI within 2.0x of the raw floor" in res.stdout
+    assert "side by side (--jobs 2) <= 0.8x" not in res.stdout
