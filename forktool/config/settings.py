@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from forktool.model.tuples import last_field_aside
 from forktool.model.versions import VersionScheme, effective_scheme
 
 Layout = Literal["merged", "overlay"]
@@ -50,6 +51,7 @@ class HistorySettings(NamedTuple):
     configured: bool = False  # a 'history:' section is written: export enforces the contract
 
 
+@last_field_aside
 class Config(NamedTuple):
     root: Path  # the directory holding forktool.yaml
     path: Path
@@ -76,18 +78,8 @@ class Config(NamedTuple):
     history: HistorySettings = HistorySettings()
     allow_merged: bool = True  # refresh.allow_merged: a patch may move by a clean 3-way merge
     # Where each key is written, for messages; not part of the settings (two configs
-    # that read alike are equal), so it stays the last field: equality and the hash
-    # leave it out below.
+    # that read alike are equal): the last field, left out of equality and the hash.
     lines: Mapping[str, int] = {}
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Config) and self[:-1] == other[:-1]
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash(self[:-1])
 
     def file(self, relative: str) -> Path:
         return self.root / relative

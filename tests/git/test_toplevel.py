@@ -4,28 +4,13 @@ git on the series); the answer is the one a call of its own gives, taken once.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from forktool.builder import RepoBuilder
 from forktool.errors import FatalError
-from forktool.git import Git, commit_spec, runner
-
-
-@pytest.fixture
-def commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Every git command started from now on (its arguments)."""
-    seen: list[list[str]] = []
-    real = runner.git_argv
-
-    def recorded(args: Sequence[str]) -> list[str]:
-        seen.append(list(args))
-        return real(args)
-
-    monkeypatch.setattr(runner, "git_argv", recorded)
-    return seen
+from forktool.git import Git, commit_spec
 
 
 @pytest.mark.parametrize(

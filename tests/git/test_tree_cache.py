@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -19,22 +18,7 @@ from testing.apply_support import series_fork
 
 from forktool.builder import RepoBuilder
 from forktool.cache_files import Store, cache_root
-from forktool.git import runner
 from forktool.git.tree_cache import INDEX, KEPT, SIZES, TreeCache
-
-
-@pytest.fixture
-def commands(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """Every git command started from now on (its arguments)."""
-    seen: list[list[str]] = []
-    real = runner.git_argv
-
-    def recorded(args: Sequence[str]) -> list[str]:
-        seen.append(list(args))
-        return real(args)
-
-    monkeypatch.setattr(runner, "git_argv", recorded)
-    return seen
 
 
 def entries() -> list[Path]:

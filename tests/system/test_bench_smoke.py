@@ -23,15 +23,19 @@ SMALL = (
 )
 
 
-@pytest.mark.slow
-def test_bench_verify_runs_and_prints_both_ratios() -> None:
-    res = subprocess.run(
-        [sys.executable, str(BENCH / "verify"), *SMALL],
+def bench_verify(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCH / "verify"), *args],
         capture_output=True,
         text=True,
         check=False,
         timeout=600,
     )
+
+
+@pytest.mark.slow
+def test_bench_verify_runs_and_prints_both_ratios() -> None:
+    res = bench_verify(*SMALL)
 
     assert res.returncode == 0, res.stderr
     assert "serial CLI (--jobs 1)" in res.stdout
@@ -42,14 +46,7 @@ def test_bench_verify_runs_and_prints_both_ratios() -> None:
 def test_bench_verify_holds_a_short_series_to_the_fixed_cost_target() -> None:
     """A 5-patch series measures verify's fixed cost (within 2x the floor's call pair);
     it never goes side by side, so the side-by-side targets are not printed for it."""
-    short = ("--patches", "5", *SMALL[2:])
-    res = subprocess.run(
-        [sys.executable, str(BENCH / "verify"), *short],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
-    )
+    res = bench_verify("--patches", "5", *SMALL[2:])
 
     assert res.returncode == 0, res.stderr
     assert "CLI within 2.0x of the raw floor" in res.stdout

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from forktool.config import ApplyRule
+from forktool.model.tuples import last_field_aside
 
 Status = Literal[
     "exact", "offset", "fuzz", "fails", "malformed", "unsafe", "unsupported", "not-tried"
@@ -29,22 +30,14 @@ Status = Literal[
 Reason = Literal["", "context", "exists", "missing", "mode", "other"]
 
 
+@last_field_aside
 class HunkPlacement(NamedTuple):
     file: str
     line: int  # where the hunk applied (or was expected) in the file before the patch
     offset: int
-    # Its number within the file's diff: what the placement says, not part of it (the
-    # same placement is equal whichever hunk made it), so it stays the last field.
+    # Its number within the file's diff: not part of the placement (the same placement
+    # is equal whichever hunk made it): the last field, left out of equality.
     hunk: int = 0
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, HunkPlacement) and self[:-1] == other[:-1]
-
-    def __ne__(self, other: object) -> bool:
-        return not self == other
-
-    def __hash__(self) -> int:
-        return hash(self[:-1])
 
     def to_json(self) -> dict[str, object]:
         return {"file": self.file, "line": self.line, "offset": self.offset}
