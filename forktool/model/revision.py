@@ -41,6 +41,9 @@ class Release(Revision):
 
     __slots__ = ()
 
+    def __new__(cls, name: str, commit: CommitId, version: Version) -> Release:
+        return super().__new__(cls, name, commit, version)
+
     @property
     def version(self) -> Version:
         version = self[2]
