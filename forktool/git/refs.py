@@ -33,12 +33,17 @@ def object_spec(rev: str, kind: str = "object") -> str | None:
     return f"{rev}^{{{kind}}}"
 
 
+def tag_ref(tag: str) -> str | None:
+    """The ref a tag name is looked up as; None for a revision expression (``v1~2``),
+    which names no tag."""
+    return None if is_revision_expression(tag) else f"refs/tags/{tag}"
+
+
 def commit_spec(rev: str | None, tag: str) -> str | None:
     """What resolving a verify base asks git first: ``rev``'s commit, or (``rev`` None)
     the commit ``tag`` peels to (:meth:`Refs.find_tag_commit`)."""
-    if rev is None:
-        return None if is_revision_expression(tag) else object_spec(f"refs/tags/{tag}", "commit")
-    return object_spec(rev, "commit")
+    ref = tag_ref(tag) if rev is None else rev
+    return None if ref is None else object_spec(ref, "commit")
 
 
 class Refs(Objects):
@@ -116,10 +121,9 @@ class Refs(Objects):
         """The commit an existing tag peels to (through any chain of annotated tags), or
         None if there is no such tag (a revision expression such as ``v1.3.0~2`` names
         no tag)."""
-        if is_revision_expression(tag):
-            return None
+        ref = tag_ref(tag)
         # One call: a missing tag and one that peels to no commit both give None.
-        return self.find_commit(f"refs/tags/{tag}")
+        return None if ref is None else self.find_commit(ref)
 
     def require_tag_commit(self, tag: str, *, hint: str) -> CommitId:
         """The commit ``tag`` peels to, or the one refusal of a TAG that names no tag

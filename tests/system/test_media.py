@@ -45,7 +45,7 @@ from forktool.escape import (
     xml_text,
 )
 from forktool.model.record import BEGIN, END, RecordEntry, parse_record, with_section
-from forktool.model.revision import CommitId
+from forktool.model.revision import CommitId, Revision
 from forktool.output import Output, json_lines
 from forktool.report.check import (
     render_check_markdown,
@@ -240,7 +240,7 @@ def _forecast(text: str) -> ForecastResult:
     return ForecastResult(
         text,
         SHA,
-        (Target("v2", CommitId(SHA)),),
+        (Target(Revision("v2", CommitId(SHA))),),
         (PatchRow(text, cells[:1]), PatchRow(text + "2", cells[1:])),
     )
 

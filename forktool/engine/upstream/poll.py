@@ -119,7 +119,7 @@ def poll(
         from forktool.engine.upstream.forecast import forecast
         from forktool.engine.upstream.targets import Target
 
-        matrix = forecast(fork, git, [Target.of(r) for r in newer], fetched=reached.reached)
+        matrix = forecast(fork, git, [Target(r) for r in newer], fetched=reached.reached)
     return PollResult(
         config.pin_tag, reached.reached, newer, plan, reached, blockers, merged, note, matrix
     )

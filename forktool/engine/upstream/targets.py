@@ -22,25 +22,25 @@ Entry = tuple[str, str, str]  # (mode, blob, path)
 
 
 class Target(NamedTuple):
-    """A revision the forecast judges: a release tag, or upstream's branch head (the
-    fields of its :class:`Revision` first)."""
+    """A revision the forecast judges: a release tag, or upstream's branch head."""
 
-    name: str
-    commit: CommitId
-    version: Version | None = None
-
+    revision: Revision
     # A tarball-import pin: the files its release tarball adds to the pinned tag that this
     # target lacks, carried onto it (the next tarball will have them too).
     overlay: tuple[Entry, ...] = ()
     tarball: bool = False  # judged with a tarball-import pin's files
 
-    @classmethod
-    def of(cls, revision: Revision) -> Target:
-        return cls(revision.name, revision.commit, revision.version)
+    @property
+    def name(self) -> str:
+        return self.revision.name
 
     @property
-    def revision(self) -> Revision:
-        return Revision(self.name, self.commit, self.version)
+    def commit(self) -> CommitId:
+        return self.revision.commit
+
+    @property
+    def version(self) -> Version | None:
+        return self.revision.version
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {"ref": self.name, "commit": self.commit}
@@ -64,8 +64,8 @@ def branch_target(config: Config, git: Git, ref: str) -> Target:
         remote = branch_ref(config)
     commit = git.find_commit(remote)
     if commit is None:
-        return Target.of(resolve(git, ref, kind="revision", what="--branch"))
-    return Target(ref, commit)
+        return Target(resolve(git, ref, kind="revision", what="--branch"))
+    return Target(Revision(ref, commit))
 
 
 def choose_targets(
@@ -80,9 +80,9 @@ def choose_targets(
     branch head."""
     if tags:
         upstream = Upstream.of(config, "--no-fetch", fetched=fetched)
-        targets = [Target.of(resolve(git, tag, upstream=upstream)) for tag in dict.fromkeys(tags)]
+        targets = [Target(resolve(git, tag, upstream=upstream)) for tag in dict.fromkeys(tags)]
     else:
-        targets = [Target.of(r) for r in newer_releases(config, git)]
+        targets = [Target(r) for r in newer_releases(config, git)]
     if branch is not None:
         targets.append(branch_target(config, git, branch))
     return targets

@@ -464,7 +464,7 @@ def test_a_committed_debian_directory_gets_one_covering_ledger_line(
 def test_forecast_page_gives_revisit_its_own_colour() -> None:
     from forktool.engine.upstream.forecast import Cell, ForecastResult, PatchRow
     from forktool.engine.upstream.targets import Target
-    from forktool.model.revision import CommitId
+    from forktool.model.revision import CommitId, Revision
     from forktool.report.forecast import forecast_html
 
     cells = (
@@ -474,7 +474,7 @@ def test_forecast_page_gives_revisit_its_own_colour() -> None:
     result = ForecastResult(
         "v1",
         "a" * 40,
-        (Target("v2", CommitId("b" * 40)),),
+        (Target(Revision("v2", CommitId("b" * 40))),),
         (PatchRow("keep.patch", cells[:1]), PatchRow("revisit.patch", cells[1:])),
     )
     page = forecast_html(result)
