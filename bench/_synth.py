@@ -517,19 +517,22 @@ def measure_cli(
     expect: int = 0,
     env: dict[str, str] | None = None,
     python: str | None = None,
+    script: str | None = None,
 ) -> tuple[float, int]:
     """Seconds and peak resident KiB (it and its git children) of ``forktool ARGS``
     (``env``: the environment to run it in, default this process's; ``python``: the
     interpreter of another forktool installation, run outside this checkout so that
-    it imports its own)."""
-    argv = [python or sys.executable, "-m", "forktool", *args]
+    it imports its own; ``script``: Python code run on ARGS instead of forktool)."""
+    runs = ["-c", script] if script is not None else ["-m", "forktool"]
+    argv = [python or sys.executable, *runs, *args]
     cwd = ROOT if python is None else Path(tempfile.gettempdir())
     res = subprocess.run(
         [sys.executable, "-c", _MEASURE, *argv], capture_output=True, check=True, cwd=cwd, env=env
     )
     code, seconds, peak = res.stdout.split()
     if int(code) != expect:
-        raise SystemExit(f"forktool {' '.join(args)} exited {int(code)}, not {expect}")
+        what = "forktool" if script is None else "a script on"
+        raise SystemExit(f"{what} {' '.join(args)} exited {int(code)}, not {expect}")
     return float(seconds), int(peak)
 
 

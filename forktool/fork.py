@@ -16,7 +16,7 @@ from typing import Final, NamedTuple
 
 from forktool.config import Config
 from forktool.errors import FatalError, Finding, require_no_errors
-from forktool.inputs import UnreadableInput, read_input
+from forktool.inputs import UnreadableInput, Ways, read_input
 from forktool.model.ledger import Ledger, parse_ledger
 from forktool.model.patch_header import mail_count, mails_in
 from forktool.model.patch_parser import parse_header, parse_patch
@@ -47,6 +47,7 @@ class Patch:
         preparsed: PatchFile | None,  # None: parsed when first asked for
         mapping: MapEntry | None,
         rel: str,  # path as shown to the user, relative to the fork root
+        ways: Ways | None = None,  # the fork load's checked folders (its later reads too)
     ) -> None:
         self.entry: Final[SeriesEntry] = entry
         self.path: Final[Path] = path
@@ -54,6 +55,7 @@ class Patch:
         self.preparsed: Final[PatchFile | None] = preparsed
         self.mapping: Final[MapEntry | None] = mapping
         self.rel: Final[str] = rel
+        self.ways: Final[Ways | None] = ways
 
     def _key(self) -> tuple[object, ...]:
         return (self.entry, self.path, self.raw, self.preparsed, self.mapping, self.rel)
@@ -88,7 +90,7 @@ class Patch:
             return self.raw
         if "data" in self.__dict__:
             return self.data
-        return read_input(self.path, self.rel, follow=False, limit=MAX_PATCH_BYTES)
+        return read_input(self.path, self.rel, follow=False, limit=MAX_PATCH_BYTES, ways=self.ways)
 
     def mails(self) -> list[tuple[str, str | None]]:
         """(commit, subject) of each git format-patch mail in the file (several for a fix
@@ -217,14 +219,16 @@ def _holds_a_diff(path: Path) -> bool:
         return False
 
 
-def _load_patch(config: Config, entry: SeriesEntry, mapping: MapEntry | None) -> Patch | Finding:
+def _load_patch(
+    config: Config, entry: SeriesEntry, mapping: MapEntry | None, ways: Ways
+) -> Patch | Finding:
     path = config.patches_dir / entry.name
     rel = f"{config.patches}/{entry.name}"
     try:
-        data = read_input(path, rel, follow=False, limit=MAX_PATCH_BYTES)
+        data = read_input(path, rel, follow=False, limit=MAX_PATCH_BYTES, ways=ways)
     except UnreadableInput:
         return _unreadable(config, path, rel, entry)
-    patch = Patch(entry, path, None, None, mapping, rel)
+    patch = Patch(entry, path, None, None, mapping, rel, ways)
     # Its header now, from the bytes just read (the map check needs every trailer);
     # the bytes themselves are read again when needed, so a long series is not held.
     patch.__dict__["header"] = parse_header(data, strip=entry.strip)
@@ -433,8 +437,9 @@ def load_fork(config: Config, *, strict: bool = True) -> Fork:
     )
     findings = [*series.findings, *umap.findings, *ledger.findings]
     patches: list[Patch] = []
+    ways: Ways = {}  # the patch folders' way into the fork, checked once for the run
     for entry in series.entries:
-        loaded = _load_patch(config, entry, umap.get(entry.name))
+        loaded = _load_patch(config, entry, umap.get(entry.name), ways)
         if isinstance(loaded, Finding):
             findings.append(loaded)
         else:

@@ -88,12 +88,40 @@ def _fork_root(path: Path, shown: str) -> Path | None:
     return Path(*path.parts[: -len(parts)])
 
 
-def read_input(path: Path, shown: str, *, follow: bool = True, limit: int | None = None) -> bytes:
+# The ways into the fork a run has checked: what is wrong with each folder's (None:
+# nothing), by the directory a file was read through and the folder's path relative
+# to the fork. A fork load keeps one for every read of its patches, so a series of
+# thousands walks its patch folder once, not twice a patch.
+Ways = dict[tuple[str, str], "str | None"]
+
+
+def _linked_way(path: Path, shown: str, ways: Ways | None) -> str | None:
+    """:func:`linked_directory` on the way to ``path`` from the fork root it was built
+    from (``shown``: its path relative to that root); from ``ways`` when its folder is
+    there, and noted there when not."""
+    if ways is None:
+        root = _fork_root(path, shown)
+        return linked_directory(root, shown) if root is not None else None
+    key = (str(path).rpartition("/")[0], shown.rpartition("/")[0])
+    if key not in ways:
+        ways[key] = _linked_way(path, shown, None)
+    return ways[key]
+
+
+def read_input(
+    path: Path,
+    shown: str,
+    *,
+    follow: bool = True,
+    limit: int | None = None,
+    ways: Ways | None = None,
+) -> bytes:
     """The bytes of the regular file ``path`` (``shown`` names it in messages).
 
     ``follow=False`` is for the fork's own files (``shown`` is then the path relative
     to the fork): it refuses a symlink at ``path`` itself, and one on the way to it
-    (a symlinked directory inside the fork).
+    (a symlinked directory inside the fork; a folder found in ``ways`` is not walked
+    again, and one walked is noted there).
     """
     try:
         if not follow and path.is_symlink():
@@ -101,8 +129,7 @@ def read_input(path: Path, shown: str, *, follow: bool = True, limit: int | None
                 f"{shown}: is a symlink; forktool reads the fork's files only as regular files",
                 "git commits the link, not its target: replace the link with the file itself",
             )
-        root = None if follow else _fork_root(path, shown)
-        if root is not None and (problem := linked_directory(root, shown)):
+        if not follow and (problem := _linked_way(path, shown, ways)):
             raise UnreadableInput(
                 f"{shown}: {problem}; forktool reads the fork's files only inside the fork",
                 LINK_HINT,
@@ -132,12 +159,27 @@ def read_regular(
             raise UnreadableInput(f"{shown}: is {kind}")
         if limit is not None and info.st_size > limit:
             raise UnreadableInput(f"{shown}: {info.st_size} bytes is larger than {limit} bytes")
-        with os.fdopen(fd, "rb", closefd=False) as handle:
-            return handle.read()
+        return _read_all(fd, info.st_size, shown, limit)
     except OSError as exc:
         raise UnreadableInput(f"{shown}: {describe_os_error(exc)}") from exc
     finally:
         os.close(fd)
+
+
+def _read_all(fd: int, size: int, shown: str, limit: int | None) -> bytes:
+    """What is left to read of ``fd`` (``size``: its length when it was opened; a file
+    that grew since is read to its end, within ``limit``). Straight from the file
+    descriptor: no buffered file object made, one read for the whole file."""
+    chunks = []
+    total = 0
+    want = size + 1  # the whole file in one read; the next one (empty) ends it
+    while chunk := os.read(fd, want):
+        chunks.append(chunk)
+        total += len(chunk)
+        if limit is not None and total > limit:
+            raise UnreadableInput(f"{shown}: grew past {limit} bytes while it was read")
+        want = 1 << 16
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def decode_text(data: bytes, shown: str) -> str:

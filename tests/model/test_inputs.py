@@ -49,11 +49,71 @@ def test_a_symlink_is_refused_among_the_forks_files_and_followed_elsewhere(tmp_p
     assert caught.value.message.startswith("link: is a symlink")
 
 
+def test_a_folders_way_is_walked_once_for_the_reads_that_share_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``ways`` (a fork load's), a folder's way into the fork is checked on the
+    first read through it; later reads take that answer, a refusal included."""
+    fork = tmp_path / "fork"
+    (fork / "patches").mkdir(parents=True)
+    for n in range(3):
+        (fork / "patches" / f"{n}.patch").write_bytes(b"p%d" % n)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "0.patch").write_bytes(b"outside")
+    (fork / "linked").symlink_to(tmp_path / "elsewhere")
+    walked: list[str] = []
+    walk = inputs.linked_directory
+
+    def counting(root: Path, rel: str, *, itself: bool = False) -> str | None:
+        walked.append(rel)
+        return walk(root, rel, itself=itself)
+
+    monkeypatch.setattr(inputs, "linked_directory", counting)
+    ways: inputs.Ways = {}
+    for n in range(3):
+        rel = f"patches/{n}.patch"
+        assert read_input(fork / rel, rel, follow=False, ways=ways) == b"p%d" % n
+    assert walked == ["patches/0.patch"]
+    for _ in range(2):
+        with pytest.raises(UnreadableInput) as caught:
+            read_input(fork / "linked/0.patch", "linked/0.patch", follow=False, ways=ways)
+        assert "'linked' is a symlinked directory" in caught.value.message
+    assert walked == ["patches/0.patch", "linked/0.patch"]
+    assert read_input(fork / "patches/1.patch", "patches/1.patch", follow=False) == b"p1"
+    assert len(walked) == 3  # without ways, every read walks its way
+
+
 def test_read_input_refuses_a_file_over_the_limit(tmp_path: Path) -> None:
     (tmp_path / "f").write_bytes(b"x" * 11)
     with pytest.raises(UnreadableInput) as caught:
         read_input(tmp_path / "f", "f", limit=10)
     assert caught.value.message == "f: 11 bytes is larger than 10 bytes"
+
+
+@given(st.binary(max_size=300_000), st.integers(min_value=0, max_value=300_000))
+def test_a_file_is_read_whole_whatever_length_it_had_when_opened(data: bytes, seen: int) -> None:
+    """A file is read to its end even when it is longer than when it was opened (it
+    grew meanwhile: ``seen`` is the length the read starts from), in one read or in
+    several."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as handle:
+        handle.write(data)
+        handle.flush()
+        handle.seek(0)
+        assert inputs._read_all(handle.fileno(), min(seen, len(data)), "p", None) == data
+
+
+def test_a_file_that_grew_past_the_limit_while_read_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "p.patch"
+    path.write_bytes(b"x" * 200_000)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(UnreadableInput) as caught:
+            inputs._read_all(fd, 10, "p.patch", 100_000)  # opened when it held 10 bytes
+        assert caught.value.message == "p.patch: grew past 100000 bytes while it was read"
+    finally:
+        os.close(fd)
 
 
 def test_read_text_names_the_line_of_a_bad_byte(tmp_path: Path) -> None:

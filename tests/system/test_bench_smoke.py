@@ -40,6 +40,11 @@ def test_bench_verify_runs_and_prints_both_ratios() -> None:
     assert res.returncode == 0, res.stderr
     assert "serial CLI (--jobs 1)" in res.stdout
     assert "side by side (--jobs 2)" in res.stdout
+    # The series goes side by side: its bounds are measured in the same round robin.
+    assert "bins of " in res.stdout
+    assert "bins alone (--jobs 2's git half)" in res.stdout
+    assert "bound    : --jobs 2's git half alone" in res.stdout
+    assert "cores    : two git processes at once got" in res.stdout
 
 
 @pytest.mark.slow
@@ -51,3 +56,4 @@ def test_bench_verify_holds_a_short_series_to_the_fixed_cost_target() -> None:
     assert res.returncode == 0, res.stderr
     assert "CLI within 2.0x of the raw floor" in res.stdout
     assert "side by side (--jobs 2) <= 0.8x" not in res.stdout
+    assert "bins alone" not in res.stdout and "cores    :" not in res.stdout
