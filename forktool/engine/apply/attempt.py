@@ -18,7 +18,12 @@ from pathlib import Path
 from forktool.config import ApplyRule
 from forktool.engine.apply.anchors import gnu_anchors_hold
 from forktool.engine.apply.applier_output import diff_for, hunk_by_number, read_git_apply
-from forktool.engine.apply.precheck import exact_note, hand_edited, whole_file_hunk
+from forktool.engine.apply.precheck import (
+    dpkg_drops_empty,
+    exact_note,
+    hand_edited,
+    whole_file_hunk,
+)
 from forktool.engine.apply.verdict import (
     ALREADY_APPLIED,
     Attempt,
@@ -116,6 +121,8 @@ def _applied(patch: Patch, attempt: Attempt, base: str, rule: ApplyRule) -> Patc
     edited = hand_edited(patch.parsed) if allows_offset(rule) else None
     if edited:
         then = f"hunk headers edited by hand ({edited}); {then}"
+    if dropped := dpkg_drops_empty(patch.parsed, rule):
+        then = f"{then}; {dropped}"
     return PatchVerdict(
         patch.name,
         "offset",

@@ -117,11 +117,35 @@ EMPTY_NOTE = "an empty patch (0 bytes): a no-op, as quilt and dpkg-source apply 
 
 def exact_note(parsed: PatchFile, rule: ApplyRule) -> str:
     """What an exact verdict says of a patch that is exact in a way worth saying: empty,
-    or with hand-edited hunk headers that the fork's rule accepts."""
+    with hand-edited hunk headers that the fork's rule accepts, or (under dpkg-source's
+    rule) creating a file empty."""
     if parsed.empty:
         return EMPTY_NOTE
     edited = hand_edited(parsed) if allows_offset(rule) else None
-    return f"{edited}: hunk headers edited by hand, accepted ({rule} rule)" if edited else ""
+    notes = [f"{edited}: hunk headers edited by hand, accepted ({rule} rule)"] if edited else []
+    if dropped := dpkg_drops_empty(parsed, rule):
+        notes.append(dropped)
+    return "; ".join(notes)
+
+
+def dpkg_drops_empty(parsed: PatchFile, rule: ApplyRule) -> str:
+    """Under dpkg-source's rule, what becomes of the files the patch creates empty (a
+    git diff's ``new file mode`` with no hunk, as ``git diff`` writes an empty file):
+    git creates them, but dpkg-source applies a series with ``patch -E``, which removes
+    a file left empty, so after this patch the package's tree lacks them (dpkg itself
+    warns that such a file "will not be represented in diff"). Empty under another
+    rule, or when the patch creates no empty file."""
+    if rule != "dpkg":
+        return ""
+    empty = [d.path for d in parsed.files if d.is_new and not (d.hunks or d.is_binary)]
+    if not empty:
+        return ""
+    them = "it" if len(empty) == 1 else "them"
+    return (
+        f"{', '.join(empty)} created empty: dpkg-source applies the series with "
+        f"'patch -E', which removes an empty file: after this patch the package's tree "
+        f"lacks {them}"
+    )
 
 
 def hand_edited(parsed: PatchFile) -> str | None:

@@ -155,6 +155,29 @@ HAND_EDITED = (
 )
 
 
+# A file created empty, as `git diff` writes one: `new file mode`, the empty blob, no hunk.
+EMPTY_MARKER = (
+    b"Description: an empty marker\n"
+    b"---\n"
+    b"diff --git a/tests/marker.txt b/tests/marker.txt\n"
+    b"new file mode 100644\n"
+    b"index 0000000..e69de29\n"
+)
+# Another, with a change to util.c made where it has three more lines at the top.
+SHIFTED = (
+    b"Description: louder util, and an empty file\n"
+    b"---\n"
+    b"diff --git a/src/util.c b/src/util.c\n"
+    b"--- a/src/util.c\n"
+    b"+++ b/src/util.c\n"
+    b"@@ -10,7 +10,7 @@\n"
+    b" util 7\n util 8\n util 9\n-util 10\n+UTIL 10\n util 11\n util 12\n util 13\n"
+    b"diff --git a/tests/other.txt b/tests/other.txt\n"
+    b"new file mode 100644\n"
+    b"index 0000000..e69de29\n"
+)
+
+
 @pytest.fixture
 def package(builder: RepoBuilder) -> DebianPackage:
     return DebianPackage(builder)
@@ -219,6 +242,44 @@ def test_dpkg_rule_reports_and_accepts_offsets_hand_edits_and_the_empty_patch(
     assert "OK: 5 patch(es) apply exactly, 2 only at an offset (accepted under the dpkg rule)," in (
         " ".join(text.out.split())
     )
+
+
+def test_dpkg_rule_says_dpkg_source_drops_a_file_a_patch_creates_empty(
+    package: DebianPackage, tmp_path: Path
+) -> None:
+    """A git diff creating an empty file (``new file mode``, no hunk: libxml2's
+    CVE-2025-8732.patch in bookworm) applies exactly, and git creates the file; but
+    dpkg-source applies with ``patch -E``, which removes an empty file, so the
+    package's tree lacks it. Under the dpkg rule the verdict says so, after an offset
+    too; under the exact rule it is a plain exact patch."""
+    for name, data in (("empty-marker.patch", EMPTY_MARKER), ("empty-shifted.patch", SHIFTED)):
+        (package.quilt / name).write_bytes(data)
+    with (package.quilt / "series").open("a") as series:
+        series.write("empty-marker.patch\nempty-shifted.patch\n")
+    # What dpkg-source does with it: GNU patch creates the file, -E removes it again.
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for flags, exists in (([], True), (["-E"], False)):
+        (tree / "tests" / "marker.txt").unlink(missing_ok=True)
+        flags = ["-p1", "-t", "-N", "--fuzz=0", *flags]
+        code, _ = run_gnu_patch(flags, tree, package.quilt / "empty-marker.patch")
+        assert code == 0 and (tree / "tests" / "marker.txt").exists() is exists
+    package.adopt()
+    dropped = (
+        "created empty: dpkg-source applies the series with 'patch -E', which removes an "
+        "empty file: after this patch the package's tree lacks it"
+    )
+    found = statuses(package.cli("verify", "--format", "json"))
+    assert found["empty-marker.patch"] == ("exact", f"tests/marker.txt {dropped}")
+    assert found["empty-shifted.patch"] == (
+        "offset",
+        "src/util.c: hunk 1 applies only at offset -3 (line 7) on v1; accepted (dpkg rule: "
+        f"no fuzz, offsets reported); tests/other.txt {dropped}",
+    )
+    package.configure("apply_rule: dpkg\n", "apply_rule: exact\n")
+    found = statuses(package.cli("verify", "--format", "json", "--keep-going"))
+    assert found["empty-marker.patch"] == ("exact", "")
+    assert found["empty-shifted.patch"][1].endswith("on v1; run 'forktool refresh'")
 
 
 def test_exact_rule_keeps_calling_hand_edited_headers_malformed(package: DebianPackage) -> None:
