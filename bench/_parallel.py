@@ -37,6 +37,19 @@ sys.exit(0 if all(run.tree == early.base_tree for run in early.bins.runs) else 4
 """
 
 
+def private_index(tmp: Path, fork: Path, name: str = "") -> dict[str, str]:
+    """git's environment for a temporary index in ``tmp`` whose new objects go to a
+    directory of their own there (``name`` tells several apart), reading ``fork``'s:
+    how the raw contenders keep the fork's repository as it was."""
+    objects = tmp / f"objects{name}"
+    objects.mkdir()
+    return {
+        "GIT_INDEX_FILE": str(tmp / f"index{name}"),
+        "GIT_OBJECT_DIRECTORY": str(objects),
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(fork / ".git" / "objects"),
+    }
+
+
 def raw_forward(
     fork: Path,
     base: str,
@@ -50,15 +63,7 @@ def raw_forward(
     with tempfile.TemporaryDirectory(prefix="par-", dir=scratch) as tmp:
         envs = []
         for n in range(copies):
-            objects = Path(tmp) / f"objects{n}"
-            objects.mkdir()
-            env = env_of(
-                {
-                    "GIT_INDEX_FILE": str(Path(tmp) / f"index{n}"),
-                    "GIT_OBJECT_DIRECTORY": str(objects),
-                    "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(fork / ".git" / "objects"),
-                }
-            )
+            env = env_of(private_index(Path(tmp), fork, str(n)))
             subprocess.run(["git", "read-tree", base], cwd=fork, env=env, check=True)
             envs.append(env)
         names = [str(p) for p in patches]
