@@ -82,13 +82,13 @@ def render_retire(out: Output, result: RetireResult) -> None:
         return
     if not result.retired:
         out.result(f"{result.tag} absorbed no patch: nothing to retire", markup=False)
-        return
     for item in result.retired:
         forced = " (FORCED)" if item.forced else ""
         out.result(
             f"{verb} {item.patch} at {result.tag}{forced}: {item.entry.witnesses}", markup=False
         )
-    out.print(("would change: " if result.dry_run else "changed: ") + ", ".join(result.files))
+    if result.retired:
+        out.print(("would change: " if result.dry_run else "changed: ") + ", ".join(result.files))
     for warning in result.warnings:
         out.warn(warning)
 

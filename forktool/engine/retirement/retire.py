@@ -24,7 +24,7 @@ from pathlib import Path
 
 from forktool.config import Config
 from forktool.engine.retirement.absorption import AbsorbedResult, PatchAbsorption, Verdict
-from forktool.errors import FatalError, command_line
+from forktool.errors import FatalError, command_line, some_names
 from forktool.fork import Fork, Patch
 from forktool.fsutil import write_files
 from forktool.git import Git, is_hex40, short
@@ -171,6 +171,9 @@ def retire(
     ]
     if refused:
         return RetireResult(report.tag, report.tag_commit, dry_run, (), tuple(refused), ())
+    if not targets:  # nothing to retire: no file is touched
+        undecided = tuple(_undecided(report, names))
+        return RetireResult(report.tag, report.tag_commit, dry_run, (), (), (), undecided)
     record_path, record = load_record(fork)
     lacking = {} if pin_follows else _pin_lacks(fork, git, targets)
     if reason is None and lacking:
@@ -184,7 +187,7 @@ def retire(
         record = record.with_entry(done.entry)
     changes = _removals(fork, targets)
     changes[record_path] = record.render().encode("utf-8")
-    warnings = _pin_warnings(fork, git, targets, report.tag)
+    warnings = _pin_warnings(fork, git, targets, report.tag) + _undecided(report, names)
     if not dry_run:
         write_files(changes)
     return RetireResult(
@@ -196,6 +199,19 @@ def retire(
         tuple(changed_paths(fork, changes)),
         tuple(warnings),
     )
+
+
+def _undecided(report: AbsorbedResult, names: Sequence[str]) -> list[str]:
+    """A retirement of every ``retire`` verdict names the patches left for a human: the
+    ``revisit`` ones, whose witnesses disagree with ancestry at the tag."""
+    looks = [p.patch for p in report.patches if p.verdict == "revisit"] if not names else []
+    if not looks:
+        return []
+    return [
+        f"{len(looks)} patch(es) left to decide by hand at {report.tag} ({some_names(looks)}): "
+        "verdict 'revisit', the witnesses disagree with ancestry; see 'forktool absorbed "
+        f"--tag {report.tag}', then keep each or retire it with --force --reason TEXT"
+    ]
 
 
 def _targets(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from testing.helpers import run_cli, snapshot_tree
+from testing.helpers import MiniFork, make_patch, run_cli, snapshot_tree
 
 from forktool import fsutil
 from forktool.builder import RepoBuilder
@@ -431,3 +431,42 @@ def test_a_forced_retire_is_not_stopped_by_another_patchs_missing_commit(
     assert f"cve-a.patch: commit {absent} is not in this repository" in by_verdict.err
     own = fork.cli("retire", "cve-a.patch", "--tag", "v1", "--force", "--reason", "gone")
     assert own.code == 2 and absent in own.err
+
+
+
+def test_a_tag_that_retires_nothing_touches_no_file_and_names_the_revisits(
+    builder: RepoBuilder,
+) -> None:
+    """A release branch's tag holds the fix as a cherry-pick only: ancestry retires
+    nothing, no file is rewritten (a FORK.md without its record section does not get
+    one), and the patch whose witnesses disagree with ancestry is named for a human."""
+    app = "".join(f"line {n}\n" for n in range(1, 21))
+    builder.commit("import\n", {"app.py": app})
+    builder.tag("v1.0.0")
+    builder.branch("release-1.0")
+    fixed = app.replace("line 9\n", "line nine\n")
+    fix = builder.commit("fix line 9\n", {"app.py": fixed})
+    builder.checkout("release-1.0")
+    builder.cherry_pick(fix, x=True)
+    builder.tag("v1.0.1")
+    builder.checkout("main")
+    fork = MiniFork(builder, "v1.0.0")
+    patch = make_patch(builder, "v1.0.0", {"app.py": fixed}, "fix line 9")
+    fork.write({"0001-fix.patch": patch}, commits={"0001-fix.patch": fix})
+    (fork.root / "FORK.md").write_text("# the fork\n")  # no record section
+    before = snapshot_tree(fork.root)
+    result = fork.cli("retire", "--tag", "v1.0.1", "--format", "json")
+    assert result.code == 0, result.err
+    data = result.json()
+    assert (data["retired"], data["refused"], data["files"]) == ([], [], [])
+    assert data["warnings"] == [
+        "1 patch(es) left to decide by hand at v1.0.1 (0001-fix.patch): verdict 'revisit', "
+        "the witnesses disagree with ancestry; see 'forktool absorbed --tag v1.0.1', then "
+        "keep each or retire it with --force --reason TEXT"
+    ]
+    assert snapshot_tree(fork.root) == before
+    text = fork.cli("retire", "--tag", "v1.0.1", "--dry-run")
+    assert text.code == 0, text.err
+    assert text.out == "v1.0.1 absorbed no patch: nothing to retire\n"
+    assert text.err == f"warning: {data['warnings'][0]}\n"
+    assert snapshot_tree(fork.root) == before
