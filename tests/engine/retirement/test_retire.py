@@ -433,7 +433,6 @@ def test_a_forced_retire_is_not_stopped_by_another_patchs_missing_commit(
     assert own.code == 2 and absent in own.err
 
 
-
 def test_a_tag_that_retires_nothing_touches_no_file_and_names_the_revisits(
     builder: RepoBuilder,
 ) -> None:
