@@ -12,6 +12,7 @@ from forktool.engine.release.tarball import import_tarballs
 from forktool.engine.revisions import Upstream, resolve
 from forktool.fork import Fork
 from forktool.git import Git
+from forktool.model.revision import tarball_tree
 from forktool.options import (
     drop_file_option,
     exclusive,
@@ -118,4 +119,4 @@ def _target(fork: Fork, git: Git, onto: str | None, tarballs: tuple[Path, ...]) 
         return revision.name, str(revision.commit)
     # the pin does not change: nothing is recorded
     imported = import_tarballs(fork.config, git, tarballs, revision, record=False)
-    return f"{onto}+tarball", imported.commit
+    return tarball_tree(onto), imported.commit

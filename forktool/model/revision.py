@@ -22,6 +22,20 @@ def is_hex40(text: str) -> TypeGuard[CommitId]:
     return bool(HEX40.match(text))
 
 
+TARBALL = "+tarball"
+
+
+def tarball_tree(tag: str) -> str:
+    """How reports name the tree of ``tag``'s release tarball imported on it."""
+    return f"{tag}{TARBALL}"
+
+
+def tag_of(tree: str) -> str:
+    """The tag a tree named by :func:`tarball_tree` (or a tag itself) is of: what a
+    command that takes a tag is given."""
+    return tree.removesuffix(TARBALL)
+
+
 def short(oid: str | None) -> str:
     """A commit id as messages and tables show it: its first 12 hex digits ('-' for none)."""
     return oid[:12] if oid else "-"

@@ -21,9 +21,11 @@ from forktool.engine.patches.merge_patch import (
     review_notes,
     seen_by_merge,
 )
+from forktool.engine.release.pin_state import tree_name
 from forktool.errors import command_line, some_names
 from forktool.fork import Fork, Patch
 from forktool.git import TempIndex
+from forktool.model.revision import tag_of
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,13 @@ class Series:
 
     @classmethod
     def of(cls, fork: Fork, pin_commit: str, patches: Sequence[Patch] | None = None) -> Series:
+        """``pin_commit``: the tree the series applies on (:func:`require_tree`), the
+        release tarball's import on a tarball-import pin, named as reports name it."""
         config = fork.config
+        tarball = config.pin_import is not None and pin_commit == config.pin_import
         return cls(
             pin_commit,
-            config.pin_tag,
+            tree_name(config) if tarball else config.pin_tag,
             tuple(fork.patches if patches is None else patches),
             config.allow_merged,
             config.apply_rule,
@@ -167,7 +172,8 @@ def retire_first(patch: Patch, onto: str, how: str = "it reverse-applies exactly
     seen, :func:`presence`). A pending patch's PR has most likely merged: recording its
     commit lets ancestry retire it, unforced."""
     name = patch.name
-    force = command_line("forktool", "retire", name, "--tag", onto, "--force") + " --reason '...'"
+    force = command_line("forktool", "retire", name, "--tag", tag_of(onto), "--force")
+    force += " --reason '...'"
     if _awaits_pr(patch):
         return (
             f"{name} is already on {onto} ({how}) and is pending: "
@@ -197,7 +203,7 @@ def retire_all_first(present: Sequence[tuple[Patch, str]], onto: str) -> str:
         return retire_first(patch, onto, how)
     pending = [p.name for p, _ in present if _awaits_pr(p)]
     others = [p.name for p, _ in present if p.name not in pending]
-    by_hand = f"forktool retire PATCH... --tag {onto} --force --reason '...'"
+    by_hand = f"forktool retire PATCH... --tag {tag_of(onto)} --force --reason '...'"
 
     def record(count: int) -> str:
         commits, its, them = (

@@ -31,6 +31,7 @@ from forktool.errors import FatalError, command_line
 from forktool.fork import Fork, Patch
 from forktool.git import Git
 from forktool.model.patchfile import touched_paths
+from forktool.model.revision import tag_of
 
 _MARKERS = ("<<<<<<< ", ">>>>>>> ")
 
@@ -110,7 +111,7 @@ def _commit_resolution(
         raise FatalError(
             f"the resolution of {patch.name} changes nothing: {state.onto} already has the change",
             f"run 'forktool {command} --abort', then retire the patch ("
-            + command_line("forktool", "retire", patch.name, "--tag", state.onto, "--force")
+            + command_line("forktool", "retire", patch.name, "--tag", tag_of(state.onto), "--force")
             + f" --reason '...') or drop it, and run '{_restart(command, state.onto)}' again",
         )
     _refuse_dropped_files(git, state, patch, tree, pin_commit, command, drop_files)
@@ -216,9 +217,12 @@ def _refuse_dropped_files(
 
 
 def _restart(command: str, onto: str) -> str:
-    if command == "sync":
-        return command_line("forktool", "sync", onto)
-    return command_line("forktool", "refresh", "--onto", onto)
+    """The command that starts the refresh (or sync) onto ``onto`` again; a tarball's
+    tree is named by its tag, with the tarball given again."""
+    tag = tag_of(onto)
+    again = ["sync", tag] if command == "sync" else ["refresh", "--onto", tag]
+    tarball = " --tarball FILE..." if tag != onto else ""
+    return command_line("forktool", *again) + tarball
 
 
 def _links(fork: Fork, done: Sequence[RefreshEntry]) -> list[Link]:

@@ -7,6 +7,7 @@ from typing import NamedTuple
 from forktool.config import Config
 from forktool.errors import FatalError, command_line
 from forktool.git import Git
+from forktool.model.revision import tarball_tree
 
 
 class PinState(NamedTuple):
@@ -54,7 +55,7 @@ def require_pin(config: Config, git: Git) -> str:
 
 def tree_name(config: Config) -> str:
     """How reports name the tree the series applies on: the tag, or the tag's tarball."""
-    return f"{config.pin_tag}+tarball" if config.pin_import else config.pin_tag
+    return tarball_tree(config.pin_tag) if config.pin_import else config.pin_tag
 
 
 def require_tree(config: Config, git: Git) -> tuple[str, str]:

@@ -12,6 +12,7 @@ from forktool.engine.patches.refresh_moves import Series
 from forktool.engine.patches.refresh_result import RefreshEntry
 from forktool.engine.release.check import NO_PR_HINT, no_pr_line
 from forktool.engine.release.pin_bump import plan_bump
+from forktool.engine.release.pin_state import require_tree
 from forktool.engine.release.sync_report import PinChange, Retired, SyncReport
 from forktool.engine.release.tarball import carried_files
 from forktool.engine.retirement.absorbed import absorbed
@@ -19,7 +20,7 @@ from forktool.engine.retirement.absorption import AbsorbedResult, PatchAbsorptio
 from forktool.engine.retirement.retire import witnesses
 from forktool.fork import Fork
 from forktool.git import Git
-from forktool.model.revision import Revision
+from forktool.model.revision import Revision, tarball_tree
 
 # Verdicts a human decides on at each new release: the witnesses disagree (revisit), or
 # the patch waits for an upstream change that this release may carry (pending).
@@ -83,8 +84,9 @@ def _planned_refresh(
     carried = carried_files(fork.config, git, tag_commit) if tree is None else ()
     if not kept:
         return ()
-    onto = f"{tag}+tarball" if tree else tag
-    series = Series.of(fork, fork.config.pin_commit, kept)
+    onto = tarball_tree(tag) if tree else tag
+    # each patch's pre-image is built where the series applies: the tarball on such a pin
+    series = Series.of(fork, require_tree(fork.config, git)[1], kept)
     return tuple(plan_refresh(git, onto, series, onto_commit=tree or tag_commit, carried=carried))
 
 

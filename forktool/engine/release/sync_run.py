@@ -37,6 +37,7 @@ from forktool.faults import faultpoint
 from forktool.fork import Fork, load_fork
 from forktool.fsutil import write_files
 from forktool.git import Git
+from forktool.model.revision import tarball_tree
 
 Progress = Callable[[str], None]  # told the name of each stage as it starts
 
@@ -267,7 +268,7 @@ def _refresh_onto_tag(run: _Run, fork: Fork, pin_commit: str) -> RefreshResult:
     """The series refreshed onto TAG (or its tarball import); a conflict is left to
     resolve in the hand-resolution worktree beside the sync's."""
     tree = run.state.tree_commit
-    onto = f"{run.state.tag}+tarball" if tree else run.state.tag
+    onto = tarball_tree(run.state.tag) if tree else run.state.tag
     resolve_dir = Path(run.state.worktree).parent / "resolve"
     if resolve_dir.exists():  # left by a run cut short before it recorded a stop
         run.main.remove_worktree(resolve_dir, check=False)

@@ -507,3 +507,72 @@ def test_refresh_with_no_onto_regenerates_on_the_pins_tarball_tree(fork: Tarball
     assert b"@@ -2,7 +2,7 @@" in (fork.root / "patches" / "0002-ltmain.patch").read_bytes()
     assert run_cli("-C", fork.root, "verify").code == 0
     assert (fork.root / "forktool.yaml").read_bytes() == before
+
+
+def _synced_on_next_tarball(fork: TarballFork, tmp_path: Path, ltmain: str) -> Path:
+    """The pin's tarball imported and committed; curl-1_0_1's tarball, with ``ltmain``
+    as its ltmain.sh, written beside it."""
+    assert run_cli("-C", fork.root, "pin", "import-tarball", fork.tarball).code == 0
+    fork.builder.commit("fork: forktool files on the release tarball\n")
+    return fork.builder.release_tarball(
+        "curl-1_0_1",
+        tmp_path / "curl_1.0.1.orig.tar.gz",
+        top="curl-1.0.1",
+        extra={"ltmain.sh": ltmain},
+    )
+
+
+def test_the_sync_plan_merges_from_the_pre_image_on_the_tarball_as_the_sync_does(
+    fork: TarballFork, tmp_path: Path
+) -> None:
+    """A patch to a file only the tarball has moves by a 3-way merge from its pre-image
+    on the pin's tarball tree: the dry run plans it there too, not on the bare tag
+    (where the patch does not apply, so it would have no pre-image)."""
+    moved = LTMAIN.replace("ltmain 3\n", "ltmain 3 (1.0.1)\n")  # in the hunk's context
+    next_tarball = _synced_on_next_tarball(fork, tmp_path, moved)
+    args = ("sync", "curl-1_0_1", "--no-fetch", "--tarball", next_tarball, "--format", "json")
+    plan = run_cli("-C", fork.root, *args, "--dry-run")
+    assert plan.code == 0, plan.err
+    planned = {e["patch"]: (e["status"], e["message"]) for e in plan.json()["refreshed"]}  # type: ignore[union-attr]
+    synced = run_cli("-C", fork.root, *args)
+    assert synced.json()["stage"] == "done", synced.out
+    done = {e["patch"]: (e["status"], e["message"]) for e in synced.json()["refreshed"]}  # type: ignore[union-attr]
+    assert {name: status for name, (status, _) in planned.items()} == {
+        name: status for name, (status, _) in done.items()
+    }
+    for status, message in (planned["0002-ltmain.patch"], done["0002-ltmain.patch"]):
+        assert status == "merged"
+        assert "a 3-way merge from its pre-image on curl-1_0_0+tarball" in message
+
+
+def test_a_tarball_sync_names_the_tag_in_its_hints_never_the_tree(
+    fork: TarballFork, tmp_path: Path
+) -> None:
+    """The tarball's tree is reported as TAG+tarball, but the commands a hint gives take
+    the tag (and the sync its tarball again)."""
+    clashing = LTMAIN.replace("ltmain 5\n", "ltmain 5 (1.0.1)\n")  # the line the patch changes
+    next_tarball = _synced_on_next_tarball(fork, tmp_path, clashing)
+    stopped = run_cli(
+        "-C",
+        fork.root,
+        "sync",
+        "curl-1_0_1",
+        "--no-fetch",
+        "--tarball",
+        next_tarball,
+        "--format",
+        "json",
+    )
+    assert stopped.code == 1, stopped.out
+    resolve = Path(str(stopped.json()["message"]).split(" in ", 1)[1].split(", then")[0])
+    (resolve / "ltmain.sh").write_text(clashing)  # upstream's lines: the change is dropped
+    nothing = run_cli("-C", fork.root, "sync", "--continue")
+    assert nothing.code == 2
+    assert nothing.error_lines == [
+        "error: the resolution of 0002-ltmain.patch changes nothing: curl-1_0_1+tarball "
+        "already has the change",
+        "hint: run 'forktool sync --abort', then retire the patch (forktool retire "
+        "0002-ltmain.patch --tag curl-1_0_1 --force --reason '...') or drop it, and run "
+        "'forktool sync curl-1_0_1 --tarball FILE...' again",
+    ]
+    assert run_cli("-C", fork.root, "sync", "--abort").code == 0
