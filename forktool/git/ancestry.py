@@ -41,15 +41,20 @@ class Ancestry(Remotes):
 
     def tags_containing(self, commit: str) -> set[str]:
         """The names of the tags whose commit has ``commit`` as an ancestor, as
-        ``merge-base --is-ancestor`` answers for each: one ``for-each-ref --contains``,
-        a single walk for every tag (a question per tag costs a walk each)."""
+        ``merge-base --is-ancestor`` answers for each: one ``git tag --contains``, a
+        single walk for every tag (a question per tag costs a walk each).
+
+        ``git tag`` and not ``for-each-ref``: the same exact answer, but ``git tag``
+        walks with a cache shared by every tag (git's contains_tag_algo), where
+        ``for-each-ref --contains`` walks again for each tag: on git.git's 1,008 tags
+        with no commit-graph, 1.3 s against 22 s."""
         started = time.monotonic()
         out = self.out(
-            ["for-each-ref", f"--contains={commit}", "--format=%(refname:strip=2)", "refs/tags/"],
+            ["tag", "--list", "--no-column", f"--contains={commit}", "--format=%(refname:strip=2)"],
             purpose=f"list the tags that contain {commit[:12]}",
         )
         if time.monotonic() - started > SLOW_WALK_SECONDS and not self.has_commit_graph():
-            note_missing_commit_graph(self)  # vim's 20,000 tags: 3.5-4.8 s without one
+            note_missing_commit_graph(self)  # thousands of tags: seconds without one
         return set(out.splitlines())
 
     def not_ancestors(self, commits: Iterable[str], tip: str) -> set[str]:
