@@ -21,6 +21,7 @@ from forktool.fork import Fork, load_fork
 from forktool.git import Git
 from forktool.inputs import read_text
 from forktool.model.record import parse_record, section_state
+from forktool.model.upstream_map import MapEntry
 
 if TYPE_CHECKING:
     from forktool.engine.apply.early import EarlyStart
@@ -156,11 +157,14 @@ def _ignored_files(ctx: CheckContext) -> list[Finding]:
 
 
 def _mapped_non_commits(ctx: CheckContext) -> list[Finding]:
-    """A map entry naming a tree, blob or tag object: no commit can retire the patch
-    (a commit not fetched yet is no finding here: ``absorbed`` fetches or refuses it)."""
+    """A map entry naming a tree, blob or tag object: no commit can retire the patch.
+    A commit this repository lacks is one warning for all of them: the gate needs no
+    network, so it cannot tell whether a release has them (``absorbed`` fetches them or
+    refuses), and never reads the absence as a "no"."""
     entries = [e for e in ctx.fork.upstream_map.entries if e.commits]
     types = ctx.git.object_types(c for e in entries for c in e.commits)
-    return [
+    missing = [(e, c) for e in entries for c in e.commits if types.get(c) is None]
+    return _missing_commits(ctx, missing) + [
         Finding(
             "error",
             f"{commit} is a {kind}, not a commit",
@@ -171,6 +175,24 @@ def _mapped_non_commits(ctx: CheckContext) -> list[Finding]:
         for entry in entries
         for commit in entry.commits
         if (kind := types.get(commit)) not in (None, "commit")
+    ]
+
+
+def _missing_commits(ctx: CheckContext, missing: list[tuple[MapEntry, str]]) -> list[Finding]:
+    if not missing:
+        return []
+    shown = "; ".join(f"{e.patch}: {c[:12]}" for e, c in missing[:3])
+    more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+    return [
+        Finding(
+            "warning",
+            f"{len(missing)} mapped commit(s) not in this repository ({shown}{more}): "
+            "whether a release absorbed them cannot be told here",
+            ctx.config.upstream_map,
+            missing[0][0].line,
+            "fetch them: forktool absorbed --tag TAG --fetch (check itself never fetches); "
+            "a commit upstream does not have is a mapping mistake",
+        )
     ]
 
 

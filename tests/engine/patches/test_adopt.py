@@ -995,3 +995,36 @@ def test_an_annotated_tags_own_id_in_a_trailer_maps_to_its_commit(builder: RepoB
     assert suggest.code == 0, suggest.err
     (entry,) = suggest.json()["suggestions"]  # type: ignore[misc]
     assert (entry["kind"], entry["commits"]) == ("commits", [fix])
+
+
+def test_check_warns_of_mapped_commits_it_cannot_see_and_still_passes(
+    headers: HeaderFork,
+) -> None:
+    """A mapped commit this repository lacks: the gate needs no network, so it cannot
+    tell whether a release has it. One warning names them all; never an error, and
+    never a silent pass."""
+    fork = headers.fork
+    fork.write(headers.patches)
+    unknown = ["0123456789abcdef0123456789abcdef01234567", "89abcdef" * 5]
+    names = sorted(headers.patches)
+    (fork.root / "upstream.map").write_text(
+        f"{names[0]} {unknown[0]}\n{names[1]} {headers.fix_b},{unknown[1]}\n"
+        + "".join(f"{name} none\n" for name in names[2:])
+    )
+    result = fork.cli("check", "--only", "files", "--format", "json")
+    assert result.code == 0, result.out
+    warnings = [
+        (f["message"], f["line"], f["hint"])
+        for f in result.json()["checks"][0]["findings"]  # type: ignore[index]
+        if f["severity"] == "warning"
+    ]
+    assert warnings == [
+        (
+            f"2 mapped commit(s) not in this repository ({names[0]}: {unknown[0][:12]}; "
+            f"{names[1]}: {unknown[1][:12]}): whether a release absorbed them cannot be "
+            "told here",
+            1,
+            "fetch them: forktool absorbed --tag TAG --fetch (check itself never fetches); "
+            "a commit upstream does not have is a mapping mistake",
+        )
+    ]
