@@ -11,6 +11,7 @@ with git's cause line and a hint.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -251,6 +252,10 @@ def _branch_fetch_error(source: str, branch: str, exc: GitError, offline: str) -
     )
 
 
+# upload-pack refuses an object id none of its refs reach (or that it lacks)
+_NOT_OUR_REF = re.compile(r"not our ref ([0-9a-f]{40})")
+
+
 def _fetch_error(source: str, exc: GitError, offline: str) -> FatalError:
     """git's own words (the remote, its URL and the cause line), with a hint that fits."""
     if "couldn't find remote ref" in cause_line(exc):
@@ -258,6 +263,12 @@ def _fetch_error(source: str, exc: GitError, offline: str) -> FatalError:
             f"{source} does not have it: check the name "
             f"({command_line('git', 'ls-remote', '--tags', source)}), "
             f"or {offline} to use what is here"
+        )
+    elif (unknown := _NOT_OUR_REF.search(exc.stderr)) is not None:
+        hint = (
+            f"{source} has no commit {unknown.group(1)[:12]} that its branches or tags "
+            "reach: check the id in upstream.map (one from a fork or from a PR upstream "
+            f"never merged is not upstream's), or {offline} to use what is here"
         )
     elif "would clobber existing tag" in exc.stderr or "(already exists)" in exc.stderr:
         hint = (

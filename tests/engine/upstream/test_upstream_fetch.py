@@ -291,3 +291,24 @@ def test_a_rejected_ref_is_named_in_the_fetch_error(
     assert raised.value.message == (
         f"git could not fetch from {bare}: rejected v2 (would clobber existing tag)"
     )
+
+
+def test_a_mapped_commit_upstream_does_not_have_is_named_as_a_map_mistake(
+    url_fork: tuple[RepoBuilder, Path],
+) -> None:
+    """upload-pack refuses an id none of upstream's refs reach ("not our ref"): the
+    map names a commit upstream does not have, and upstream itself is reachable."""
+    fork, bare = url_fork
+    unknown = "0123456789abcdef0123456789abcdef01234567"
+    umap = (fork.path / "upstream.map").read_text().splitlines(keepends=True)
+    first = umap.index(next(line for line in umap if line.startswith("0001-a.patch ")))
+    umap[first] = f"0001-a.patch {unknown}\n"
+    fork.commit("fork: a mistyped map entry\n", {"upstream.map": "".join(umap)})
+    result = run_cli("-C", fork.path, "absorbed", "--tag", "v1", "--fetch")
+    assert result.code == 2
+    assert result.error_lines[0].endswith(f"not our ref {unknown}")
+    assert result.error_lines[1] == (
+        f"hint: {bare} has no commit {unknown[:12]} that its branches or tags reach: check "
+        "the id in upstream.map (one from a fork or from a PR upstream never merged is not "
+        "upstream's), or drop --fetch to use what is here"
+    )
