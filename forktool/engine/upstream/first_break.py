@@ -6,7 +6,7 @@ found by bisection over only the commits touching its files."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from forktool.config import Config
@@ -56,15 +56,16 @@ class Prober:
         self,
         index: TempIndex,
         commit: str,
-        before: Sequence[Patch],
+        before: Callable[[str], Sequence[Patch]],
         patch: Patch,
         overlay: Sequence[Entry] = (),
     ) -> tuple[bool, int]:
-        """(applies exactly, checks run: 0 when remembered)."""
+        """(applies exactly, checks run: 0 when remembered); ``before``: the patches
+        that go first on a commit (what they are depends on the commit alone)."""
         key = (commit, patch.name)
         if key in self.known:
             return self.known[key], 0
-        ok, _ = apply_prefix(index, commit, before, overlay)
+        ok, _ = apply_prefix(index, commit, before(commit), overlay)
         attempt = try_patch(index, patch, check=True) if ok else Attempt(ok=False)
         exact = ok and is_exact(attempt)
         self.known[key] = exact
@@ -79,19 +80,39 @@ def _related(patches: Sequence[Patch], patch: Patch) -> list[Patch]:
 
 
 def find_first_break(
-    git: Git, prober: Prober, start: str, target: Target, remaining: Sequence[Patch], patch: Patch
+    git: Git,
+    prober: Prober,
+    start: str,
+    target: Target,
+    series: Sequence[Patch],
+    patch: Patch,
+    retired: frozenset[str] = frozenset(),
 ) -> tuple[str, int, int] | None:
     """(commit, checks, commits touching) of the first commit after which ``patch`` stops
     applying exactly, or None when it did not apply exactly at ``start`` either.
 
+    On each commit the earlier patches of ``series`` that touch its files go first, as
+    they do on that commit: a patch the target retires (``retired``) goes first only
+    where upstream's fix is not in yet (its mapped commits not all ancestors), so a
+    patch built on a fix the target absorbed still applies at the start.
+
     At most ceil(log2(n)) + 1 checks for n commits touching the files: one at the
     start, then a bisection (the target itself is known not to apply).
     """
-    before = _related(remaining, patch)
-    paths = sorted({path for p in (*before, patch) for path in touched_paths(p.parsed)})
+    related = _related(series, patch)
+    paths = sorted({path for p in (*related, patch) for path in touched_paths(p.parsed)})
     commits = git.first_parent_touching(target.commit, start, paths, top=prober.top)
     if not commits:
         return None
+    held = [p for p in related if p.name in retired and p.commits]
+
+    def before(commit: str) -> list[Patch]:
+        if not held:
+            return related
+        there = git.ancestors({c for p in held for c in p.commits}, commit)
+        absorbed = {p.name for p in held if set(p.commits) <= there}
+        return [p for p in related if p.name not in absorbed]
+
     with git.temp_index() as index:
         good_at_start, checks = prober.exact(index, start, before, patch, target.overlay)
         if not good_at_start:

@@ -578,3 +578,37 @@ def test_a_backport_the_release_carries_is_already_applied_by_a_three_way_merge(
     text = fork.cli("forecast", "--no-fetch", "--tags", "v1.1").out
     assert "0001-fix.patch, already applied; first broken by" in text
     assert backport not in text  # nothing claims the backport brought it: the bisection
+
+
+def test_the_first_break_of_a_patch_built_on_one_the_target_retires(
+    builder: RepoBuilder,
+) -> None:
+    """0002 is made on top of 0001, whose fix upstream takes before the target: the
+    target retires 0001, and 0002 stops applying later. The search applies 0001 first
+    where upstream's fix is not in yet, so 0002 applies at the pin and the first break is
+    the commit that broke it, not "none"."""
+    repo = builder
+    repo.commit("import\n", FILES)
+    repo.tag("v1.0.0")
+    fixed = edit(FILES["a"], "a10", "A10 fixed")
+    x = _change(repo, "a", "a10", "A10 fixed", "Fix a upstream (#12)")
+    breaker = _change(repo, "a", "a9", "a9 reworked", "Rework a around line 9 (#13)")
+    _change(repo, "b", "b1", "b1 upstream", "Touch b line 1")
+    repo.tag("v1.1.0")
+    pin = repo.rev("v1.0.0")
+    fork = MiniFork(repo, "v1.0.0")
+    fork.write(
+        {
+            "0001-fix-a.patch": make_patch(repo, pin, {"a": fixed}, "Fix a"),
+            "0002-more-a.patch": make_patch(
+                repo, x, {"a": edit(fixed, "A10 fixed", "A10 fixed twice")}, "More a"
+            ),
+        },
+        commits={"0001-fix-a.patch": x},
+    )
+    assert fork.cli("verify").code == 0
+    cells = _cells(fork.cli("forecast", "--no-fetch", "--format", "json").json())
+    assert cells[("0001-fix-a.patch", "v1.1.0")]["verdict"] == "retire"
+    cell = cells[("0002-more-a.patch", "v1.1.0")]
+    assert cell["apply"] == "conflict"
+    assert cell["first_break"]["commit"] == breaker  # type: ignore[index]
