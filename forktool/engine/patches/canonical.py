@@ -274,7 +274,8 @@ def chain_bytes(
 ) -> list[bytes]:
     """The bytes of every patch of a complete chain, in order, in the fork's ``form``:
     canonical, or the maintainers' own (a patch that applies under ``rule`` is kept
-    byte for byte; another keeps its header and gets its diff regenerated)."""
+    byte for byte; another, or one a merge moved, keeps its header and gets its diff
+    regenerated)."""
     generated = format_range(index, chain.base, chain.tip)
     if len(generated) != len(chain.links):
         raise FatalError(
@@ -284,7 +285,7 @@ def chain_bytes(
     if form == "maintainers":
         written = [
             link.patch.data
-            if acceptable(link.verdict.status, allows_offset(rule))
+            if acceptable(link.verdict.status, allows_offset(rule)) and not link.merged
             else in_maintainers_form(link.patch, data)
             for link, (_name, data) in zip(chain.links, generated, strict=True)
         ]

@@ -226,8 +226,20 @@ def _restart(command: str, onto: str) -> str:
 
 
 def _links(fork: Fork, done: Sequence[RefreshEntry]) -> list[Link]:
+    """The finished chain, each link as its patch moved, so each is written as a refresh
+    with no conflict writes it: kept (``unchanged``), at an offset (``rebased``: kept
+    where the fork's rule accepts one, else regenerated), or by a merge (``merged`` by
+    git, ``resolved`` by hand: regenerated, never the old bytes)."""
     by_name = {p.name: p for p in fork.patches}
-    return [Link(by_name[e.patch], PatchVerdict(e.patch, "exact"), e.commit) for e in done]
+    return [
+        Link(
+            by_name[e.patch],
+            PatchVerdict(e.patch, "offset" if e.status == "rebased" else "exact"),
+            e.commit,
+            merged=e.status in ("merged", "resolved"),
+        )
+        for e in done
+    ]
 
 
 def _finish_interrupted(fork: Fork, git: Git, state: RefreshState) -> RefreshResult:

@@ -558,3 +558,26 @@ def test_a_hunk_header_edited_by_hand_under_dpkg_still_has_its_pre_image(
     assert result.code == 0, result.out
     assert statuses(result.json()) == {"two.diff": "merged"}
     assert "thirty" in (fork.root / "patches" / "two.diff").read_text()
+
+
+@pytest.mark.parametrize("form", ["patch_form: maintainers\n", MAINTAINERS])
+def test_a_patch_merged_before_a_conflict_is_written_regenerated_after_continue(
+    drift: MiniFork, tmp_path: Path, form: str
+) -> None:
+    """In the maintainers' form a patch that applies is kept byte for byte; one a merge
+    moved is regenerated. The refresh that stops on a later conflict must write it so
+    too once the conflict is resolved, never its old bytes, which no longer apply."""
+    keep_only(drift, ["0001-a.patch", "0002-b.patch"], extra_config=form)
+    old = (drift.root / "patches" / "0001-a.patch").read_bytes()
+    wt = tmp_path / "resolve"
+    first = drift.cli("refresh", "--onto", "v2", "--worktree", wt, "--format", "json")
+    assert first.code == 1, first.out
+    assert statuses(first.json()) == {"0001-a.patch": "merged", "0002-b.patch": "conflict"}
+    (wt / "b.py").write_text(edit(V2["b.py"], ("up10\n", "up10 fork10\n")))
+    done = drift.cli("refresh", "--continue", "--format", "json")
+    assert done.code == 0, done.out
+    assert statuses(done.json()) == {"0001-a.patch": "merged", "0002-b.patch": "resolved"}
+    written = (drift.root / "patches" / "0001-a.patch").read_bytes()
+    assert written != old and b" up8\n" in written
+    assert written.split(b"\ndiff --git ")[0] == old.split(b"\ndiff --git ")[0]  # its header
+    assert drift.cli("verify", "--base", "v2").code == 0
