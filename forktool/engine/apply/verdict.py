@@ -103,6 +103,11 @@ def applies_shifted(attempt: Attempt) -> bool:
     return applies_unfuzzed(attempt) and not is_exact(attempt, "exact")
 
 
+# verify's top-level message when a patch did not apply: no revert was run, so its
+# round_trip is false without the tree having been compared.
+TRIP_NOT_TRIED = "the round trip was not tried"
+
+
 def acceptable(status: Status, allow_offset: bool) -> bool:
     """The one rule for what counts as applying: exact, or offset when allowed."""
     return status == "exact" or (allow_offset and status == "offset")

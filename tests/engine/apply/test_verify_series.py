@@ -221,6 +221,10 @@ def test_cli_json_shows_not_tried_and_check_reports_only_the_culprit(fork: MiniF
     assert out.code == 1
     shown = [p["status"] for p in out.json()["patches"]]  # type: ignore[union-attr]
     assert shown == ["exact", "fails", "not-tried", "not-tried"]
+    assert out.json()["round_trip"] is False
+    assert out.json()["message"] == (
+        "the round trip was not tried: 1 patch(es) did not apply (the first: 0002-edit.patch)"
+    )
     check = fork.cli("check", "--only", "apply", "--format", "json")
     findings = check.json()["checks"][0]["findings"]  # type: ignore[index]
     assert [f["path"] for f in findings] == ["patches/0002-edit.patch"]  # type: ignore[index]
