@@ -13,6 +13,7 @@ The one place a tried patch gets its status is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, NamedTuple
 
 from forktool.config import ApplyRule
@@ -103,9 +104,20 @@ def applies_shifted(attempt: Attempt) -> bool:
     return applies_unfuzzed(attempt) and not is_exact(attempt, "exact")
 
 
-# verify's top-level message when a patch did not apply: no revert was run, so its
-# round_trip is false without the tree having been compared.
-TRIP_NOT_TRIED = "the round trip was not tried"
+def trip_not_tried(patches: Sequence[PatchVerdict], round_trip: bool, allow_offset: bool) -> str:
+    """Why verify's ``round_trip`` is false when no revert ran: a patch did not apply (so
+    a script tells that apart from a revert that did not restore the tree); "" else."""
+    failed = [
+        p.patch
+        for p in patches
+        if p.status != "not-tried" and not acceptable(p.status, allow_offset)
+    ]
+    if round_trip or not failed:
+        return ""
+    return (
+        f"the round trip was not tried: {len(failed)} patch(es) did not apply "
+        f"(the first: {failed[0]})"
+    )
 
 
 def acceptable(status: Status, allow_offset: bool) -> bool:

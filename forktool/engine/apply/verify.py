@@ -36,11 +36,11 @@ from forktool.engine.apply.survey import (
     survey_rest,
 )
 from forktool.engine.apply.verdict import (
-    TRIP_NOT_TRIED,
     Attempt,
     PatchVerdict,
     acceptable,
     allows_offset,
+    trip_not_tried,
 )
 from forktool.fork import Fork, Patch
 from forktool.git import Git, TempIndex
@@ -65,21 +65,10 @@ class VerifyResult(NamedTuple):
             "rule": self.rule,
             "patches": [p.to_json() for p in self.patches],
         }
-        if message := self.message or self._not_tried():
+        message = self.message or trip_not_tried(self.patches, self.round_trip, self.allow_offset)
+        if message:
             data["message"] = message
         return data
-
-    def _not_tried(self) -> str:
-        """Why ``round_trip`` is false when no revert ran: a patch did not apply (so a
-        script tells that apart from a revert that did not restore the tree)."""
-        failed = [
-            p.patch
-            for p in self.patches
-            if p.status != "not-tried" and not acceptable(p.status, self.allow_offset)
-        ]
-        if self.round_trip or not failed:
-            return ""
-        return f"{TRIP_NOT_TRIED}: {len(failed)} patch(es) did not apply (the first: {failed[0]})"
 
 
 def verify_series(
