@@ -552,17 +552,7 @@ def test_a_tarball_sync_names_the_tag_in_its_hints_never_the_tree(
     the tag (and the sync its tarball again)."""
     clashing = LTMAIN.replace("ltmain 5\n", "ltmain 5 (1.0.1)\n")  # the line the patch changes
     next_tarball = _synced_on_next_tarball(fork, tmp_path, clashing)
-    stopped = run_cli(
-        "-C",
-        fork.root,
-        "sync",
-        "curl-1_0_1",
-        "--no-fetch",
-        "--tarball",
-        next_tarball,
-        "--format",
-        "json",
-    )
+    stopped = _sync(fork, next_tarball)
     assert stopped.code == 1, stopped.out
     resolve = Path(str(stopped.json()["message"]).split(" in ", 1)[1].split(", then")[0])
     (resolve / "ltmain.sh").write_text(clashing)  # upstream's lines: the change is dropped
