@@ -86,15 +86,15 @@ def find_first_break(
     target: Target,
     series: Sequence[Patch],
     patch: Patch,
-    retired: frozenset[str] = frozenset(),
 ) -> tuple[str, int, int] | None:
     """(commit, checks, commits touching) of the first commit after which ``patch`` stops
     applying exactly, or None when it did not apply exactly at ``start`` either.
 
-    On each commit the earlier patches of ``series`` that touch its files go first, as
-    they do on that commit: a patch the target retires (``retired``) goes first only
-    where upstream's fix is not in yet (its mapped commits not all ancestors), so a
-    patch built on a fix the target absorbed still applies at the start.
+    On each commit the earlier patches of ``series`` that touch its files go first, but
+    for those whose mapped commits are all ancestors of that commit (retirement's own
+    rule): so a patch built on one the target retires still applies at the start, and
+    what goes first depends on the commit alone (the prober's answers hold across
+    targets).
 
     At most ceil(log2(n)) + 1 checks for n commits touching the files: one at the
     start, then a bisection (the target itself is known not to apply).
@@ -104,7 +104,7 @@ def find_first_break(
     commits = git.first_parent_touching(target.commit, start, paths, top=prober.top)
     if not commits:
         return None
-    held = [p for p in related if p.name in retired and p.commits]
+    held = [p for p in related if p.commits]
 
     def before(commit: str) -> list[Patch]:
         if not held:

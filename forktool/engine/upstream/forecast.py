@@ -149,8 +149,7 @@ def _column(
 ) -> dict[str, Cell]:
     """One target's cells: absorbed's verdicts, the cumulative apply, the first breaks."""
     report = absorbed(fork, git, target.revision, shared=shared)
-    retired = frozenset(p.name for p in fork.patches if report.patch(p.name).verdict == "retire")
-    remaining = [p for p in fork.patches if p.name not in retired]
+    remaining = [p for p in fork.patches if report.patch(p.name).verdict != "retire"]
     rule = fork.config.apply_rule
     maybe = frozenset(p.patch for p in report.patches if p.verdict == "revisit")
     present = Presence(maybe, require_tree(fork.config, git), fork.patches, rule) if maybe else None
@@ -161,11 +160,7 @@ def _column(
     start = start_point(git, fork.config.pin_commit, target) if broken else None
     found: dict[str, tuple[str, int, int]] = {}
     for patch in broken:
-        hit = (
-            find_first_break(git, prober, start, target, fork.patches, patch, retired)
-            if start
-            else None
-        )
+        hit = find_first_break(git, prober, start, target, fork.patches, patch) if start else None
         if hit is not None:
             found[patch.name] = hit
     breaks = describe_breaks(git, fork.config, found)
